@@ -1,0 +1,220 @@
+/**
+ * A scripted `effect/ai` LanguageModel for tests. Each response is chosen by the last input of
+ * the request: the user's text, a tool's output, or the words of per-reply instructions. A
+ * response may stream text, make one or several parallel tool calls, wait (`Effect.sleep`, so
+ * it runs under `TestClock`) or fail. Every request is recorded (which agent asked, with which
+ * instructions, tool choice, tools and items) so tests can assert that no model call was made
+ * for an agent.
+ */
+import { Context, Duration, Effect, Layer, Stream } from "effect"
+import { AiError, LanguageModel, type Prompt, type Response } from "effect/ai"
+import { ModelCall } from "../../services/ModelCall.ts"
+
+export type Text = string | RegExp
+
+/** What the last message of a request was. */
+export type LastInput =
+  | { readonly kind: "user"; readonly text: string }
+  | { readonly kind: "tool"; readonly outputs: ReadonlyArray<{ readonly name: string; readonly output: string; readonly isError: boolean }> }
+  | { readonly kind: "instructions"; readonly text: string }
+  | { readonly kind: "assistant"; readonly text: string }
+  | { readonly kind: "none" }
+
+export interface RecordedRequest {
+  readonly index: number
+  /** The agent that made the call (baton sets it). */
+  readonly agent: string | undefined
+  /** The agent's instructions (the first system message). */
+  readonly instructions: string | undefined
+  readonly toolChoice: LanguageModel.ToolChoice<string>
+  readonly tools: ReadonlyArray<string>
+  readonly prompt: Prompt.Prompt
+  readonly last: LastInput
+}
+
+export interface ScriptedToolCall {
+  readonly name: string
+  /** An object is sent as JSON; a string is sent as is (to test malformed arguments). */
+  readonly arguments?: unknown
+  readonly id?: string
+}
+
+export interface ScriptedResponse {
+  /** Text to stream; an array streams one delta per element. */
+  readonly text?: string | ReadonlyArray<string>
+  readonly toolCalls?: ReadonlyArray<ScriptedToolCall>
+  /** Waits before the first part. */
+  readonly delay?: Duration.Input
+  /** Waits between text deltas. */
+  readonly chunkDelay?: Duration.Input
+  /** Fails the stream after the text with this message. */
+  readonly error?: string
+}
+
+export type Matcher =
+  | { readonly user: Text; readonly agent?: string }
+  | { readonly toolOutput: Text; readonly name?: string; readonly agent?: string }
+  | { readonly instructions: Text; readonly agent?: string }
+  | { readonly agent: string }
+  | ((request: RecordedRequest) => boolean)
+
+export interface Rule {
+  readonly when: Matcher
+  readonly reply: ScriptedResponse | ((request: RecordedRequest) => ScriptedResponse)
+  /** How many times the rule may answer (default: always). */
+  readonly times?: number
+}
+
+export interface ScriptedModelService {
+  readonly requests: ReadonlyArray<RecordedRequest>
+  readonly requestsFor: (agent: string) => ReadonlyArray<RecordedRequest>
+}
+
+export class ScriptedModel extends Context.Service<ScriptedModel, ScriptedModelService>()("baton/testing/ScriptedModel") {}
+
+const test = (text: string, expected: Text) =>
+  typeof expected === "string" ? text.toLowerCase().includes(expected.toLowerCase()) : expected.test(text)
+
+const textOf = (content: ReadonlyArray<{ readonly type: string }>) =>
+  content.flatMap((part) => (part.type === "text" ? [(part as Prompt.TextPart).text] : [])).join("")
+
+export const lastInput = (prompt: Prompt.Prompt): LastInput => {
+  const messages = prompt.content
+  const last = messages[messages.length - 1]
+  if (!last) return { kind: "none" }
+  switch (last.role) {
+    case "user":
+      return { kind: "user", text: textOf(last.content) }
+    case "system":
+      return messages.length === 1 ? { kind: "none" } : { kind: "instructions", text: last.content }
+    case "assistant":
+      return { kind: "assistant", text: textOf(last.content) }
+    case "tool":
+      return {
+        kind: "tool",
+        outputs: last.content.flatMap((part) =>
+          part.type === "tool-result"
+            ? [{ name: part.name, output: typeof part.result === "string" ? part.result : JSON.stringify(part.result), isError: part.isFailure }]
+            : []
+        )
+      }
+  }
+}
+
+const matches = (matcher: Matcher, request: RecordedRequest): boolean => {
+  if (typeof matcher === "function") return matcher(request)
+  if (matcher.agent !== undefined && request.agent !== matcher.agent) return false
+  const last = request.last
+  if ("user" in matcher) return last.kind === "user" && test(last.text, matcher.user)
+  if ("instructions" in matcher) return last.kind === "instructions" && test(last.text, matcher.instructions)
+  if ("toolOutput" in matcher) {
+    return last.kind === "tool" &&
+      last.outputs.some((o) => (matcher.name === undefined || o.name === matcher.name) && test(o.output, matcher.toolOutput))
+  }
+  return true
+}
+
+const describeLast = (last: LastInput) => {
+  switch (last.kind) {
+    case "tool":
+      return `tool outputs ${JSON.stringify(last.outputs)}`
+    case "none":
+      return "nothing"
+    default:
+      return `${last.kind} ${JSON.stringify(last.text)}`
+  }
+}
+
+const responseParts = (response: ScriptedResponse, nextId: () => string): Stream.Stream<Response.StreamPartEncoded, AiError.AiError> => {
+  const chunks = response.text === undefined ? [] : typeof response.text === "string" ? [response.text] : response.text
+  const textParts: Stream.Stream<Response.StreamPartEncoded> = chunks.length === 0
+    ? Stream.empty
+    : Stream.concat(
+      Stream.make<Array<Response.StreamPartEncoded>>({ type: "text-start", id: "text_0" }),
+      Stream.concat(
+        Stream.fromIterable(chunks).pipe(
+          Stream.mapEffect((delta, i) => {
+            const part: Response.StreamPartEncoded = { type: "text-delta", id: "text_0", delta }
+            return response.chunkDelay !== undefined && i > 0 ? Effect.sleep(response.chunkDelay).pipe(Effect.as(part)) : Effect.succeed(part)
+          })
+        ),
+        Stream.make<Array<Response.StreamPartEncoded>>({ type: "text-end", id: "text_0" })
+      )
+    )
+  const calls = (response.toolCalls ?? []).map((call): Response.StreamPartEncoded => ({
+    type: "tool-call",
+    id: call.id ?? nextId(),
+    name: call.name,
+    params: call.arguments ?? {}
+  }))
+  const finish: Response.StreamPartEncoded = {
+    type: "finish",
+    reason: calls.length > 0 ? "tool-calls" : "stop",
+    usage: { inputTokens: { total: 0 }, outputTokens: { total: 0 } }
+  }
+  const failure = response.error === undefined ? Stream.empty : Stream.fail(
+    AiError.make({ module: "ScriptedModel", method: "streamText", reason: new AiError.InternalProviderError({ description: response.error }) })
+  )
+  const body = Stream.concat(Stream.concat(textParts, failure), Stream.fromIterable([...calls, finish]))
+  return response.delay === undefined ? body : Stream.unwrap(Effect.sleep(response.delay).pipe(Effect.as(body)))
+}
+
+/** A LanguageModel answering by `rules` (first match wins) and the `ScriptedModel` recorder. */
+export const layer = (rules: ReadonlyArray<Rule>): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
+  Layer.effectContext(
+    Effect.gen(function*() {
+      const requests: Array<RecordedRequest> = []
+      const used = rules.map(() => 0)
+      let calls = 0
+      const nextId = () => `call_${++calls}`
+      const answer = (options: LanguageModel.ProviderOptions) =>
+        Effect.gen(function*() {
+          const info = yield* ModelCall
+          const first = options.prompt.content[0]
+          const request: RecordedRequest = {
+            index: requests.length,
+            agent: info?.agent,
+            instructions: first?.role === "system" ? first.content : undefined,
+            toolChoice: options.toolChoice,
+            tools: options.tools.map((tool) => tool.name),
+            prompt: options.prompt,
+            last: lastInput(options.prompt)
+          }
+          requests.push(request)
+          const index = rules.findIndex((rule, i) => (rule.times === undefined || used[i]! < rule.times) && matches(rule.when, request))
+          if (index < 0) {
+            return Stream.fail(
+              AiError.make({
+                module: "ScriptedModel",
+                method: "streamText",
+                reason: new AiError.InvalidRequestError({
+                  description: `no scripted response for ${request.agent ?? "?"} after ${describeLast(request.last)}`
+                })
+              })
+            )
+          }
+          used[index]!++
+          const rule = rules[index]!
+          const response = typeof rule.reply === "function" ? rule.reply(request) : rule.reply
+          return responseParts(response, nextId)
+        })
+      const model = yield* LanguageModel.make({
+        streamText: (options) => Stream.unwrap(answer(options)),
+        generateText: (options) =>
+          Stream.unwrap(answer(options)).pipe(
+            Stream.runCollect,
+            Effect.map((parts) => {
+              const text = parts.flatMap((p) => (p.type === "text-delta" ? [p.delta] : [])).join("")
+              const rest = parts.flatMap((p) => (p.type === "tool-call" || p.type === "finish" ? [p as Response.PartEncoded] : []))
+              const all: Array<Response.PartEncoded> = text ? [{ type: "text", text }, ...rest] : rest
+              return all
+            })
+          )
+      })
+      const recorder: ScriptedModelService = {
+        requests,
+        requestsFor: (agent) => requests.filter((r) => r.agent === agent)
+      }
+      return Context.make(LanguageModel.LanguageModel, model).pipe(Context.add(ScriptedModel, recorder))
+    })
+  )

@@ -1,0 +1,204 @@
+/**
+ * A session: the supervisor of one conversation. It owns the floor, the shared history, the
+ * event stream and the actors, and processes its mailbox one message at a time. It lives in
+ * the Scope it was started in; closing that Scope (or `close`) closes every actor's Scope.
+ */
+import { Cause, Clock, Deferred, Effect, Exit, Fiber, Option, PubSub, Queue, Scope, Semaphore, Stream } from "effect"
+import { LanguageModel } from "effect/ai"
+import { TextOutput } from "../services/TextOutput.ts"
+import type { Agent } from "./Agent.ts"
+import { ChatContext, type ChatItem, nextId } from "./ChatContext.ts"
+import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
+import * as Diagnostics from "./Diagnostics.ts"
+import { FloorError } from "./Errors.ts"
+import type { EventInput, SessionEvent } from "./Events.ts"
+import * as Floor from "./Floor.ts"
+import type { HandoffOptions } from "./Handoff.ts"
+import { RunResult } from "./RunResult.ts"
+import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
+import type { SpeechHandle } from "./Speech.ts"
+import * as Work from "./Work.ts"
+
+export interface AgentSession<U = unknown> {
+  readonly id: string
+  readonly userdata: U
+  /** Sends user text to the agent holding the floor. */
+  readonly send: (text: string) => Effect.Effect<void>
+  /**
+   * Sends user text and waits until the session is quiescent: no message waiting in any mailbox,
+   * no speech playing, no handoff or hook chain in progress, the floor holder idle (rule 10).
+   * The result holds what happened since the input (start-up is not part of the first run).
+   */
+  readonly run: (text: string) => Effect.Effect<RunResult>
+  /** Waits until the session is quiescent. */
+  readonly idle: Effect.Effect<void>
+  readonly say: (text: string, options?: SayOptions) => Effect.Effect<SpeechHandle, FloorError>
+  readonly generateReply: (options?: ReplyOptions) => Effect.Effect<SpeechHandle, FloorError>
+  /** Interrupts what the agent holding the floor is saying. */
+  readonly interrupt: Effect.Effect<void>
+  /** Hands the floor to `agent` from outside (the holder's current reply is cut). */
+  readonly handoff: (agent: Agent, options?: HandoffOptions) => Effect.Effect<HandoffOutcome>
+  /** The whole conversation: every agent's items and the handoff records. */
+  readonly history: Effect.Effect<ChatContext>
+  /** The agent holding the floor. */
+  readonly currentAgent: Effect.Effect<Agent | undefined>
+  /** Events from the moment of subscription on. */
+  readonly events: Stream.Stream<SessionEvent>
+  /** Every event so far. */
+  readonly eventLog: Effect.Effect<ReadonlyArray<SessionEvent>>
+  readonly close: Effect.Effect<void>
+}
+
+export interface StartOptions<U> {
+  readonly agent: Agent
+  readonly userdata?: U
+}
+
+/** How many past events a session keeps for `eventLog` and run results. */
+const LOG_LIMIT = 20_000
+
+export const start = <U = undefined>(
+  options: StartOptions<U>
+): Effect.Effect<AgentSession<U>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const parent = yield* Effect.scope
+    const scope = yield* Diagnostics.forkScope(parent, "sessions")
+    const clock = yield* Clock.Clock
+    const textOutput = yield* TextOutput
+    const defaultModel = Option.getOrUndefined(yield* Effect.serviceOption(LanguageModel.LanguageModel))
+    const pubsub = yield* PubSub.unbounded<SessionEvent>()
+    const mailbox = yield* Queue.unbounded<SessionMessage, Cause.Done>()
+    const runLock = yield* Semaphore.make(1)
+    const work = Work.make()
+    const state = Floor.makeState()
+    const log: Array<SessionEvent> = []
+    let seq = 0
+    let history = ChatContext.empty
+    let closed = false
+
+    const emit = (input: EventInput): SessionEvent => {
+      const event = { ...input, seq: seq++, at: clock.currentTimeMillisUnsafe() } as SessionEvent
+      log.push(event)
+      if (log.length > LOG_LIMIT) log.splice(0, log.length - LOG_LIMIT)
+      PubSub.publishUnsafe(pubsub, event)
+      return event
+    }
+
+    const sendToSession = (msg: SessionMessage) => {
+      if (closed) return rejectClosed(msg)
+      work.acquire()
+      if (!Queue.offerUnsafe(mailbox, msg)) {
+        work.release()
+        rejectClosed(msg)
+      }
+    }
+
+    const core: SessionCore = {
+      id: nextId("session"),
+      work,
+      scope,
+      userdata: options.userdata,
+      textOutput,
+      defaultModel,
+      session: () => session,
+      send: sendToSession,
+      holder: () => state.holder,
+      closed: () => closed,
+      emit,
+      record: (item: ChatItem, agent: string | undefined) => {
+        history = history.append(item)
+        emit({ type: "conversation_item_added", agent, item })
+      },
+      history: () => history,
+      now: () => clock.currentTimeMillisUnsafe()
+    }
+
+    const loop = Effect.gen(function*() {
+      while (true) {
+        const msg = yield* Queue.take(mailbox)
+        yield* Floor.handle(core, state, msg).pipe(
+          Effect.catchCause((cause) =>
+            Effect.sync(() => {
+              emit({ type: "error", agent: undefined, source: "input", message: Cause.pretty(cause), recoverable: true })
+            })
+          ),
+          Effect.ensuring(Effect.sync(() => work.release()))
+        )
+      }
+    })
+
+    const shutdown = Effect.gen(function*() {
+      if (closed) return
+      closed = true
+      // Innermost first: tasks before their callers, then the agents.
+      const actors = [...state.live].reverse()
+      for (const actor of actors) yield* Scope.close(actor.scope, Exit.void)
+      state.holder = undefined
+      for (const msg of yield* Queue.clear(mailbox)) {
+        rejectClosed(msg)
+        work.release()
+      }
+      emit({ type: "close", reason: "closed" })
+      yield* PubSub.shutdown(pubsub)
+      yield* Scope.close(scope, Exit.void)
+    })
+
+    // Closing may be asked from inside an actor (a tool that ends the call): run it outside
+    // every actor's Scope so it never waits for itself.
+    const close = Effect.forkDetach(shutdown).pipe(Effect.flatMap(Fiber.await), Effect.asVoid)
+
+    const ask = <A, E>(make: (reply: Deferred.Deferred<A, E>) => SessionMessage) =>
+      Effect.gen(function*() {
+        const reply = yield* Deferred.make<A, E>()
+        sendToSession(make(reply))
+        return yield* Deferred.await(reply)
+      })
+
+    const session: AgentSession<U> = {
+      id: core.id,
+      userdata: options.userdata as U,
+      send: (text) => Effect.sync(() => sendToSession({ _tag: "Input", text })),
+      run: (text) =>
+        runLock.withPermit(
+          Effect.gen(function*() {
+            yield* work.idle
+            const from = seq
+            sendToSession({ _tag: "Input", text })
+            yield* work.idle
+            return new RunResult(log.filter((event) => event.seq >= from))
+          })
+        ),
+      idle: work.idle,
+      say: (text, sayOptions = {}) => ask((reply) => ({ _tag: "Say", text, options: sayOptions, reply })),
+      generateReply: (replyOptions = {}) => ask((reply) => ({ _tag: "Reply", options: replyOptions, reply })),
+      interrupt: Effect.sync(() => sendToSession({ _tag: "Interrupt" })),
+      handoff: (agent, handoffOptions = {}) =>
+        ask<HandoffOutcome, never>((reply) => ({ _tag: "Handoff", from: undefined, target: agent, options: handoffOptions, reply })),
+      history: Effect.sync(() => history),
+      currentAgent: Effect.sync(() => state.holder?.agent),
+      events: Stream.fromPubSub(pubsub),
+      eventLog: Effect.sync(() => [...log]),
+      close
+    }
+
+    yield* loop.pipe(Diagnostics.fiber, Effect.forkIn(scope))
+    // Registered after the session's Scope was forked, so it runs before that Scope closes.
+    yield* Scope.addFinalizer(parent, shutdown)
+    sendToSession({ _tag: "Start", agent: options.agent })
+    return session
+  })
+
+/** A message that can no longer be handled still gets an answer. */
+const rejectClosed = (msg: SessionMessage) => {
+  switch (msg._tag) {
+    case "Say":
+    case "Reply":
+      return void Deferred.doneUnsafe(msg.reply, Effect.fail(new FloorError({ agent: "", message: "the session is closed" })))
+    case "Handoff":
+      return void Deferred.doneUnsafe(msg.reply, Effect.succeed({ _tag: "NotApplied", reason: "the session is closed" } as const))
+    case "StartTask":
+      return void Deferred.doneUnsafe(msg.result, Effect.interrupt)
+    default:
+      return
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * `AgentTask<A>`: an agent that runs until it completes with a typed result. Awaiting one (from
+ * a tool or a hook) lends the caller's floor to the task; its completion returns the floor to
+ * the caller, merges the task's messages into the caller's context (function calls only if
+ * asked) and resumes the caller with the result.
+ *
+ * ```ts
+ * const askName: AgentTask<string> = AgentTask.make({
+ *   name: "ask_name",
+ *   instructions: "Ask the caller's name.",
+ *   tools: [Tool.make("record_name", {
+ *     description: "Record the caller's name",
+ *     parameters: Schema.Struct({ name: Schema.String }),
+ *     handler: ({ name }) => AgentTask.complete(askName, name)
+ *   })],
+ *   onEnter: Agent.reply()
+ * })
+ * // in a tool or hook of another agent:
+ * const name = yield* AgentTask.run(askName)
+ * ```
+ */
+import { Effect } from "effect"
+import type { Agent, AgentOptions } from "./Agent.ts"
+import * as AgentModule from "./Agent.ts"
+import { CurrentAgent } from "./CurrentAgent.ts"
+import { TaskError } from "./Errors.ts"
+import type { ContextPolicy } from "./Handoff.ts"
+import { type NoReply, noReply } from "./Tool.ts"
+
+declare const Result: unique symbol
+
+export interface AgentTask<A> extends Agent {
+  readonly task: NonNullable<Agent["task"]>
+  /** Phantom: the result type. */
+  readonly [Result]?: A
+}
+
+export interface AgentTaskOptions extends AgentOptions {
+  /** Merge the task's function calls back into the caller's context too (default false). */
+  readonly includeFunctionCalls?: boolean
+  /** What the task sees of its caller's context (default "full"). */
+  readonly context?: ContextPolicy
+}
+
+export const make = <A>(options: AgentTaskOptions): AgentTask<A> => ({
+  ...AgentModule.make(options),
+  task: { includeFunctionCalls: options.includeFunctionCalls ?? false, context: options.context ?? "full" }
+})
+
+/** Runs `task` with the floor lent by the current agent, and returns its result. */
+export const run = <A>(task: AgentTask<A>): Effect.Effect<A, TaskError, CurrentAgent> =>
+  CurrentAgent.use((agent) => agent.runTask(task)) as Effect.Effect<A, TaskError, CurrentAgent>
+
+const checkOwner = (task: Agent) =>
+  CurrentAgent.use((agent) =>
+    agent.agent === task
+      ? Effect.succeed(agent)
+      : Effect.fail(
+        new TaskError({ task: task.name, reason: "invalid", message: `${agent.name} cannot complete ${task.name}` })
+      )
+  )
+
+/**
+ * Completes `task` with `value`, from one of its own tools or hooks. Returns a tool result the
+ * task's model does not reply to (the floor goes back to the caller).
+ */
+export const complete = <A>(task: AgentTask<A>, value: A): Effect.Effect<NoReply, TaskError, CurrentAgent> =>
+  checkOwner(task).pipe(
+    Effect.flatMap((agent) => agent.completeTask({ _tag: "Success", value })),
+    Effect.as(noReply(`${task.name} completed.`))
+  )
+
+/** Ends `task` with a failure its caller receives as a `TaskError`. */
+export const fail = (task: AgentTask<any>, message: string): Effect.Effect<NoReply, TaskError, CurrentAgent> =>
+  checkOwner(task).pipe(
+    Effect.flatMap((agent) =>
+      agent.completeTask({ _tag: "Failure", error: new TaskError({ task: task.name, reason: "failed", message }) })
+    ),
+    Effect.as(noReply(`${task.name} ended: ${message}`))
+  )

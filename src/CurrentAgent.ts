@@ -1,0 +1,55 @@
+/**
+ * `CurrentAgent`: the running agent, as seen by its own hooks and tools.
+ */
+import { Context, type Effect } from "effect"
+import type { LanguageModel } from "effect/ai"
+import type { Agent } from "./Agent.ts"
+import type { AgentSession } from "./AgentSession.ts"
+import type { ChatContext } from "./ChatContext.ts"
+import type { FloorError, TaskError } from "./Errors.ts"
+import type { SpeechHandle } from "./Speech.ts"
+import type { Tool } from "./Tool.ts"
+
+export interface ReplyOptions {
+  /** Extra instructions for this reply only (not kept in the context). */
+  readonly instructions?: string
+  /** A user message to add before replying. */
+  readonly userInput?: string
+  readonly toolChoice?: LanguageModel.ToolChoice<string>
+  /** Whether the user may interrupt this reply (default true). */
+  readonly allowInterruptions?: boolean
+}
+
+export interface SayOptions {
+  readonly allowInterruptions?: boolean
+  /** Add the text to the chat context as an assistant message (default true). */
+  readonly addToContext?: boolean
+}
+
+export interface AgentHandle {
+  readonly agent: Agent
+  /** The actor's label in events: the agent's name. */
+  readonly name: string
+  readonly session: AgentSession<any>
+  readonly userdata: any
+  readonly holdsFloor: Effect.Effect<boolean>
+  readonly chatContext: Effect.Effect<ChatContext>
+  readonly updateChatContext: (f: (context: ChatContext) => ChatContext) => Effect.Effect<void>
+  readonly say: (text: string, options?: SayOptions) => Effect.Effect<SpeechHandle, FloorError>
+  readonly generateReply: (options?: ReplyOptions) => Effect.Effect<SpeechHandle, FloorError>
+  /** Lends the floor to `task` and waits for its result (see `AgentTask.run`). */
+  readonly runTask: (task: Agent, options?: RunTaskOptions) => Effect.Effect<unknown, TaskError>
+  /** Completes the task this actor runs (see `AgentTask.complete`). */
+  readonly completeTask: (result: TaskResult) => Effect.Effect<void, TaskError>
+}
+
+export interface RunTaskOptions {
+  /** Tools the task's actor gets besides its own (a TaskGroup adds its "go back" tool). */
+  readonly extraTools?: ReadonlyArray<Tool>
+}
+
+export type TaskResult =
+  | { readonly _tag: "Success"; readonly value: unknown }
+  | { readonly _tag: "Failure"; readonly error: TaskError }
+
+export class CurrentAgent extends Context.Service<CurrentAgent, AgentHandle>()("baton/CurrentAgent") {}

@@ -1,0 +1,36 @@
+/**
+ * Live counts of what baton has running in this process: sessions, actors, the Scopes they own
+ * and the fibers baton forked. All return to zero when every session is closed (rule 11).
+ */
+import { Effect, Scope } from "effect"
+
+export interface Counts {
+  readonly sessions: number
+  readonly actors: number
+  readonly scopes: number
+  readonly fibers: number
+}
+
+const counts = { sessions: 0, actors: 0, scopes: 0, fibers: 0 }
+
+export const snapshot = (): Counts => ({ ...counts })
+
+/** Counts `effect` as a live fiber while it runs. */
+export const fiber = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    counts.fibers++
+    return effect.pipe(Effect.ensuring(Effect.sync(() => void counts.fibers--)))
+  })
+
+/** A child scope of `parent`, counted until it closes. */
+export const forkScope = (parent: Scope.Scope, kind: "sessions" | "actors"): Effect.Effect<Scope.Closeable> =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.fork(parent)
+    counts.scopes++
+    counts[kind]++
+    yield* Scope.addFinalizer(scope, Effect.sync(() => {
+      counts.scopes--
+      counts[kind]--
+    }))
+    return scope
+  })

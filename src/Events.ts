@@ -1,0 +1,97 @@
+/**
+ * The session's typed event stream. Every event carries the session-wide sequence number and
+ * the clock time (milliseconds, `Clock`, so tests under `TestClock` see test time).
+ */
+import type { ChatItem, FunctionCall, FunctionCallOutput, HandoffKind } from "./ChatContext.ts"
+import type { SpeechSource } from "./Speech.ts"
+
+export type AgentState = "initializing" | "listening" | "thinking" | "speaking"
+
+interface Base {
+  readonly seq: number
+  readonly at: number
+}
+
+export interface AgentStateChanged extends Base {
+  readonly type: "agent_state_changed"
+  readonly agent: string
+  readonly state: AgentState
+  readonly previous: AgentState
+}
+
+export interface ConversationItemAdded extends Base {
+  readonly type: "conversation_item_added"
+  readonly agent: string | undefined
+  readonly item: ChatItem
+}
+
+export interface FunctionToolsExecuted extends Base {
+  readonly type: "function_tools_executed"
+  readonly agent: string
+  readonly calls: ReadonlyArray<{ readonly call: FunctionCall; readonly output: FunctionCallOutput }>
+  /** The batch passes the floor: no reply follows on this agent. */
+  readonly hasHandoff: boolean
+  readonly handoffTo?: string | undefined
+  /** True when the batch completed from a long-running tool after its first output. */
+  readonly deferred: boolean
+}
+
+export interface AgentHandoffEvent extends Base {
+  readonly type: "agent_handoff"
+  readonly from: string | undefined
+  readonly to: string
+  readonly kind: HandoffKind
+  readonly resumed: boolean
+  readonly reason?: string | undefined
+}
+
+export interface HandoffNotApplied extends Base {
+  readonly type: "handoff_not_applied"
+  readonly agent: string
+  readonly to: string
+  readonly reason: string
+}
+
+export interface SpeechCreated extends Base {
+  readonly type: "speech_created"
+  readonly agent: string
+  readonly speechId: string
+  readonly source: SpeechSource
+}
+
+export interface SpeechFinished extends Base {
+  readonly type: "speech_finished"
+  readonly agent: string
+  readonly speechId: string
+  readonly interrupted: boolean
+}
+
+export interface ErrorEvent extends Base {
+  readonly type: "error"
+  readonly agent: string | undefined
+  readonly source: "model" | "tool" | "hook" | "input" | "transport" | "realtime"
+  readonly message: string
+  /** The session goes on after it. */
+  readonly recoverable: boolean
+}
+
+export interface CloseEvent extends Base {
+  readonly type: "close"
+  readonly reason: string
+}
+
+export type SessionEvent =
+  | AgentStateChanged
+  | ConversationItemAdded
+  | FunctionToolsExecuted
+  | AgentHandoffEvent
+  | HandoffNotApplied
+  | SpeechCreated
+  | SpeechFinished
+  | ErrorEvent
+  | CloseEvent
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
+
+/** An event before the session stamps it. */
+export type EventInput = DistributiveOmit<SessionEvent, "seq" | "at">

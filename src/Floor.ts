@@ -1,0 +1,222 @@
+/**
+ * The floor: which actor receives the user's input and may speak. The session supervisor owns
+ * it and changes it only here, one message at a time. This module is the handoff protocol:
+ *
+ * - handoff A -> B: only the holder can hand off; the floor, the history record and the
+ *   `agent_handoff` event change in one synchronous step (rule 1); A is deactivated (`onExit`),
+ *   B is activated (`onEnter` on its first activation, `onResume` when its paused actor is
+ *   resumed with its state: rules 5 and 6);
+ * - task start: the caller lends the floor to a new task actor (no hooks of the caller run); a
+ *   request from an actor that does not hold the floor waits until it does, so tasks started by
+ *   parallel tools run one after another;
+ * - task completion: the floor returns to the caller with the task's messages merged in, the
+ *   task actor closes, and the caller's waiting flow wakes up with the result (rule 6).
+ */
+import { Deferred, Effect, Exit } from "effect"
+import * as Actor from "./Actor.ts"
+import type { Agent } from "./Agent.ts"
+import { agentHandoff, ChatContext, type HandoffKind } from "./ChatContext.ts"
+import type { TaskResult } from "./CurrentAgent.ts"
+import { FloorError, TaskError } from "./Errors.ts"
+import { applyContextPolicy } from "./Handoff.ts"
+import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
+import type { Tool } from "./Tool.ts"
+
+type StartTask = Extract<SessionMessage, { readonly _tag: "StartTask" }>
+
+export interface FloorState {
+  holder: Actor.Actor | undefined
+  /** The actors of agents (not tasks), by agent value: an agent has one actor per session. */
+  readonly actors: Map<Agent, Actor.Actor>
+  /** Every live actor, tasks included. */
+  readonly live: Set<Actor.Actor>
+  /** Task requests waiting for their caller to hold the floor. */
+  readonly pending: Map<Actor.Actor, Array<StartTask>>
+}
+
+export const makeState = (): FloorState => ({
+  holder: undefined,
+  actors: new Map(),
+  live: new Set(),
+  pending: new Map()
+})
+
+export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    switch (msg._tag) {
+      case "Start": {
+        const actor = yield* spawn(core, state, msg.agent, ChatContext.empty)
+        state.actors.set(msg.agent, actor)
+        pass(core, state, undefined, actor, "start", false, undefined)
+        actor.send({ _tag: "Activate", mode: "enter" })
+        return
+      }
+      case "Input": {
+        if (!state.holder) {
+          core.emit({ type: "error", agent: undefined, source: "input", message: "no agent holds the floor", recoverable: true })
+          return
+        }
+        state.holder.send({ _tag: "UserInput", text: msg.text })
+        return
+      }
+      case "Say":
+      case "Reply": {
+        if (!state.holder) {
+          yield* Deferred.fail(msg.reply, new FloorError({ agent: "", message: "no agent holds the floor" }))
+          return
+        }
+        state.holder.send(msg)
+        return
+      }
+      case "Interrupt": {
+        state.holder?.send({ _tag: "Interrupt" })
+        return
+      }
+      case "Handoff":
+        return yield* handoff(core, state, msg)
+      case "StartTask": {
+        if (msg.caller.status === "closed") {
+          return yield* Deferred.fail(msg.result, cancelled(msg.task, `${msg.caller.name} is closed`))
+        }
+        if (state.holder !== msg.caller) {
+          const queue = state.pending.get(msg.caller) ?? []
+          queue.push(msg)
+          state.pending.set(msg.caller, queue)
+          return
+        }
+        return yield* startTask(core, state, msg)
+      }
+      case "CompleteTask":
+        return yield* completeTask(core, state, msg.actor, msg.result)
+    }
+  })
+
+/** The atomic part of every floor change: holder, history record and event together. */
+const pass = (
+  core: SessionCore,
+  state: FloorState,
+  from: Actor.Actor | undefined,
+  to: Actor.Actor,
+  kind: HandoffKind,
+  resumed: boolean,
+  reason: string | undefined
+) => {
+  state.holder = to
+  core.record(agentHandoff({ from: from?.name, to: to.name, kind, resumed, reason }), undefined)
+  core.emit({ type: "agent_handoff", from: from?.name, to: to.name, kind, resumed, reason })
+}
+
+const spawn = (
+  core: SessionCore,
+  state: FloorState,
+  agent: Agent,
+  initial: ChatContext,
+  role?: Actor.TaskRole,
+  extraTools?: ReadonlyArray<Tool>
+): Effect.Effect<Actor.Actor> =>
+  (Actor.make(core, agent, initial, role, extraTools) as Effect.Effect<Actor.Actor>).pipe(
+    Effect.tap((actor) => Effect.sync(() => state.live.add(actor)))
+  )
+
+const handoff = (
+  core: SessionCore,
+  state: FloorState,
+  msg: Extract<SessionMessage, { readonly _tag: "Handoff" }>
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const holder = state.holder
+    const refuse = (reason: string) => {
+      core.emit({ type: "handoff_not_applied", agent: msg.from?.name ?? holder?.name ?? "", to: msg.target.name, reason })
+      Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "NotApplied", reason }))
+    }
+    if (!holder) return refuse("no agent holds the floor")
+    if (msg.from && msg.from !== holder) return refuse(`${msg.from.name} no longer holds the floor (${holder.name} does)`)
+    if (holder.task) return refuse(`${holder.name} is a task: only its completion returns the floor`)
+    if (msg.target.task) return refuse(`${msg.target.name} is a task: start it with AgentTask.run`)
+    if (msg.target === holder.agent) return refuse(`${msg.target.name} already holds the floor`)
+    const selected = applyContextPolicy(msg.options.context ?? "full", holder.chat)
+    const existing = state.actors.get(msg.target)
+    const resumed = existing !== undefined && existing.status !== "closed"
+    const actor = resumed ? existing : yield* spawn(core, state, msg.target, selected)
+    state.actors.set(msg.target, actor)
+    pass(core, state, holder, actor, "handoff", resumed, msg.options.reason)
+    holder.send({ _tag: "Deactivate", final: false })
+    actor.send(resumed ? { _tag: "Activate", mode: "resume", merge: selected } : { _tag: "Activate", mode: "enter" })
+    Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
+    yield* startPending(core, state, actor)
+  })
+
+const startTask = (core: SessionCore, state: FloorState, msg: StartTask): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const spec = msg.task.task!
+    const selected = applyContextPolicy(spec.context, msg.caller.chat)
+    const actor = yield* spawn(core, state, msg.task, selected, {
+      caller: msg.caller,
+      result: msg.result,
+      handover: msg.handover,
+      baseline: new Set(selected.items.map((item) => item.id))
+    }, msg.extraTools)
+    pass(core, state, msg.caller, actor, "task", false, undefined)
+    msg.caller.send({ _tag: "Lend" })
+    actor.send({ _tag: "Activate", mode: "enter" })
+  })
+
+const startPending = (core: SessionCore, state: FloorState, actor: Actor.Actor): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const queue = state.pending.get(actor)
+    const next = queue?.shift()
+    if (queue && queue.length === 0) state.pending.delete(actor)
+    return next && state.holder === actor ? startTask(core, state, next) : Effect.void
+  })
+
+const completeTask = (
+  core: SessionCore,
+  state: FloorState,
+  actor: Actor.Actor,
+  result: TaskResult
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const role = actor.task
+    if (!role || actor.status === "closed" || !state.live.has(actor)) return
+    // Tasks this task is itself waiting for are cancelled first, innermost first.
+    let top = state.holder
+    while (top && top !== actor && top.task) {
+      const inner = top
+      top = inner.task!.caller
+      yield* abandon(core, state, inner, top, `${actor.name} completed while ${inner.name} was running`)
+    }
+    if (top !== actor) return
+    const caller = role.caller
+    const merge = ChatContext.make(actor.chat.items.filter((item) => !role.baseline.has(item.id))).copy({
+      excludeInstructions: true,
+      excludeHandoffs: true,
+      excludeFunctionCalls: !actor.agent.task?.includeFunctionCalls
+    })
+    state.live.delete(actor)
+    pass(core, state, actor, caller, "return", true, undefined)
+    actor.send({ _tag: "Deactivate", final: true })
+    caller.send({ _tag: "Return", merge, role, result })
+    yield* startPending(core, state, caller)
+  })
+
+/** Closes a task whose parent task completed under it; its waiter gets a cancelled error. */
+const abandon = (
+  core: SessionCore,
+  state: FloorState,
+  task: Actor.Actor,
+  caller: Actor.Actor,
+  reason: string
+): Effect.Effect<void> =>
+  Effect.sync(() => {
+    state.live.delete(task)
+    pass(core, state, task, caller, "return", true, reason)
+    task.send({ _tag: "Deactivate", final: true })
+    caller.send({
+      _tag: "Return",
+      merge: ChatContext.empty,
+      role: task.task!,
+      result: { _tag: "Failure", error: cancelled(task.agent, reason) }
+    })
+  })
+
+const cancelled = (task: Agent, message: string) => new TaskError({ task: task.name, reason: "cancelled", message })

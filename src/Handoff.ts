@@ -1,0 +1,56 @@
+/**
+ * Handoff values: what a tool returns to pass the floor to another agent, and the policy that
+ * decides which part of the conversation the new agent sees.
+ */
+import type { Agent } from "./Agent.ts"
+import { ChatContext } from "./ChatContext.ts"
+
+/**
+ * What the new agent's chat context receives from the outgoing agent's:
+ * - `"full"`: everything but the outgoing agent's instructions (the default);
+ * - `"none"`: nothing (the new agent starts from its own instructions);
+ * - `{ lastTurns: n }`: the last n turns (a turn starts at a user message);
+ * - a function of the outgoing agent's context.
+ *
+ * On a first activation it seeds the new actor; on a return to a paused actor the selected
+ * items it does not have yet are merged into its own context.
+ */
+export type ContextPolicy =
+  | "full"
+  | "none"
+  | { readonly lastTurns: number; readonly excludeFunctionCalls?: boolean }
+  | ((context: ChatContext) => ChatContext)
+
+export const applyContextPolicy = (policy: ContextPolicy, context: ChatContext): ChatContext => {
+  const base = context.copy({ excludeInstructions: true })
+  if (policy === "full") return base
+  if (policy === "none") return ChatContext.empty
+  if (typeof policy === "function") return policy(base)
+  const truncated = base.truncate(policy.lastTurns)
+  return policy.excludeFunctionCalls ? truncated.copy({ excludeFunctionCalls: true }) : truncated
+}
+
+export type AgentRef = Agent | (() => Agent)
+
+export const resolveAgent = (ref: AgentRef): Agent => (typeof ref === "function" ? ref() : ref)
+
+export interface HandoffOptions {
+  /** The output the outgoing agent's model sees for the call (default: "Transferred to <name>."). */
+  readonly message?: string
+  /** What the new agent sees of the conversation (default: "full"). */
+  readonly context?: ContextPolicy
+  /** Why, for events and logs. */
+  readonly reason?: string
+}
+
+/** A tool result that passes the floor to `target` once the whole batch has settled. */
+export interface Handoff {
+  readonly _tag: "Handoff"
+  readonly target: AgentRef
+  readonly options: HandoffOptions
+}
+
+export const to = (target: AgentRef, options: HandoffOptions = {}): Handoff => ({ _tag: "Handoff", target, options })
+
+export const isHandoff = (u: unknown): u is Handoff =>
+  typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Handoff" && "target" in u

@@ -1,0 +1,140 @@
+/**
+ * A reply: model steps until the agent has answered in words, with tool batches in between.
+ * Every step first checks that the actor holds the floor, and every delivered piece of text
+ * checks it again: an agent that passed the floor makes no model call and says nothing (rule 2).
+ */
+import { Effect, Exit, Stream } from "effect"
+import type { LanguageModel, Response } from "effect/ai"
+import { ModelCall } from "../services/ModelCall.ts"
+import type { Actor } from "./Actor.ts"
+import { message, toPrompt } from "./ChatContext.ts"
+import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
+import type { Speech } from "./Speech.ts"
+import * as ToolBatch from "./ToolBatch.ts"
+
+export interface PendingCall {
+  readonly callId: string
+  readonly name: string
+  readonly arguments: string
+}
+
+export const replyBody = (options: ReplyOptions) => (actor: Actor, speech: Speech): Effect.Effect<void, unknown> =>
+  Effect.suspend(() => {
+    if (options.userInput !== undefined) actor.commit(message("user", options.userInput, { agent: actor.name }))
+    return run(actor, speech, options)
+  })
+
+export const sayBody = (text: string, options: SayOptions) => (actor: Actor, speech: Speech): Effect.Effect<void> => {
+  const info = { speechId: speech.handle.id, agent: actor.name }
+  const out = actor.core.textOutput
+  let delivered = false
+  return Effect.suspend(() => {
+    if (!actor.holdsFloor()) return Effect.interrupt
+    actor.setState("speaking")
+    return out.start(info).pipe(
+      Effect.andThen(out.write(text, info)),
+      Effect.andThen(Effect.sync(() => {
+        delivered = true
+      }))
+    )
+  }).pipe(
+    Effect.onExit((exit) =>
+      Effect.suspend(() => {
+        if (options.addToContext !== false && (delivered || Exit.isFailure(exit))) {
+          actor.commit(message("assistant", delivered ? text : "", { agent: actor.name, interrupted: !delivered }))
+        }
+        return out.end(info, !delivered)
+      })
+    )
+  )
+}
+
+/** Runs model steps for `speech` until the agent answers without calling tools. */
+export const run = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
+  Effect.gen(function*() {
+    let instructions = options.instructions
+    let toolChoice: LanguageModel.ToolChoice<string> = options.toolChoice ?? "auto"
+    for (let step = 0;; step++) {
+      if (!actor.holdsFloor()) return
+      const model = actor.model()
+      if (!model) {
+        return yield* Effect.fail(
+          new Error(`${actor.name} has no language model: provide a LanguageModel layer or set the agent's model`)
+        )
+      }
+      const choice = step >= actor.agent.maxToolSteps ? "none" : toolChoice
+      const prompt = toPrompt(actor.chat, { instructions: actor.agent.instructions, extraInstructions: instructions })
+      const calls = yield* generate(actor, speech, model, prompt, choice)
+      if (calls.length === 0) return
+      const next = yield* ToolBatch.run(actor, speech, calls)
+      if (next !== "reply") return
+      instructions = undefined
+      toolChoice = "auto"
+    }
+  })
+
+/** One model step: streams the text out as it arrives and collects the tool calls. */
+const generate = (
+  actor: Actor,
+  speech: Speech,
+  model: LanguageModel.LanguageModel,
+  prompt: ReturnType<typeof toPrompt>,
+  toolChoice: LanguageModel.ToolChoice<string>
+): Effect.Effect<ReadonlyArray<PendingCall>, unknown> => {
+  const info = { speechId: speech.handle.id, agent: actor.name }
+  const out = actor.core.textOutput
+  const calls: Array<PendingCall> = []
+  let text = ""
+  let started = false
+  actor.setState("thinking")
+  const stream = model.streamText({
+    prompt,
+    toolkit: actor.toolkit,
+    toolChoice,
+    disableToolCallResolution: true,
+    toolCallValidation: "deferred"
+  }) as Stream.Stream<Response.StreamPart<any>, unknown>
+  return stream.pipe(
+    Stream.runForEach((part: Response.StreamPart<any>) =>
+      Effect.suspend(() => {
+        if (!actor.holdsFloor()) return Effect.interrupt
+        switch (part.type) {
+          case "text-delta": {
+            if (part.delta === "") return Effect.void
+            const open = started ? Effect.void : Effect.sync(() => {
+              started = true
+              actor.setState("speaking")
+            }).pipe(Effect.andThen(out.start(info)))
+            return open.pipe(
+              Effect.andThen(out.write(part.delta, info)),
+              Effect.andThen(Effect.sync(() => {
+                text += part.delta
+              }))
+            )
+          }
+          case "tool-call": {
+            calls.push({
+              callId: part.id,
+              name: part.name,
+              arguments: typeof part.params === "string" ? part.params : JSON.stringify(part.params ?? {})
+            })
+            return Effect.void
+          }
+          case "error":
+            return Effect.fail(part.error)
+          default:
+            return Effect.void
+        }
+      })
+    ),
+    Effect.onExit((exit) =>
+      Effect.suspend(() => {
+        const interrupted = Exit.isFailure(exit)
+        if (text !== "") actor.commit(message("assistant", text, { agent: actor.name, interrupted }))
+        return started ? out.end(info, interrupted) : Effect.void
+      })
+    ),
+    Effect.provideService(ModelCall, info),
+    Effect.as(calls)
+  )
+}

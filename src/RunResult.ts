@@ -1,0 +1,292 @@
+/**
+ * The result of `session.run(input)`: the conversation items added from that input until the
+ * session was quiescent again (the whole cascade of handoffs, tasks and their replies), and an
+ * expect API to assert on them. A failed expectation throws an `ExpectationError` whose message
+ * lists every event of the run, with a marker where the expectation stopped.
+ */
+import type { ChatItem } from "./ChatContext.ts"
+import type { SessionEvent } from "./Events.ts"
+
+export type RunEvent =
+  | {
+    readonly type: "message"
+    readonly role: "system" | "developer" | "user" | "assistant"
+    readonly content: string
+    readonly interrupted: boolean
+    readonly agent: string | undefined
+    readonly item: ChatItem
+  }
+  | {
+    readonly type: "function_call"
+    readonly name: string
+    readonly arguments: unknown
+    readonly rawArguments: string
+    readonly callId: string
+    readonly agent: string | undefined
+    readonly item: ChatItem
+  }
+  | {
+    readonly type: "function_call_output"
+    readonly name: string
+    readonly output: string
+    readonly isError: boolean
+    readonly status: string
+    readonly callId: string
+    readonly agent: string | undefined
+    readonly item: ChatItem
+  }
+  | {
+    readonly type: "agent_handoff"
+    readonly from: string | undefined
+    readonly to: string
+    readonly kind: string
+    readonly resumed: boolean
+    readonly item: ChatItem
+  }
+
+export type Text = string | RegExp
+
+export class ExpectationError extends Error {
+  override readonly name = "ExpectationError"
+}
+
+const parse = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+export const toRunEvent = (event: SessionEvent): RunEvent | undefined => {
+  if (event.type !== "conversation_item_added") return undefined
+  const item = event.item
+  switch (item._tag) {
+    case "Message":
+      return { type: "message", role: item.role, content: item.text, interrupted: item.interrupted, agent: item.agent, item }
+    case "FunctionCall":
+      return {
+        type: "function_call",
+        name: item.name,
+        arguments: parse(item.arguments),
+        rawArguments: item.arguments,
+        callId: item.callId,
+        agent: item.agent,
+        item
+      }
+    case "FunctionCallOutput":
+      return {
+        type: "function_call_output",
+        name: item.name,
+        output: item.output,
+        isError: item.isError,
+        status: item.status,
+        callId: item.callId,
+        agent: item.agent,
+        item
+      }
+    case "AgentHandoff":
+      return { type: "agent_handoff", from: item.from, to: item.to, kind: item.kind, resumed: item.resumed, item }
+  }
+}
+
+const clip = (text: string, max = 80) => (text.length > max ? `${text.slice(0, max)}…` : text)
+
+export const describeEvent = (event: RunEvent): string => {
+  switch (event.type) {
+    case "message":
+      return `message          ${event.role.padEnd(9)} ${event.agent ?? "-"}: ${JSON.stringify(clip(event.content))}${
+        event.interrupted ? " (interrupted)" : ""
+      }`
+    case "function_call":
+      return `function_call    ${event.agent ?? "-"}: ${event.name}(${clip(event.rawArguments)})`
+    case "function_call_output":
+      return `function_output  ${event.agent ?? "-"}: ${event.name} -> ${JSON.stringify(clip(event.output))} [${event.status}]`
+    case "agent_handoff":
+      return `agent_handoff    ${event.from ?? "-"} -> ${event.to} (${event.kind}${event.resumed ? ", resumed" : ""})`
+  }
+}
+
+const matches = (actual: string, expected: Text | undefined) =>
+  expected === undefined || (typeof expected === "string" ? actual.includes(expected) : expected.test(actual))
+
+/** Deep partial match: every key of `expected` is present in `actual` with a matching value. */
+const partialMatch = (actual: unknown, expected: unknown): boolean => {
+  if (expected instanceof RegExp) return typeof actual === "string" && expected.test(actual)
+  if (typeof expected !== "object" || expected === null) return Object.is(actual, expected)
+  if (typeof actual !== "object" || actual === null) return false
+  if (Array.isArray(expected)) {
+    return Array.isArray(actual) && expected.length === actual.length && expected.every((e, i) => partialMatch(actual[i], e))
+  }
+  return Object.entries(expected).every(([key, value]) => partialMatch((actual as Record<string, unknown>)[key], value))
+}
+
+export interface MessageMatch {
+  readonly role?: "system" | "developer" | "user" | "assistant"
+  readonly content?: Text
+  readonly agent?: string
+}
+export interface FunctionCallMatch {
+  readonly name?: string
+  /** A partial object: each given key must match. */
+  readonly arguments?: Record<string, unknown>
+  readonly agent?: string
+}
+export interface FunctionCallOutputMatch {
+  readonly name?: string
+  readonly output?: Text
+  readonly isError?: boolean
+  readonly status?: string
+  readonly agent?: string
+}
+export interface HandoffMatch {
+  readonly to?: string
+  readonly from?: string
+  readonly kind?: string
+  readonly resumed?: boolean
+}
+
+type Of<T extends RunEvent["type"]> = Extract<RunEvent, { readonly type: T }>
+
+const predicates = {
+  message: (m: MessageMatch) => (e: RunEvent): e is Of<"message"> =>
+    e.type === "message" && (m.role === undefined || e.role === m.role) && matches(e.content, m.content) &&
+    (m.agent === undefined || e.agent === m.agent),
+  functionCall: (m: FunctionCallMatch) => (e: RunEvent): e is Of<"function_call"> =>
+    e.type === "function_call" && (m.name === undefined || e.name === m.name) &&
+    (m.arguments === undefined || partialMatch(e.arguments, m.arguments)) && (m.agent === undefined || e.agent === m.agent),
+  functionCallOutput: (m: FunctionCallOutputMatch) => (e: RunEvent): e is Of<"function_call_output"> =>
+    e.type === "function_call_output" && (m.name === undefined || e.name === m.name) && matches(e.output, m.output) &&
+    (m.isError === undefined || e.isError === m.isError) && (m.status === undefined || e.status === m.status) &&
+    (m.agent === undefined || e.agent === m.agent),
+  handoff: (m: HandoffMatch) => (e: RunEvent): e is Of<"agent_handoff"> =>
+    e.type === "agent_handoff" && (m.to === undefined || e.to === m.to) && (m.from === undefined || e.from === m.from) &&
+    (m.kind === undefined || e.kind === m.kind) && (m.resumed === undefined || e.resumed === m.resumed)
+}
+
+/** Assertions on one event. */
+export class EventAssert {
+  private readonly run: RunExpect
+  readonly event: RunEvent | undefined
+  private readonly index: number
+  constructor(run: RunExpect, event: RunEvent | undefined, index: number) {
+    this.run = run
+    this.event = event
+    this.index = index
+  }
+  private check<E extends RunEvent>(what: string, predicate: (e: RunEvent) => e is E): E {
+    if (this.event && predicate(this.event)) return this.event
+    return this.run.fail(`Expected event ${this.index} to be ${what}`, this.index)
+  }
+  isMessage(match: MessageMatch = {}): Of<"message"> {
+    return this.check(`a message ${JSON.stringify(match)}`, predicates.message(match))
+  }
+  isFunctionCall(match: FunctionCallMatch = {}): Of<"function_call"> {
+    return this.check(`a function call ${JSON.stringify(match)}`, predicates.functionCall(match))
+  }
+  isFunctionCallOutput(match: FunctionCallOutputMatch = {}): Of<"function_call_output"> {
+    return this.check(`a function call output ${describeMatch(match)}`, predicates.functionCallOutput(match))
+  }
+  isAgentHandoff(match: HandoffMatch = {}): Of<"agent_handoff"> {
+    return this.check(`an agent handoff ${JSON.stringify(match)}`, predicates.handoff(match))
+  }
+}
+
+const describeMatch = (match: object) =>
+  JSON.stringify(match, (_, v) => (v instanceof RegExp ? v.toString() : v))
+
+/** A cursor over the run's events, in the spirit of LiveKit's `RunResult.expect`. */
+export class RunExpect {
+  private cursor = 0
+  readonly events: ReadonlyArray<RunEvent>
+  constructor(events: ReadonlyArray<RunEvent>) {
+    this.events = events
+  }
+
+  /** The event at the cursor; moves the cursor past it. */
+  nextEvent(): EventAssert {
+    const index = this.cursor
+    if (index >= this.events.length) this.fail("Expected another event, but there are no more", index)
+    this.cursor++
+    return new EventAssert(this, this.events[index], index)
+  }
+
+  skipNext(count = 1): this {
+    if (this.cursor + count > this.events.length) {
+      this.fail(`Cannot skip ${count} event(s): only ${this.events.length - this.cursor} left`, this.cursor)
+    }
+    this.cursor += count
+    return this
+  }
+
+  /** The event at `index` (negative counts from the end), without moving the cursor. */
+  at(index: number): EventAssert {
+    const i = index < 0 ? this.events.length + index : index
+    if (i < 0 || i >= this.events.length) this.fail(`There is no event ${index}`, this.cursor)
+    return new EventAssert(this, this.events[i], i)
+  }
+
+  containsMessage(match: MessageMatch = {}): Of<"message"> {
+    return this.find(`a message ${describeMatch(match)}`, predicates.message(match))
+  }
+  containsFunctionCall(match: FunctionCallMatch = {}): Of<"function_call"> {
+    return this.find(`a function call ${JSON.stringify(match)}`, predicates.functionCall(match))
+  }
+  containsFunctionCallOutput(match: FunctionCallOutputMatch = {}): Of<"function_call_output"> {
+    return this.find(`a function call output ${describeMatch(match)}`, predicates.functionCallOutput(match))
+  }
+  containsAgentHandoff(match: HandoffMatch = {}): Of<"agent_handoff"> {
+    return this.find(`an agent handoff ${JSON.stringify(match)}`, predicates.handoff(match))
+  }
+  /** Asserts that no event matches. */
+  lacks(what: string, predicate: (e: RunEvent) => boolean): void {
+    const index = this.events.findIndex(predicate)
+    if (index >= 0) this.fail(`Expected no ${what}`, index)
+  }
+
+  noMoreEvents(): void {
+    if (this.cursor < this.events.length) this.fail("Expected no more events", this.cursor)
+  }
+
+  private find<E extends RunEvent>(what: string, predicate: (e: RunEvent) => e is E): E {
+    const found = this.events.find(predicate)
+    if (found) return found
+    return this.fail(`Expected the run to contain ${what}`, -1)
+  }
+
+  /** Throws an `ExpectationError` that lists the run's events. */
+  fail(message: string, at: number): never {
+    const lines = this.events.map((event, i) => `${i === at ? ">" : " "} ${String(i).padStart(2)}  ${describeEvent(event)}`)
+    throw new ExpectationError(
+      `${message}.\nEvents of the run (${this.events.length}):\n${lines.length ? lines.join("\n") : "  (none)"}`
+    )
+  }
+}
+
+export class RunResult {
+  readonly events: ReadonlyArray<RunEvent>
+  /** The cursor over the events (one per result: `nextEvent` calls move through them). */
+  readonly expect: RunExpect
+  /** Every session event since the input, including speech and state events. */
+  readonly sessionEvents: ReadonlyArray<SessionEvent>
+  constructor(sessionEvents: ReadonlyArray<SessionEvent>) {
+    this.sessionEvents = sessionEvents
+    this.events = sessionEvents.flatMap((event) => {
+      const run = toRunEvent(event)
+      return run ? [run] : []
+    })
+    this.expect = new RunExpect(this.events)
+  }
+  /** The last assistant message of the run, if any. */
+  get finalOutput(): string | undefined {
+    for (let i = this.events.length - 1; i >= 0; i--) {
+      const event = this.events[i]!
+      if (event.type === "message" && event.role === "assistant") return event.content
+    }
+    return undefined
+  }
+  /** A readable listing of the events, for logs. */
+  toString(): string {
+    return this.events.map((event, i) => `${String(i).padStart(2)}  ${describeEvent(event)}`).join("\n")
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The session's internals shared by the supervisor (`Floor`) and its actors. Plain state with
+ * synchronous mutators: every floor change is one synchronous step, so no other fiber can see
+ * it half done (rule 1).
+ */
+import type { Deferred, Scope } from "effect"
+import type { LanguageModel } from "effect/ai"
+import type { TextOutputService } from "../services/TextOutput.ts"
+import type { Actor } from "./Actor.ts"
+import type { Agent } from "./Agent.ts"
+import type { AgentSession } from "./AgentSession.ts"
+import type { ChatContext, ChatItem } from "./ChatContext.ts"
+import type { ReplyOptions, SayOptions, TaskResult } from "./CurrentAgent.ts"
+import type { FloorError, TaskError } from "./Errors.ts"
+import type { EventInput, SessionEvent } from "./Events.ts"
+import type { HandoffOptions } from "./Handoff.ts"
+import type { SpeechHandle } from "./Speech.ts"
+import type { Tool } from "./Tool.ts"
+import type { Work } from "./Work.ts"
+
+export type HandoffOutcome =
+  | { readonly _tag: "Applied"; readonly to: string }
+  | { readonly _tag: "NotApplied"; readonly reason: string }
+
+/** Messages to the session supervisor, processed one at a time. */
+export type SessionMessage =
+  | { readonly _tag: "Start"; readonly agent: Agent }
+  | { readonly _tag: "Input"; readonly text: string }
+  | {
+    readonly _tag: "Say"
+    readonly text: string
+    readonly options: SayOptions
+    readonly reply: Deferred.Deferred<SpeechHandle, FloorError>
+  }
+  | {
+    readonly _tag: "Reply"
+    readonly options: ReplyOptions
+    readonly reply: Deferred.Deferred<SpeechHandle, FloorError>
+  }
+  | { readonly _tag: "Interrupt" }
+  | {
+    readonly _tag: "Handoff"
+    /** The actor asking; undefined when the application forces a handoff. */
+    readonly from: Actor | undefined
+    readonly target: Agent
+    readonly options: HandoffOptions
+    readonly reply: Deferred.Deferred<HandoffOutcome>
+  }
+  | {
+    readonly _tag: "StartTask"
+    readonly caller: Actor
+    readonly task: Agent
+    readonly result: Deferred.Deferred<unknown, TaskError>
+    /** The waiting flow gave its work token up (see Work.ts). */
+    readonly handover: boolean
+    readonly extraTools: ReadonlyArray<Tool>
+  }
+  | { readonly _tag: "CompleteTask"; readonly actor: Actor; readonly result: TaskResult }
+
+export interface SessionOptions {
+  readonly maxToolSteps?: number
+}
+
+export interface SessionCore {
+  readonly id: string
+  readonly work: Work
+  readonly scope: Scope.Closeable
+  readonly userdata: unknown
+  readonly textOutput: TextOutputService
+  readonly defaultModel: LanguageModel.LanguageModel | undefined
+  /** The public session, for tool and hook contexts. */
+  readonly session: () => AgentSession<any>
+  /** Sends a message to the supervisor (holds a work token until it is handled). */
+  readonly send: (message: SessionMessage) => void
+  /** The actor holding the floor (undefined before start and after close). */
+  readonly holder: () => Actor | undefined
+  readonly closed: () => boolean
+  /** Stamps and publishes an event; synchronous so a transition is never seen half done. */
+  readonly emit: (event: EventInput) => SessionEvent
+  /** Appends to the shared history and publishes `conversation_item_added`. */
+  readonly record: (item: ChatItem, agent: string | undefined) => void
+  readonly history: () => ChatContext
+  readonly now: () => number
+}

@@ -1,0 +1,69 @@
+/**
+ * Speech: one reply being generated and delivered, run as one fiber owned by an actor.
+ * Interrupting a reply interrupts that fiber while it generates; once its tool calls run, an
+ * interruption only cancels the follow-up reply (tool calls are never cut in half).
+ */
+import { Deferred, Effect } from "effect"
+import { nextId } from "./ChatContext.ts"
+
+export type SpeechSource = "say" | "generate_reply" | "user_turn" | "tool_reply"
+
+export type SpeechOutcome =
+  | { readonly _tag: "Finished" }
+  | { readonly _tag: "Interrupted" }
+  /** Never started: its agent lost the floor or the session closed first. */
+  | { readonly _tag: "Dropped"; readonly reason: string }
+  | { readonly _tag: "Failed"; readonly message: string }
+
+export interface SpeechHandle {
+  readonly id: string
+  readonly agent: string
+  readonly source: SpeechSource
+  /** Completes when the speech has finished, was interrupted, dropped or failed. */
+  readonly wait: Effect.Effect<SpeechOutcome>
+  readonly interrupt: Effect.Effect<void>
+}
+
+export type SpeechPhase = "queued" | "generating" | "tools" | "done"
+
+/** The actor-side record of a speech. Mutated only by its actor and its own fiber. */
+export interface Speech {
+  readonly handle: SpeechHandle
+  readonly done: Deferred.Deferred<SpeechOutcome>
+  readonly allowInterruptions: boolean
+  phase: SpeechPhase
+  /** Set when the user spoke or `interrupt` was called during the tool phase. */
+  skipFollowUp: boolean
+  /**
+   * Whether the speech holds its work token. A batch hands it to its tool calls while they run
+   * (so a tool waiting for an `AgentTask` lets the session become quiescent) and the last call
+   * to finish takes it back.
+   */
+  holdsToken: boolean
+}
+
+export const make = (
+  fields: {
+    readonly agent: string
+    readonly source: SpeechSource
+    readonly allowInterruptions: boolean
+    readonly interrupt: (speech: Speech) => Effect.Effect<void>
+  }
+): Speech => {
+  const done = Deferred.makeUnsafe<SpeechOutcome>()
+  const speech: Speech = {
+    handle: {
+      id: nextId("speech"),
+      agent: fields.agent,
+      source: fields.source,
+      wait: Deferred.await(done),
+      interrupt: Effect.suspend(() => fields.interrupt(speech))
+    },
+    done,
+    allowInterruptions: fields.allowInterruptions,
+    phase: "queued",
+    skipFollowUp: false,
+    holdsToken: true
+  }
+  return speech
+}

@@ -1,0 +1,44 @@
+/**
+ * The actor side of `AgentTask`: lending the floor to a task and completing one.
+ */
+import { Deferred, Effect } from "effect"
+import { type Actor, CurrentCall, HoldsWorkToken } from "./Actor.ts"
+import type { Agent } from "./Agent.ts"
+import type { RunTaskOptions, TaskResult } from "./CurrentAgent.ts"
+import { TaskError } from "./Errors.ts"
+
+/**
+ * Asks the session to lend the floor to `task` and waits for its result. The request waits
+ * in the session until `caller` holds the floor (several tasks of one batch run one after the
+ * other). A flow that holds a work token gives it up while it waits; the session acquires one
+ * for it before waking it, so `run()` sees the session quiescent while the task talks to the
+ * user, and never in between.
+ */
+export const run = (caller: Actor, task: Agent, options: RunTaskOptions = {}): Effect.Effect<unknown, TaskError> =>
+  Effect.gen(function*() {
+    if (!task.task) {
+      return yield* new TaskError({ task: task.name, reason: "invalid", message: `${task.name} is not an AgentTask` })
+    }
+    const handover = yield* HoldsWorkToken
+    const result = yield* Deferred.make<unknown, TaskError>()
+    caller.core.send({ _tag: "StartTask", caller, task, result, handover, extraTools: options.extraTools ?? [] })
+    if (handover) caller.core.work.release()
+    return yield* Deferred.await(result)
+  })
+
+/**
+ * Completes the task `actor` runs. From a tool call, the floor returns to the caller once the
+ * whole batch has settled (the first completion in call order wins); elsewhere, at once.
+ */
+export const complete = (actor: Actor, result: TaskResult): Effect.Effect<void, TaskError> =>
+  Effect.gen(function*() {
+    if (!actor.task) {
+      return yield* new TaskError({ task: actor.name, reason: "invalid", message: `${actor.name} is not running as a task` })
+    }
+    const call = yield* CurrentCall
+    if (call && call.actor === actor) {
+      if (!actor.completions.has(call.callId)) actor.completions.set(call.callId, result)
+      return
+    }
+    actor.core.send({ _tag: "CompleteTask", actor, result })
+  })

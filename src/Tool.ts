@@ -1,0 +1,158 @@
+/**
+ * Tools: a name, a description, parameters as a Schema (the model gets the JSON Schema of it)
+ * and a handler Effect. A handler ends with
+ * - a value: the model sees it (strings as they are, anything else as JSON);
+ * - a `ToolError` failure: the model sees its message and can act on it;
+ * - a handoff (`Handoff.to(agent, ...)`, or the agent value itself): the floor passes to that
+ *   agent once the whole batch has settled;
+ * - `Tool.noReply(output?)`: the output is recorded but the agent does not reply to it.
+ * Any other failure or defect becomes an error output too, and an `error` event.
+ */
+import { Effect, Schema } from "effect"
+import { Tool as AiTool } from "effect/ai"
+import type { Agent } from "./Agent.ts"
+import type { AgentSession } from "./AgentSession.ts"
+import * as Handoff from "./Handoff.ts"
+import type { SpeechHandle } from "./Speech.ts"
+
+/** The error a handler fails with to tell the model something went wrong, in words it can use. */
+export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
+  message: Schema.String
+}) {}
+
+export interface ToolCallInfo {
+  readonly id: string
+  readonly name: string
+  /** The raw arguments as the model sent them. */
+  readonly arguments: string
+}
+
+/** What a handler gets besides its decoded parameters. */
+export interface ToolContext<U = unknown> {
+  readonly call: ToolCallInfo
+  readonly agent: Agent
+  readonly session: AgentSession<U>
+  readonly userdata: U
+  /** The reply whose model response made the call. */
+  readonly speech: SpeechHandle
+}
+
+/** What to do when the model calls a tool that is still running from an earlier call. */
+export type DuplicatePolicy = "allow" | "reject" | "replace"
+
+export interface ToolOptions {
+  /** Runs in the background: the first progress update is the call's output (see `Progress`). */
+  readonly background?: boolean
+  readonly onDuplicate?: DuplicatePolicy
+  /** The model may cancel it while it runs (baton then offers the cancel tool). */
+  readonly cancellable?: boolean
+}
+
+export interface Tool<P = any> {
+  readonly _tag: "Tool"
+  readonly name: string
+  readonly description: string
+  readonly parameters: Schema.Codec<P, unknown, never, never>
+  readonly handler: (params: P, context: ToolContext<any>) => Effect.Effect<unknown, unknown, any>
+  readonly options: ToolOptions
+  /** The `effect/ai` definition sent to models (JSON Schema of the parameters). */
+  readonly definition: AiTool.Any
+}
+
+const NoParameters = Schema.Struct({})
+
+const NAME = /^[a-zA-Z0-9_-]{1,64}$/
+
+/**
+ * Defines a tool. The handler's services come from the Layers provided to the program that
+ * started the session.
+ */
+export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoParameters, U = any>(
+  name: string,
+  options: {
+    readonly description: string
+    readonly parameters?: S
+    readonly handler: (params: S["Type"], context: ToolContext<U>) => Effect.Effect<unknown, unknown, any>
+  } & ToolOptions
+): Tool<S["Type"]> => {
+  if (!NAME.test(name)) {
+    throw new Error(`Tool name "${name}" must be 1-64 characters of letters, digits, _ or -`)
+  }
+  const parameters = (options.parameters ?? NoParameters) as unknown as Schema.Codec<S["Type"], unknown, never, never>
+  return {
+    _tag: "Tool",
+    name,
+    description: options.description,
+    parameters,
+    handler: options.handler,
+    options: {
+      ...(options.background !== undefined ? { background: options.background } : {}),
+      ...(options.onDuplicate !== undefined ? { onDuplicate: options.onDuplicate } : {}),
+      ...(options.cancellable !== undefined ? { cancellable: options.cancellable } : {})
+    },
+    definition: AiTool.make(name, { description: options.description, parameters: options.parameters ?? NoParameters })
+  }
+}
+
+/** A tool that hands off to `target` (a thunk, so agents can refer to each other in a cycle). */
+export const handoff = (
+  name: string,
+  target: Handoff.AgentRef,
+  options: Handoff.HandoffOptions & { readonly description?: string } = {}
+): Tool<{}> =>
+  make(name, {
+    description: options.description ?? `Transfer the conversation to another agent (${name}).`,
+    handler: () => Effect.succeed(Handoff.to(target, options))
+  })
+
+export interface NoReply {
+  readonly _tag: "NoReply"
+  readonly output: unknown
+}
+
+/** The call's output is recorded, but the agent does not generate a reply for it. */
+export const noReply = (output: unknown = "done"): NoReply => ({ _tag: "NoReply", output })
+
+export const isNoReply = (u: unknown): u is NoReply =>
+  typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "NoReply" && "output" in u
+
+/** The text the model sees for a handler's value. */
+export const render = (value: unknown): string => {
+  if (typeof value === "string") return value
+  if (value === undefined || value === null) return "done"
+  return JSON.stringify(value) ?? String(value)
+}
+
+/** Why arguments were rejected, worded for the model. */
+export class InvalidArguments extends Schema.TaggedError<InvalidArguments>()("InvalidArguments", {
+  message: Schema.String
+}) {}
+
+/**
+ * Decodes the model's arguments with the JSON codec of the tool's schema (the codec its JSON
+ * Schema describes), reporting every issue.
+ */
+export const decodeArguments = <P>(tool: Tool<P>, raw: string): Effect.Effect<P, InvalidArguments> => {
+  const parsed = parseJson(raw)
+  if (!parsed.ok) {
+    return Effect.fail(
+      new InvalidArguments({ message: `Arguments for ${tool.name} are not valid JSON: ${truncate(raw, 200)}` })
+    )
+  }
+  return Schema.decodeUnknownEffect(Schema.toCodecJson(tool.parameters))(parsed.value, { errors: "all" }).pipe(
+    Effect.mapError((error) =>
+      new InvalidArguments({ message: `Invalid arguments for ${tool.name}: ${error.message}` })
+    )
+  )
+}
+
+const parseJson = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
+  if (text.trim() === "") return { ok: true, value: {} }
+  try {
+    return { ok: true, value: JSON.parse(text) }
+  } catch {
+    return { ok: false }
+  }
+}
+
+const truncate = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text)

@@ -1,0 +1,272 @@
+/**
+ * A batch: all tool calls of one model response, run as concurrent fibers. The rules it keeps:
+ *
+ * - outputs enter the context in call order, whatever order the calls finish in (rule 3);
+ * - every call gets exactly one output: a value, an error, cancelled, or the handoff (rule 4);
+ * - a batch with a handoff hands off after *all* its calls have settled; the first handoff in
+ *   call order wins and later ones get an error output saying so (rule 3);
+ * - a batch that passes the floor (handoff, or a task's completion) never produces a follow-up
+ *   reply on the outgoing agent, whatever its sibling calls returned (rule 2);
+ * - bad arguments, unknown tools, failures and defects are answers the model can act on (rule 12).
+ */
+import { Cause, Deferred, Effect, Exit, Option } from "effect"
+import { type Actor, CurrentCall, HoldsWorkToken } from "./Actor.ts"
+import { type Agent, isAgent } from "./Agent.ts"
+import * as Diagnostics from "./Diagnostics.ts"
+import { functionCall, type FunctionCall, type FunctionCallOutput, functionCallOutput } from "./ChatContext.ts"
+import { CurrentAgent, type TaskResult } from "./CurrentAgent.ts"
+import * as Handoff from "./Handoff.ts"
+import type { PendingCall } from "./Reply.ts"
+import type { HandoffOutcome } from "./SessionCore.ts"
+import type { Speech } from "./Speech.ts"
+import * as Tool from "./Tool.ts"
+
+/** What the speech does next: reply to the outputs, stop, or stop because the floor passed. */
+export type Next = "reply" | "done" | "passed"
+
+type CallResult =
+  | { readonly _tag: "Value"; readonly output: string; readonly reply: boolean }
+  | { readonly _tag: "Handoff"; readonly handoff: Handoff.Handoff; readonly target: Agent }
+  | { readonly _tag: "Error"; readonly output: string }
+  | { readonly _tag: "Cancelled"; readonly output: string; readonly status: "cancelled" | "interrupted" }
+
+export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<PendingCall>): Effect.Effect<Next> =>
+  Effect.suspend(() => {
+    speech.phase = "tools"
+    actor.send({ _tag: "Kick" })
+    const calls = pending.map((call) => functionCall({ ...call, agent: actor.name }))
+    for (const call of calls) actor.commit(call)
+    const settled: Array<CallResult | undefined> = calls.map(() => undefined)
+    const work = actor.core.work
+    let started = 0
+    let finished = 0
+    let handedOver = false
+    // Each call holds a work token; once all have started, the speech hands its own to them and
+    // the last call to finish takes it back (see Work.ts).
+    const runOne = (call: FunctionCall, index: number) =>
+      Effect.acquireUseRelease(
+        Effect.sync(() => {
+          work.acquire()
+          if (++started === calls.length) {
+            handedOver = true
+            speech.holdsToken = false
+            work.release()
+          }
+        }),
+        () =>
+          execute(actor, speech, call).pipe(
+            Effect.tap((result) =>
+              Effect.sync(() => {
+                settled[index] = result
+              })
+            ),
+            Diagnostics.fiber
+          ),
+        () =>
+          Effect.sync(() => {
+            if (++finished === calls.length && handedOver) {
+              work.acquire()
+              speech.holdsToken = true
+            }
+            work.release()
+          })
+      )
+    return Effect.forEach(calls, runOne, { concurrency: "unbounded", discard: true }).pipe(
+      Effect.onInterrupt(() =>
+        Effect.sync(() => {
+          record(actor, calls, settled, "the session closed before the call finished")
+        })
+      ),
+      Effect.andThen(Effect.suspend(() => conclude(actor, speech, calls, settled)))
+    )
+  })
+
+const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effect<CallResult> => {
+  const tool = actor.tools.get(call.name)
+  if (!tool) {
+    const available = [...actor.tools.keys()].join(", ") || "none"
+    return Effect.succeed(error(actor, `Unknown tool "${call.name}". Available tools: ${available}.`))
+  }
+  const context: Tool.ToolContext<any> = {
+    call: { id: call.callId, name: call.name, arguments: call.arguments },
+    agent: actor.agent,
+    session: actor.core.session(),
+    userdata: actor.core.userdata,
+    speech: speech.handle
+  }
+  return Tool.decodeArguments(tool, call.arguments).pipe(
+    Effect.flatMap((params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>)),
+    Effect.provideService(CurrentAgent, actor.handle),
+    Effect.provideService(HoldsWorkToken, true),
+    Effect.provideService(CurrentCall, { actor, callId: call.callId }),
+    Effect.exit,
+    Effect.map((exit) => classify(actor, tool.name, exit))
+  )
+}
+
+const error = (actor: Actor, output: string, event?: string): CallResult => {
+  if (event) actor.core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
+  return { _tag: "Error", output }
+}
+
+const classify = (actor: Actor, name: string, exit: Exit.Exit<unknown, unknown>): CallResult => {
+  if (Exit.isSuccess(exit)) {
+    const value = exit.value
+    if (Handoff.isHandoff(value) || isAgent(value)) {
+      const handoff = Handoff.isHandoff(value) ? value : Handoff.to(value)
+      const target = resolveTarget(handoff)
+      return target
+        ? { _tag: "Handoff", handoff, target }
+        : error(actor, `${name} did not name an agent to transfer to.`, `${name}: the handoff target is not an agent`)
+    }
+    if (Tool.isNoReply(value)) return { _tag: "Value", output: Tool.render(value.output), reply: false }
+    return { _tag: "Value", output: Tool.render(value), reply: true }
+  }
+  const cause = exit.cause
+  if (Cause.hasInterruptsOnly(cause)) {
+    return { _tag: "Cancelled", output: `${name} was interrupted before it finished.`, status: "interrupted" }
+  }
+  const failure = Cause.findErrorOption(cause)
+  if (Option.isSome(failure)) {
+    const e = failure.value
+    if (e instanceof Tool.InvalidArguments || e instanceof Tool.ToolError) return { _tag: "Error", output: e.message }
+    return error(actor, `${name} failed: ${describe(e)}`, `${name} failed: ${Cause.pretty(cause)}`)
+  }
+  return error(actor, `${name} failed unexpectedly.`, `${name} died: ${Cause.pretty(cause)}`)
+}
+
+const resolveTarget = (handoff: Handoff.Handoff): Agent | undefined => {
+  try {
+    const target = Handoff.resolveAgent(handoff.target)
+    return isAgent(target) ? target : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const describe = (e: unknown): string => {
+  if (typeof e === "object" && e !== null) {
+    const tag = (e as { _tag?: unknown })._tag
+    const msg = (e as { message?: unknown }).message
+    if (typeof msg === "string" && msg !== "") return typeof tag === "string" ? `${tag}: ${msg}` : msg
+    if (typeof tag === "string") return tag
+  }
+  return String(e)
+}
+
+interface Resolved {
+  readonly outputs: ReadonlyArray<FunctionCallOutput>
+  readonly winner: { readonly target: Agent; readonly handoff: Handoff.Handoff } | undefined
+  readonly reply: boolean
+}
+
+/** Turns settled results into outputs in call order and picks the handoff that wins. */
+const resolve = (actor: Actor, calls: ReadonlyArray<FunctionCall>, settled: ReadonlyArray<CallResult | undefined>, closing?: string): Resolved => {
+  let winner: Resolved["winner"]
+  let reply = false
+  const outputs = calls.map((call, index) => {
+    const base = { callId: call.callId, name: call.name, agent: actor.name }
+    const result = settled[index]
+    if (!result) return functionCallOutput({ ...base, output: `Cancelled: ${closing ?? "not finished"}.`, isError: true, status: "cancelled" })
+    switch (result._tag) {
+      case "Value":
+        reply ||= result.reply
+        return functionCallOutput({ ...base, output: result.output, isError: false, status: "ok" })
+      case "Error":
+        reply = true
+        return functionCallOutput({ ...base, output: result.output, isError: true, status: "error" })
+      case "Cancelled":
+        reply = true
+        return functionCallOutput({ ...base, output: result.output, isError: true, status: result.status })
+      case "Handoff": {
+        const refusal = closing ? `Not transferred to ${result.target.name}: ${closing}.` : refuse(actor, result.target, winner?.target)
+        if (refusal) {
+          reply = true
+          return functionCallOutput({ ...base, output: refusal, isError: true, status: "error" })
+        }
+        winner = { target: result.target, handoff: result.handoff }
+        const output = result.handoff.options.message ?? `Transferred to ${result.target.name}.`
+        return functionCallOutput({ ...base, output, isError: false, status: "handoff" })
+      }
+    }
+  })
+  return { outputs, winner, reply }
+}
+
+const refuse = (actor: Actor, target: Agent, winner: Agent | undefined): string | undefined => {
+  if (actor.task) return `Not transferred to ${target.name}: ${actor.name} is a task; complete it instead.`
+  if (target === actor.agent) return `Not transferred: ${target.name} already has the conversation.`
+  if (target.task) return `Not transferred: ${target.name} is a task, started with AgentTask.run, not a transfer.`
+  if (winner) {
+    return `Not transferred to ${target.name}: only the first transfer of a response is applied (to ${winner.name}).`
+  }
+  return undefined
+}
+
+const record = (
+  actor: Actor,
+  calls: ReadonlyArray<FunctionCall>,
+  settled: ReadonlyArray<CallResult | undefined>,
+  closing?: string
+): Resolved => {
+  const resolved = resolve(actor, calls, settled, closing)
+  for (const output of resolved.outputs) actor.commit(output)
+  return resolved
+}
+
+const conclude = (
+  actor: Actor,
+  speech: Speech,
+  calls: ReadonlyArray<FunctionCall>,
+  settled: ReadonlyArray<CallResult | undefined>
+): Effect.Effect<Next> =>
+  Effect.gen(function*() {
+    const { outputs, winner, reply } = record(actor, calls, settled)
+    const completion = firstCompletion(actor, calls)
+    actor.core.emit({
+      type: "function_tools_executed",
+      agent: actor.name,
+      calls: calls.map((call, i) => ({ call, output: outputs[i]! })),
+      hasHandoff: winner !== undefined || completion !== undefined,
+      handoffTo: winner?.target.name ?? (completion ? actor.task?.caller.name : undefined),
+      deferred: false
+    })
+    if (completion) {
+      actor.passing = true
+      actor.core.send({ _tag: "CompleteTask", actor, result: completion })
+      return "passed"
+    }
+    if (winner) {
+      actor.passing = true
+      const answer = yield* requestHandoff(actor, winner.target, winner.handoff.options)
+      if (answer._tag === "Applied") return "passed"
+      actor.passing = false
+      return "done"
+    }
+    if (!reply || speech.skipFollowUp || !actor.holdsFloor()) return "done"
+    return "reply"
+  })
+
+/** The completion requested by the first call, in call order, that completed the task. */
+const firstCompletion = (actor: Actor, calls: ReadonlyArray<FunctionCall>): TaskResult | undefined => {
+  let found: TaskResult | undefined
+  for (const call of calls) {
+    const result = actor.completions.get(call.callId)
+    if (result && !found) found = result
+    actor.completions.delete(call.callId)
+  }
+  return found
+}
+
+export const requestHandoff = (
+  actor: Actor | undefined,
+  target: Agent,
+  options: Handoff.HandoffOptions,
+  core = actor?.core
+): Effect.Effect<HandoffOutcome> =>
+  Effect.gen(function*() {
+    if (!core) return { _tag: "NotApplied", reason: "no session" } as const
+    const reply = yield* Deferred.make<HandoffOutcome>()
+    core.send({ _tag: "Handoff", from: actor, target, options, reply })
+    return yield* Deferred.await(reply)
+  })
