@@ -13,7 +13,7 @@ import { type AgentHandle, CurrentAgent, type ReplyOptions, type SayOptions, typ
 import { FloorError, TaskError } from "./Errors.ts"
 import type { AgentState } from "./Events.ts"
 import * as Reply from "./Reply.ts"
-import type { SessionCore } from "./SessionCore.ts"
+import type { Handover, SessionCore } from "./SessionCore.ts"
 import * as Speech from "./Speech.ts"
 import * as Tasks from "./Tasks.ts"
 import type { Tool } from "./Tool.ts"
@@ -24,8 +24,8 @@ export type ActorStatus = "starting" | "active" | "paused" | "closed"
 export interface TaskRole {
   readonly caller: Actor
   readonly result: Deferred.Deferred<unknown, TaskError>
-  /** The waiting flow gave its work token up; the completer acquires one for it. */
-  readonly handover: boolean
+  /** The token the waiting flow gave up; whoever wakes it returns it first. */
+  readonly handover: Handover
   /** Ids of the items the task started with: the rest merge back into the caller. */
   readonly baseline: ReadonlySet<string>
 }
@@ -68,6 +68,8 @@ export interface Actor {
   readonly commit: (item: ChatItem) => void
   readonly setState: (state: AgentState) => void
   readonly model: () => LanguageModel.LanguageModel | undefined
+  /** Ends a speech's life as seen from outside (event, outcome, token) before its fiber ends. */
+  readonly finish: (speech: Speech.Speech, outcome: Speech.SpeechOutcome) => void
   /** Creates a speech and queues it (its work token is held until it ends). */
   readonly enqueue: (
     source: Speech.SpeechSource,
@@ -128,7 +130,7 @@ export const make = Effect.fnUntraced(function*(
           Exit.fail(new FloorError({ agent: agent.name, message: `${agent.name} is closed` }))
         )
       case "Return":
-        return void wake(msg.role, msg.result)
+        return Tasks.wake(work, msg.role.handover, msg.role.result, msg.result)
       default:
         return
     }
@@ -375,9 +377,7 @@ export const make = Effect.fnUntraced(function*(
         }
         case "Return": {
           actor.chat = actor.chat.merge(msg.merge)
-          // The waiting flow gave its token up; take one for it before waking it (Work.ts).
-          if (msg.role.handover) work.acquire()
-          wake(msg.role, msg.result)
+          Tasks.wake(work, msg.role.handover, msg.role.result, msg.result)
           return
         }
         case "SpeechEnded": {
@@ -390,9 +390,6 @@ export const make = Effect.fnUntraced(function*(
         }
       }
     })
-
-  const wake = (role: TaskRole, result: TaskResult) =>
-    Deferred.doneUnsafe(role.result, result._tag === "Success" ? Exit.succeed(result.value) : Exit.fail(result.error))
 
   /** A finished task's actor closes its own Scope, from outside it (a fiber of the session). */
   const closeSelf: Effect.Effect<void> = Scope.close(scope, Exit.void).pipe(Effect.forkIn(core.scope), Effect.asVoid)
@@ -451,6 +448,7 @@ export const make = Effect.fnUntraced(function*(
     },
     setState,
     model: () => model,
+    finish: finishSpeech,
     enqueue,
     handle: undefined as unknown as AgentHandle
   }

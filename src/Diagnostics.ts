@@ -9,9 +9,15 @@ export interface Counts {
   readonly actors: number
   readonly scopes: number
   readonly fibers: number
+  /** Work tokens released more often than acquired: always 0 unless baton has a bug. */
+  readonly tokenErrors: number
 }
 
-const counts = { sessions: 0, actors: 0, scopes: 0, fibers: 0 }
+const counts = { sessions: 0, actors: 0, scopes: 0, fibers: 0, tokenErrors: 0 }
+
+export const tokenError = () => {
+  counts.tokenErrors++
+}
 
 export const snapshot = (): Counts => ({ ...counts })
 

@@ -19,6 +19,7 @@ import { agentHandoff, ChatContext, type HandoffKind } from "./ChatContext.ts"
 import type { TaskResult } from "./CurrentAgent.ts"
 import { FloorError, TaskError } from "./Errors.ts"
 import { applyContextPolicy } from "./Handoff.ts"
+import * as Tasks from "./Tasks.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
 import type { Tool } from "./Tool.ts"
 
@@ -76,7 +77,10 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
         return yield* handoff(core, state, msg)
       case "StartTask": {
         if (msg.caller.status === "closed") {
-          return yield* Deferred.fail(msg.result, cancelled(msg.task, `${msg.caller.name} is closed`))
+          return Tasks.wake(core.work, msg.handover, msg.result, {
+            _tag: "Failure",
+            error: cancelled(msg.task, `${msg.caller.name} is closed`)
+          })
         }
         if (state.holder !== msg.caller) {
           const queue = state.pending.get(msg.caller) ?? []

@@ -18,6 +18,11 @@ import type { SpeechHandle } from "./Speech.ts"
 import type { Tool } from "./Tool.ts"
 import type { Work } from "./Work.ts"
 
+/** A work token given up by a flow waiting for a task; returned exactly once. */
+export interface Handover {
+  pending: boolean
+}
+
 export type HandoffOutcome =
   | { readonly _tag: "Applied"; readonly to: string }
   | { readonly _tag: "NotApplied"; readonly reason: string }
@@ -51,8 +56,8 @@ export type SessionMessage =
     readonly caller: Actor
     readonly task: Agent
     readonly result: Deferred.Deferred<unknown, TaskError>
-    /** The waiting flow gave its work token up (see Work.ts). */
-    readonly handover: boolean
+    /** Set when the waiting flow gave its work token up (see Work.ts and Tasks.ts). */
+    readonly handover: Handover
     readonly extraTools: ReadonlyArray<Tool>
   }
   | { readonly _tag: "CompleteTask"; readonly actor: Actor; readonly result: TaskResult }

@@ -1,11 +1,13 @@
 /**
  * The actor side of `AgentTask`: lending the floor to a task and completing one.
  */
-import { Deferred, Effect } from "effect"
+import { Deferred, Effect, Exit } from "effect"
 import { type Actor, CurrentCall, HoldsWorkToken } from "./Actor.ts"
 import type { Agent } from "./Agent.ts"
 import type { RunTaskOptions, TaskResult } from "./CurrentAgent.ts"
 import { TaskError } from "./Errors.ts"
+import type { Handover } from "./SessionCore.ts"
+import type { Work } from "./Work.ts"
 
 /**
  * Asks the session to lend the floor to `task` and waits for its result. The request waits
@@ -19,12 +21,25 @@ export const run = (caller: Actor, task: Agent, options: RunTaskOptions = {}): E
     if (!task.task) {
       return yield* new TaskError({ task: task.name, reason: "invalid", message: `${task.name} is not an AgentTask` })
     }
-    const handover = yield* HoldsWorkToken
+    const work = caller.core.work
+    const handover: Handover = { pending: yield* HoldsWorkToken }
     const result = yield* Deferred.make<unknown, TaskError>()
     caller.core.send({ _tag: "StartTask", caller, task, result, handover, extraTools: options.extraTools ?? [] })
-    if (handover) caller.core.work.release()
-    return yield* Deferred.await(result)
+    if (handover.pending) work.release()
+    return yield* Deferred.await(result).pipe(Effect.onInterrupt(() => Effect.sync(() => returnToken(work, handover))))
   })
+
+const returnToken = (work: Work, handover: Handover) => {
+  if (!handover.pending) return
+  handover.pending = false
+  work.acquire()
+}
+
+/** Wakes a flow waiting for a task, returning its work token first (see Work.ts). */
+export const wake = (work: Work, handover: Handover, deferred: Deferred.Deferred<unknown, TaskError>, result: TaskResult) => {
+  returnToken(work, handover)
+  Deferred.doneUnsafe(deferred, result._tag === "Success" ? Exit.succeed(result.value) : Exit.fail(result.error))
+}
 
 /**
  * Completes the task `actor` runs. From a tool call, the floor returns to the caller once the

@@ -231,14 +231,20 @@ const conclude = (
       handoffTo: winner?.target.name ?? (completion ? actor.task?.caller.name : undefined),
       deferred: false
     })
+    // The reply ends here, before the floor moves (the request's own work token keeps the
+    // session busy in between).
     if (completion) {
       actor.passing = true
       actor.core.send({ _tag: "CompleteTask", actor, result: completion })
+      actor.finish(speech, { _tag: "Finished" })
       return "passed"
     }
     if (winner) {
       actor.passing = true
-      const answer = yield* requestHandoff(actor, winner.target, winner.handoff.options)
+      const reply = yield* Deferred.make<HandoffOutcome>()
+      actor.core.send({ _tag: "Handoff", from: actor, target: winner.target, options: winner.handoff.options, reply })
+      actor.finish(speech, { _tag: "Finished" })
+      const answer = yield* Deferred.await(reply)
       if (answer._tag === "Applied") return "passed"
       actor.passing = false
       return "done"
@@ -258,15 +264,3 @@ const firstCompletion = (actor: Actor, calls: ReadonlyArray<FunctionCall>): Task
   return found
 }
 
-export const requestHandoff = (
-  actor: Actor | undefined,
-  target: Agent,
-  options: Handoff.HandoffOptions,
-  core = actor?.core
-): Effect.Effect<HandoffOutcome> =>
-  Effect.gen(function*() {
-    if (!core) return { _tag: "NotApplied", reason: "no session" } as const
-    const reply = yield* Deferred.make<HandoffOutcome>()
-    core.send({ _tag: "Handoff", from: actor, target, options, reply })
-    return yield* Deferred.await(reply)
-  })

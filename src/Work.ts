@@ -9,6 +9,7 @@
  * waking it: there is no gap in which the session looks idle while a wake-up is in flight.
  */
 import { Deferred, Effect } from "effect"
+import * as Diagnostics from "./Diagnostics.ts"
 
 export interface Work {
   /** Tokens held now. */
@@ -30,8 +31,9 @@ export const make = (): Work => {
   const release = () => {
     count--
     if (count < 0) {
+      // A bug in baton; counted (tests assert it never happens) rather than crashing a session.
       count = 0
-      throw new Error("baton: work token released twice (a bug in baton)")
+      Diagnostics.tokenError()
     }
     if (count === 0 && waiters.length > 0) {
       const ready = waiters

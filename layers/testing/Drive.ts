@@ -1,0 +1,32 @@
+/**
+ * Runs an effect while advancing the `TestClock`, so scripted delays and tools that sleep make
+ * progress in tests without real waiting.
+ */
+import { Duration, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+
+export interface DriveOptions {
+  /** How far the clock moves per step (default 10 ms). */
+  readonly step?: Duration.Input
+  /** Fails when the effect has not finished after this much test time (default 10 minutes). */
+  readonly limit?: Duration.Input
+}
+
+export const drive = <A, E, R>(effect: Effect.Effect<A, E, R>, options: DriveOptions = {}): Effect.Effect<A, E | Error, R> =>
+  Effect.gen(function*() {
+    const step = Duration.fromInputUnsafe(options.step ?? "10 millis")
+    const limit = Duration.toMillis(Duration.fromInputUnsafe(options.limit ?? "10 minutes"))
+    const fiber = yield* Effect.forkChild(effect)
+    let elapsed = 0
+    while (true) {
+      for (let i = 0; i < 5; i++) yield* Effect.yieldNow
+      const exit = fiber.pollUnsafe()
+      if (exit) return yield* exit
+      if (elapsed > limit) {
+        yield* Fiber.interrupt(fiber)
+        return yield* Effect.fail(new Error(`drive: not finished after ${limit} ms of test time`))
+      }
+      yield* TestClock.adjust(step)
+      elapsed += Duration.toMillis(step)
+    }
+  })

@@ -1,0 +1,43 @@
+/**
+ * Shared assertions for the rules of DESIGN.md, over a session's history and event log.
+ */
+import { assert } from "@effect/vitest"
+import type { ChatContext, FunctionCallOutput } from "../src/ChatContext.ts"
+import type { SessionEvent } from "../src/Events.ts"
+
+/** Rule 4: every function call has exactly one output, and no output lacks its call. */
+export const assertEveryCallAnswered = (history: ChatContext) => {
+  const calls = history.items.filter((i) => i._tag === "FunctionCall")
+  const outputs = history.items.filter((i): i is FunctionCallOutput => i._tag === "FunctionCallOutput")
+  for (const call of calls) {
+    const answers = outputs.filter((o) => o.callId === call.callId)
+    assert.strictEqual(answers.length, 1, `call ${call.name} (${call.callId}) has ${answers.length} outputs`)
+    const callIndex = history.items.indexOf(call)
+    assert.isTrue(history.items.indexOf(answers[0]!) > callIndex, `output of ${call.name} comes before its call`)
+  }
+  for (const output of outputs) {
+    assert.isTrue(calls.some((c) => c.callId === output.callId), `output ${output.name} (${output.callId}) has no call`)
+  }
+}
+
+/** Outputs of calls, in the order they entered the history. */
+export const outputNames = (history: ChatContext) =>
+  history.items.flatMap((i) => (i._tag === "FunctionCallOutput" ? [i.name] : []))
+
+export const callNames = (history: ChatContext) =>
+  history.items.flatMap((i) => (i._tag === "FunctionCall" ? [i.name] : []))
+
+/** The sequence number of the first handoff event to `to`. */
+export const handoffSeq = (events: ReadonlyArray<SessionEvent>, to: string): number => {
+  const event = events.find((e) => e.type === "agent_handoff" && e.to === to)
+  assert.isDefined(event, `no handoff to ${to}`)
+  return event!.seq
+}
+
+/** Events produced by `agent` (speech, items, state) after `seq`. */
+export const eventsOfAgentAfter = (events: ReadonlyArray<SessionEvent>, agent: string, seq: number) =>
+  events.filter((e) =>
+    e.seq > seq &&
+    ((e.type === "speech_created" || e.type === "speech_finished" || e.type === "agent_state_changed") && e.agent === agent ||
+      e.type === "conversation_item_added" && e.agent === agent)
+  )
