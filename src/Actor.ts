@@ -13,7 +13,8 @@ import { type AgentHandle, CurrentAgent, type ReplyOptions, type SayOptions, typ
 import { FloorError, TaskError } from "./Errors.ts"
 import type { AgentState } from "./Events.ts"
 import * as Reply from "./Reply.ts"
-import type { Handover, SessionCore } from "./SessionCore.ts"
+import type { HandoffOptions } from "./Handoff.ts"
+import type { HandoffOutcome, Handover, SessionCore } from "./SessionCore.ts"
 import * as Speech from "./Speech.ts"
 import * as Tasks from "./Tasks.ts"
 import type { Tool } from "./Tool.ts"
@@ -39,6 +40,12 @@ export type ActorMessage =
   | { readonly _tag: "Activate"; readonly mode: "enter" | "resume"; readonly merge?: ChatContext | undefined }
   | { readonly _tag: "Deactivate"; readonly final: boolean }
   | { readonly _tag: "Lend" }
+  | {
+    readonly _tag: "Release"
+    readonly target: Agent
+    readonly options: HandoffOptions
+    readonly reply: Deferred.Deferred<HandoffOutcome>
+  }
   | { readonly _tag: "Return"; readonly merge: ChatContext; readonly role: TaskRole; readonly result: TaskResult }
   | { readonly _tag: "SpeechEnded"; readonly speech: Speech.Speech }
   | { readonly _tag: "HookEnded"; readonly holdsInput: boolean }
@@ -68,6 +75,11 @@ export interface Actor {
   readonly commit: (item: ChatItem) => void
   readonly setState: (state: AgentState) => void
   readonly model: () => LanguageModel.LanguageModel | undefined
+  /**
+   * Completes once the actor's speeches have played out: none queued and none being
+   * generated (a speech in its tool phase counts as played: that is where tasks start from).
+   */
+  readonly speechesSettled: Effect.Effect<void>
   /** Ends a speech's life as seen from outside (event, outcome, token) before its fiber ends. */
   readonly finish: (speech: Speech.Speech, outcome: Speech.SpeechOutcome) => void
   /** Creates a speech and queues it (its work token is held until it ends). */
@@ -129,6 +141,8 @@ export const make = Effect.fnUntraced(function*(
           msg.reply,
           Exit.fail(new FloorError({ agent: agent.name, message: `${agent.name} is closed` }))
         )
+      case "Release":
+        return core.send({ _tag: "Handoff", from: undefined, target: msg.target, options: msg.options, reply: msg.reply })
       case "Return":
         return Tasks.wake(work, msg.role.handover, msg.role.result, msg.result)
       default:
@@ -189,6 +203,21 @@ export const make = Effect.fnUntraced(function*(
     }
   }
 
+  let settledWaiters: Array<Deferred.Deferred<void>> = []
+  const isSettled = () =>
+    current ? current.queued.speech.phase === "tools" : queue.length === 0 || !holdsFloor() || actor.status !== "active"
+  const notifySettled = () => {
+    if (settledWaiters.length === 0 || !isSettled()) return
+    for (const waiter of settledWaiters) Deferred.doneUnsafe(waiter, Effect.void)
+    settledWaiters = []
+  }
+  const speechesSettled: Effect.Effect<void> = Effect.suspend(() => {
+    if (isSettled()) return Effect.void
+    const waiter = Deferred.makeUnsafe<void>()
+    settledWaiters.push(waiter)
+    return Deferred.await(waiter)
+  })
+
   const busyForInput = () =>
     inputHoldingHooks > 0 || actor.passing || current?.queued.speech.phase === "tools"
 
@@ -205,8 +234,15 @@ export const make = Effect.fnUntraced(function*(
         if (!force) speech.skipFollowUp = true
         return Effect.void
       }
-      const fiber = current.fiber
-      return fiber ? Fiber.interrupt(fiber).pipe(Effect.asVoid) : Effect.void
+      const entry = current
+      const fiber = entry.fiber
+      return (fiber ? Fiber.interrupt(fiber) : Effect.void).pipe(
+        // A fiber interrupted before it ran never reaches its own handlers: settle it here.
+        Effect.andThen(Effect.sync(() => {
+          if (current === entry) current = undefined
+          finishSpeech(speech, { _tag: "Interrupted" })
+        }))
+      )
     })
 
   const startNext = (): Effect.Effect<void> =>
@@ -243,7 +279,7 @@ export const make = Effect.fnUntraced(function*(
           })
         ),
         Diagnostics.fiber,
-        Effect.forkIn(scope, { startImmediately: false }),
+        Effect.forkIn(scope, { startImmediately: true }),
         Effect.tap((fiber) =>
           Effect.sync(() => {
             entry.fiber = fiber
@@ -318,7 +354,7 @@ export const make = Effect.fnUntraced(function*(
           )
         ),
         Diagnostics.fiber,
-        Effect.forkIn(scope),
+        Effect.forkIn(scope, { startImmediately: true }),
         Effect.asVoid
       )
   }
@@ -375,6 +411,15 @@ export const make = Effect.fnUntraced(function*(
           forwardHeld()
           return
         }
+        case "Release": {
+          // A handoff asked from outside: what this actor is saying ends (and is recorded)
+          // before the floor moves.
+          actor.passing = true
+          yield* interruptCurrent(true)
+          if (current?.queued.speech.phase === "tools") current.queued.speech.skipFollowUp = true
+          core.send({ _tag: "Handoff", from: actor, target: msg.target, options: msg.options, reply: msg.reply })
+          return
+        }
         case "Return": {
           actor.chat = actor.chat.merge(msg.merge)
           Tasks.wake(work, msg.role.handover, msg.role.result, msg.result)
@@ -423,6 +468,7 @@ export const make = Effect.fnUntraced(function*(
       yield* handle(msg).pipe(
         Effect.andThen(releaseHeld()),
         Effect.andThen(startNext()),
+        Effect.andThen(Effect.sync(notifySettled)),
         Effect.ensuring(Effect.sync(() => work.release()))
       )
     }
@@ -449,6 +495,7 @@ export const make = Effect.fnUntraced(function*(
     setState,
     model: () => model,
     finish: finishSpeech,
+    speechesSettled,
     enqueue,
     handle: undefined as unknown as AgentHandle
   }

@@ -134,10 +134,24 @@ const handoff = (
       Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "NotApplied", reason }))
     }
     if (!holder) return refuse("no agent holds the floor")
-    if (msg.from && msg.from !== holder) return refuse(`${msg.from.name} no longer holds the floor (${holder.name} does)`)
-    if (holder.task) return refuse(`${holder.name} is a task: only its completion returns the floor`)
-    if (msg.target.task) return refuse(`${msg.target.name} is a task: start it with AgentTask.run`)
+    if (msg.from && msg.from !== holder) {
+      msg.from.passing = false
+      return refuse(`${msg.from.name} no longer holds the floor (${holder.name} does)`)
+    }
+    if (holder.task) {
+      if (msg.from) msg.from.passing = false
+      return refuse(`${holder.name} is a task: only its completion returns the floor`)
+    }
+    if (msg.target.task) {
+      if (msg.from) msg.from.passing = false
+      return refuse(`${msg.target.name} is a task: start it with AgentTask.run`)
+    }
     if (msg.target === holder.agent) return refuse(`${msg.target.name} already holds the floor`)
+    if (!msg.from) {
+      // Asked from outside: the holder first ends what it is saying, then asks itself.
+      holder.send({ _tag: "Release", target: msg.target, options: msg.options, reply: msg.reply })
+      return
+    }
     const selected = applyContextPolicy(msg.options.context ?? "full", holder.chat)
     const existing = state.actors.get(msg.target)
     const resumed = existing !== undefined && existing.status !== "closed"

@@ -21,6 +21,8 @@ export const run = (caller: Actor, task: Agent, options: RunTaskOptions = {}): E
     if (!task.task) {
       return yield* new TaskError({ task: task.name, reason: "invalid", message: `${task.name} is not an AgentTask` })
     }
+    // What the caller was saying is said before the task takes the floor.
+    yield* caller.speechesSettled
     const work = caller.core.work
     const handover: Handover = { pending: yield* HoldsWorkToken }
     const result = yield* Deferred.make<unknown, TaskError>()

@@ -41,3 +41,32 @@ export const eventsOfAgentAfter = (events: ReadonlyArray<SessionEvent>, agent: s
     ((e.type === "speech_created" || e.type === "speech_finished" || e.type === "agent_state_changed") && e.agent === agent ||
       e.type === "conversation_item_added" && e.agent === agent)
   )
+
+/**
+ * Rule 1 over an event log: every item, speech or state event of an agent happens while that
+ * agent holds the floor (the floor as the `agent_handoff` events say), and each handoff record
+ * is immediately followed by its event (one atomic step).
+ */
+export const assertOneFloor = (events: ReadonlyArray<SessionEvent>) => {
+  let holder: string | undefined
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!
+    if (e.type === "agent_handoff") {
+      const before = events[i - 1]
+      assert.isTrue(
+        before?.type === "conversation_item_added" && before.item._tag === "AgentHandoff" && before.item.to === e.to &&
+          before.seq === e.seq - 1,
+        `handoff to ${e.to} at seq ${e.seq} is not one atomic step with its record`
+      )
+      holder = e.to
+      continue
+    }
+    const agent = e.type === "conversation_item_added" || e.type === "speech_created" || e.type === "speech_finished" ||
+        e.type === "agent_state_changed"
+      ? e.agent
+      : undefined
+    if (agent === undefined) continue
+    if (e.type === "conversation_item_added" && e.item._tag === "AgentHandoff") continue
+    assert.strictEqual(agent, holder, `event ${e.seq} (${e.type}) by ${agent} while ${holder} held the floor`)
+  }
+}

@@ -30,3 +30,12 @@ export const drive = <A, E, R>(effect: Effect.Effect<A, E, R>, options: DriveOpt
       elapsed += Duration.toMillis(step)
     }
   })
+
+/** Advances the `TestClock` step by step until `condition` holds. */
+export const until = (condition: () => boolean, options: DriveOptions = {}): Effect.Effect<void, Error> =>
+  drive(
+    Effect.gen(function*() {
+      while (!condition()) yield* Effect.sleep(Duration.fromInputUnsafe(options.step ?? "10 millis"))
+    }),
+    options
+  )
