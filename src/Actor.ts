@@ -38,7 +38,12 @@ export type ActorMessage =
   | { readonly _tag: "Reply"; readonly options: ReplyOptions; readonly reply: Deferred.Deferred<Speech.SpeechHandle, FloorError> }
   | { readonly _tag: "Interrupt"; readonly speech?: Speech.Speech | undefined }
   | { readonly _tag: "Activate"; readonly mode: "enter" | "resume"; readonly merge?: ChatContext | undefined }
-  | { readonly _tag: "Deactivate"; readonly final: boolean }
+  | {
+    readonly _tag: "Deactivate"
+    readonly final: boolean
+    /** Runs once this actor's onExit has finished: the next holder's activation. */
+    readonly then: () => void
+  }
   | { readonly _tag: "Lend" }
   | {
     readonly _tag: "Release"
@@ -141,6 +146,8 @@ export const make = Effect.fnUntraced(function*(
           msg.reply,
           Exit.fail(new FloorError({ agent: agent.name, message: `${agent.name} is closed` }))
         )
+      case "Deactivate":
+        return msg.then()
       case "Release":
         return core.send({ _tag: "Handoff", from: undefined, target: msg.target, options: msg.options, reply: msg.reply })
       case "Return":
@@ -219,7 +226,7 @@ export const make = Effect.fnUntraced(function*(
   })
 
   const busyForInput = () =>
-    inputHoldingHooks > 0 || actor.passing || current?.queued.speech.phase === "tools"
+    actor.status !== "active" || inputHoldingHooks > 0 || actor.passing || current?.queued.speech.phase === "tools"
 
   /**
    * Stops the current speech. While it generates, its fiber is interrupted (and records what it
@@ -308,11 +315,11 @@ export const make = Effect.fnUntraced(function*(
 
   const handleUserInput = (text: string): Effect.Effect<void> =>
     Effect.gen(function*() {
-      if (!holdsFloor() || actor.status !== "active") {
+      if (!holdsFloor()) {
         core.send({ _tag: "Input", text })
         return
       }
-      if (busyForInput()) {
+      if (busyForInput() || actor.status !== "active") {
         work.acquire()
         heldInputs.push(text)
         if (current?.queued.speech.phase === "tools") current.queued.speech.skipFollowUp = true
@@ -405,7 +412,8 @@ export const make = Effect.fnUntraced(function*(
           yield* interruptCurrent(true)
           dropQueued(`${agent.name} passed the floor`, false)
           forwardHeld()
-          return yield* runHook(agent.onExit, "onExit", false, msg.final ? closeSelf : Effect.void)
+          const then = Effect.sync(msg.then)
+          return yield* runHook(agent.onExit, "onExit", false, msg.final ? Effect.andThen(then, closeSelf) : then)
         }
         case "Lend": {
           forwardHeld()

@@ -158,8 +158,12 @@ const handoff = (
     const actor = resumed ? existing : yield* spawn(core, state, msg.target, selected)
     state.actors.set(msg.target, actor)
     pass(core, state, holder, actor, "handoff", resumed, msg.options.reason)
-    holder.send({ _tag: "Deactivate", final: false })
-    actor.send(resumed ? { _tag: "Activate", mode: "resume", merge: selected } : { _tag: "Activate", mode: "enter" })
+    // The new holder is activated once the old one's onExit has run (hooks in order).
+    holder.send({
+      _tag: "Deactivate",
+      final: false,
+      then: () => actor.send(resumed ? { _tag: "Activate", mode: "resume", merge: selected } : { _tag: "Activate", mode: "enter" })
+    })
     Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
     yield* startPending(core, state, actor)
   })
@@ -212,8 +216,7 @@ const completeTask = (
     })
     state.live.delete(actor)
     pass(core, state, actor, caller, "return", true, undefined)
-    actor.send({ _tag: "Deactivate", final: true })
-    caller.send({ _tag: "Return", merge, role, result })
+    actor.send({ _tag: "Deactivate", final: true, then: () => caller.send({ _tag: "Return", merge, role, result }) })
     yield* startPending(core, state, caller)
   })
 
@@ -228,12 +231,16 @@ const abandon = (
   Effect.sync(() => {
     state.live.delete(task)
     pass(core, state, task, caller, "return", true, reason)
-    task.send({ _tag: "Deactivate", final: true })
-    caller.send({
-      _tag: "Return",
-      merge: ChatContext.empty,
-      role: task.task!,
-      result: { _tag: "Failure", error: cancelled(task.agent, reason) }
+    task.send({
+      _tag: "Deactivate",
+      final: true,
+      then: () =>
+        caller.send({
+          _tag: "Return",
+          merge: ChatContext.empty,
+          role: task.task!,
+          result: { _tag: "Failure", error: cancelled(task.agent, reason) }
+        })
     })
   })
 
