@@ -3,14 +3,14 @@
  * answered.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Schema } from "effect"
+import { type Duration, Effect, Fiber, Schema } from "effect"
 import { drive, until } from "../../layers/testing/Drive.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as TextCapture from "../../layers/testing/TextCapture.ts"
 import { Agent, AgentSession, Handoff, Tool } from "../../src/index.ts"
 import { assertEveryCallAnswered, assertOneFloor, callNames, eventsOfAgentAfter, handoffSeq, outputNames } from "../helpers.ts"
 
-const slow = (name: string, delay: string, value: unknown = `${name} done`) =>
+const slow = (name: string, delay: Duration.Input, value: unknown = `${name} done`) =>
   Tool.make(name, {
     description: name,
     handler: () => Effect.sleep(delay).pipe(Effect.as(value))

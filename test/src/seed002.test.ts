@@ -5,7 +5,7 @@
  * call after the batch, and every call has one output, in call order.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { type Duration, Effect, Schema } from "effect"
 import { drive } from "../../layers/testing/Drive.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as TextCapture from "../../layers/testing/TextCapture.ts"
@@ -17,9 +17,11 @@ interface Fixture {
   readonly counts: { bEnter: number; cEnter: number; aExit: number }
 }
 
-const fixture = (delays: { note?: string; transfer?: string } = {}): Fixture => {
+type Delays = { note?: Duration.Input; transfer?: Duration.Input }
+
+const fixture = (delays: Delays = {}): Fixture => {
   const counts = { bEnter: 0, cEnter: 0, aExit: 0 }
-  const sleep = (d: string | undefined) => (d ? Effect.sleep(d) : Effect.void)
+  const sleep = (d: Duration.Input | undefined) => (d ? Effect.sleep(d) : Effect.void)
   const b: Agent.Agent = Agent.make({
     name: "billing",
     instructions: "You are billing.",
@@ -76,7 +78,7 @@ const runVariant = (
   name: string,
   options: {
     readonly calls: ReadonlyArray<ScriptedModel.ScriptedToolCall>
-    readonly delays?: { note?: string; transfer?: string }
+    readonly delays?: Delays
     readonly expectedTo?: string
     readonly check?: (ctx: { history: AgentSession.AgentSession["history"] extends Effect.Effect<infer H> ? H : never }) => void
   }

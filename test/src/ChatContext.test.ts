@@ -1,0 +1,91 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as ChatContext from "../../src/ChatContext.ts"
+import { applyContextPolicy } from "../../src/Handoff.ts"
+
+const { message, functionCall, functionCallOutput, agentHandoff } = ChatContext
+
+const conversation = () =>
+  ChatContext.ChatContext.make([
+    message("system", "be nice"),
+    message("user", "one"),
+    message("assistant", "reply one"),
+    functionCall({ callId: "c1", name: "lookup", arguments: "{\"q\":1}" }),
+    functionCallOutput({ callId: "c1", name: "lookup", output: "found", isError: false, status: "ok" }),
+    agentHandoff({ from: "a", to: "b", kind: "handoff", resumed: false }),
+    message("user", "two"),
+    message("assistant", "reply two"),
+    message("user", "three")
+  ])
+
+describe("ChatContext", () => {
+  it("copies with filters", () => {
+    const ctx = conversation()
+    assert.deepStrictEqual(ctx.copy({ excludeFunctionCalls: true }).items.map((i) => i._tag).filter((t) => t.startsWith("Function")), [])
+    assert.isFalse(ctx.copy({ excludeInstructions: true }).items.some((i) => i._tag === "Message" && i.role === "system"))
+    assert.isFalse(ctx.copy({ excludeHandoffs: true }).items.some((i) => i._tag === "AgentHandoff"))
+    assert.strictEqual(ctx.copy().length, ctx.length)
+  })
+
+  it("truncates to the last N turns, keeping instructions and never splitting a call from its output", () => {
+    const ctx = conversation()
+    const last2 = ctx.truncate(2)
+    assert.deepStrictEqual(
+      last2.items.map((i) => (i._tag === "Message" ? i.text : i._tag)),
+      ["be nice", "two", "reply two", "three"]
+    )
+    const last3 = ctx.truncate(3)
+    assert.isTrue(last3.items.some((i) => i._tag === "FunctionCall"))
+    assert.isTrue(last3.items.some((i) => i._tag === "FunctionCallOutput"))
+    assert.strictEqual(ctx.truncate(10).length, ctx.length)
+  })
+
+  it("merges by id, appending only what is new", () => {
+    const base = conversation()
+    const extra = base.append(message("user", "four"))
+    const merged = base.merge(extra)
+    assert.strictEqual(merged.length, base.length + 1)
+    assert.strictEqual(merged.merge(extra).length, merged.length)
+    const withoutCalls = ChatContext.ChatContext.empty.merge(base, { excludeFunctionCalls: true })
+    assert.isFalse(withoutCalls.items.some((i) => i._tag === "FunctionCall"))
+  })
+
+  it("converts to an effect/ai prompt", () => {
+    const prompt = ChatContext.toPrompt(conversation(), { instructions: "You are A.", extraInstructions: "be brief" })
+    assert.deepStrictEqual(prompt.content.map((m) => m.role), [
+      "system", // agent instructions
+      "system", // the context's own system message
+      "user",
+      "assistant", // text + tool call merged
+      "tool",
+      "user",
+      "assistant",
+      "user",
+      "system" // per-reply instructions
+    ])
+    const assistant = prompt.content[3]!
+    assert.isTrue(assistant.role === "assistant" && assistant.content.map((p) => p.type).join() === "text,tool-call")
+    const tool = prompt.content[4]!
+    assert.isTrue(tool.role === "tool" && tool.content[0]!.type === "tool-result")
+  })
+
+  it("leaves out calls still running and outputs without calls", () => {
+    const ctx = ChatContext.ChatContext.make([
+      message("user", "go"),
+      functionCall({ callId: "pending", name: "slow", arguments: "{}" }),
+      functionCallOutput({ callId: "orphan", name: "x", output: "?", isError: false, status: "ok" })
+    ])
+    const prompt = ChatContext.toPrompt(ctx)
+    assert.deepStrictEqual(prompt.content.map((m) => m.role), ["user"])
+    assert.deepStrictEqual(ctx.pendingCalls().map((c) => c.callId), ["pending"])
+  })
+
+  it("applies context policies", () => {
+    const ctx = conversation()
+    assert.isFalse(applyContextPolicy("full", ctx).items.some((i) => i._tag === "Message" && i.role === "system"))
+    assert.strictEqual(applyContextPolicy("none", ctx).length, 0)
+    const lastTurn = applyContextPolicy({ lastTurns: 1 }, ctx)
+    assert.deepStrictEqual(lastTurn.items.map((i) => (i._tag === "Message" ? i.text : i._tag)), ["three"])
+    const custom = applyContextPolicy((c) => c.copy({ excludeFunctionCalls: true }).truncate(2), ctx)
+    assert.deepStrictEqual(custom.items.map((i) => (i._tag === "Message" ? i.text : i._tag)), ["two", "reply two", "three"])
+  })
+})

@@ -1,0 +1,36 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Stream } from "effect"
+import { LanguageModel } from "effect/ai"
+import { TestClock } from "effect/testing"
+import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+
+describe("ScriptedModel", () => {
+  it.effect("answers by the last input, records requests, and waits under TestClock", () =>
+    Effect.gen(function*() {
+      const recorder = yield* ScriptedModel.ScriptedModel
+      const fiber = yield* LanguageModel.streamText({ prompt: [{ role: "user", content: "hello there" }] }).pipe(
+        Stream.runCollect,
+        Effect.forkChild
+      )
+      yield* TestClock.adjust("999 millis")
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("1 millis")
+      const parts = yield* Fiber.join(fiber)
+      const text = parts.flatMap((p) => (p.type === "text-delta" ? [p.delta] : [])).join("")
+      assert.strictEqual(text, "Hi!")
+      assert.strictEqual(recorder.requests.length, 1)
+      assert.deepStrictEqual(recorder.requests[0]!.last, { kind: "user", text: "hello there" })
+      const failed = yield* LanguageModel.streamText({ prompt: [{ role: "user", content: "unscripted" }] }).pipe(
+        Stream.runCollect,
+        Effect.flip
+      )
+      assert.include(String(failed), "no scripted response")
+      const once = yield* LanguageModel.streamText({ prompt: [{ role: "user", content: "once" }] }).pipe(Stream.runCollect)
+      assert.isTrue(once.some((p) => p.type === "text-delta"))
+      const twice = yield* LanguageModel.streamText({ prompt: [{ role: "user", content: "once" }] }).pipe(Stream.runCollect, Effect.flip)
+      assert.include(String(twice), "no scripted response")
+    }).pipe(Effect.provide(ScriptedModel.layer([
+      { when: { user: "hello" }, reply: { text: "Hi!", delay: "1 second" } },
+      { when: { user: "once" }, reply: { text: "only once" }, times: 1 }
+    ]))))
+})
