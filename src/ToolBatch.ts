@@ -13,6 +13,8 @@ import { Cause, Deferred, Effect, Exit, Option } from "effect"
 import { type Actor, CurrentCall, HoldsWorkToken } from "./Actor.ts"
 import { type Agent, isAgent } from "./Agent.ts"
 import * as Diagnostics from "./Diagnostics.ts"
+import * as Faults from "./Faults.ts"
+import { ProtocolFaults } from "./Faults.ts"
 import { functionCall, type FunctionCall, type FunctionCallOutput, functionCallOutput } from "./ChatContext.ts"
 import { CurrentAgent, type TaskResult } from "./CurrentAgent.ts"
 import * as Handoff from "./Handoff.ts"
@@ -37,6 +39,7 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
     const calls = pending.map((call) => functionCall({ ...call, agent: actor.name }))
     for (const call of calls) actor.commit(call)
     const settled: Array<CallResult | undefined> = calls.map(() => undefined)
+    const finishOrder: Array<number> = []
     const work = actor.core.work
     let started = 0
     let finished = 0
@@ -58,6 +61,7 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
             Effect.tap((result) =>
               Effect.sync(() => {
                 settled[index] = result
+                finishOrder.push(index)
               })
             ),
             Diagnostics.fiber
@@ -77,7 +81,10 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
           record(actor, calls, settled, "the session closed before the call finished")
         })
       ),
-      Effect.andThen(Effect.suspend(() => conclude(actor, speech, calls, settled)))
+      Effect.andThen(ProtocolFaults),
+      Effect.flatMap((faults) =>
+        faults === Faults.none ? conclude(actor, speech, calls, settled) : concludeWithFaults(actor, speech, calls, settled, finishOrder, faults)
+      )
     )
   })
 
@@ -252,6 +259,25 @@ const conclude = (
     if (!reply || speech.skipFollowUp || !actor.holdsFloor()) return "done"
     return "reply"
   })
+
+/** The deliberately broken variants of `conclude` (see Faults.ts). */
+const concludeWithFaults = (
+  actor: Actor,
+  speech: Speech,
+  calls: ReadonlyArray<FunctionCall>,
+  settled: ReadonlyArray<CallResult | undefined>,
+  finishOrder: ReadonlyArray<number>,
+  faults: Faults.ProtocolFaults
+): Effect.Effect<Next> => {
+  const order = faults.outputsInCompletionOrder ? finishOrder : calls.map((_, i) => i)
+  const lastIndex = finishOrder[finishOrder.length - 1]
+  const kept = settled.map((result, i) =>
+    faults.lastFinisherDecides && result?._tag === "Handoff" && i !== lastIndex
+      ? ({ _tag: "Value", output: "", reply: true } as const)
+      : result
+  )
+  return conclude(actor, speech, order.map((i) => calls[i]!), order.map((i) => kept[i]))
+}
 
 /** The completion requested by the first call, in call order, that completed the task. */
 const firstCompletion = (actor: Actor, calls: ReadonlyArray<FunctionCall>): TaskResult | undefined => {

@@ -1,0 +1,19 @@
+/**
+ * Deliberately broken variants of the handoff protocol, switched on only by tests that prove
+ * the simulation's checker finds real violations. Never set in production code.
+ */
+import { Context } from "effect"
+
+export interface ProtocolFaults {
+  /** Batch outputs enter history in completion order instead of call order (breaks rule 3). */
+  readonly outputsInCompletionOrder: boolean
+  /**
+   * Only the call that finished last decides the batch, as in the peers: a sibling finishing
+   * after the handoff cancels it and the outgoing agent replies (breaks rules 2 and 3).
+   */
+  readonly lastFinisherDecides: boolean
+}
+
+export const none: ProtocolFaults = { outputsInCompletionOrder: false, lastFinisherDecides: false }
+
+export const ProtocolFaults = Context.Reference<ProtocolFaults>("baton/ProtocolFaults", { defaultValue: () => none })

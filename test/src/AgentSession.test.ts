@@ -1,0 +1,87 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Layer, Stream } from "effect"
+import { LanguageModel } from "effect/ai"
+import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import { Agent, AgentSession, Tool } from "../../src/index.ts"
+
+describe("AgentSession", () => {
+  it.effect("publishes typed events on its stream", () => {
+    const b = Agent.make({ name: "b", instructions: "B", onEnter: Agent.reply({ instructions: "hello from b" }).pipe(Effect.asVoid) })
+    const a = Agent.make({ name: "a", instructions: "A", tools: [Tool.handoff("to_b", () => b)] })
+    return Effect.gen(function*() {
+      const session = yield* AgentSession.start({ agent: a })
+      yield* session.idle
+      const collected = yield* session.events.pipe(
+        Stream.takeUntil((e) => e.type === "speech_finished" && e.agent === "b"),
+        Stream.runCollect,
+        Effect.forkChild
+      )
+      yield* Effect.yieldNow
+      yield* session.run("go to b")
+      const events = yield* Fiber.join(collected)
+      const types = new Set(events.map((e) => e.type))
+      for (const type of ["conversation_item_added", "function_tools_executed", "agent_handoff", "speech_created", "speech_finished", "agent_state_changed"]) {
+        assert.isTrue(types.has(type as never), `missing ${type}`)
+      }
+      const executed = events.find((e) => e.type === "function_tools_executed")
+      assert.isTrue(executed?.type === "function_tools_executed" && executed.hasHandoff && executed.handoffTo === "b")
+      assert.deepStrictEqual(events.map((e) => e.seq), [...events.map((e) => e.seq)].sort((x, y) => x - y))
+      yield* session.close
+      const log = yield* session.eventLog
+      assert.strictEqual(log.at(-1)?.type, "close")
+    }).pipe(Effect.provide(ScriptedModel.layer([
+      { when: { user: "go to b" }, reply: { toolCalls: [{ name: "to_b" }] } },
+      { when: { instructions: "hello from b" }, reply: { text: "Hello from B." } }
+    ])))
+  })
+
+  it.effect("stops calling tools after maxToolSteps and asks for words", () => {
+    const loop = Agent.make({
+      name: "looper",
+      instructions: "L",
+      maxToolSteps: 2,
+      tools: [Tool.make("again", { description: "", handler: () => Effect.succeed("again!") })]
+    })
+    return Effect.gen(function*() {
+      const model = yield* ScriptedModel.ScriptedModel
+      const session = yield* AgentSession.start({ agent: loop })
+      const result = yield* session.run("loop")
+      assert.deepStrictEqual(model.requests.map((r) => r.toolChoice), ["auto", "auto", "none"])
+      assert.strictEqual(result.finalOutput, "I have to stop here.")
+    }).pipe(Effect.provide(ScriptedModel.layer([
+      { when: (r) => r.toolChoice === "none", reply: { text: "I have to stop here." } },
+      { when: () => true, reply: { toolCalls: [{ name: "again" }] } }
+    ])))
+  })
+
+  it.effect("an agent's own model is used for it; the session's for the others", () => {
+    const own: Layer.Layer<LanguageModel.LanguageModel> = ScriptedModel.layer([
+      { when: () => true, reply: { text: "from the agent's own model" } }
+    ])
+    const special = Agent.make({ name: "special", instructions: "S", model: own })
+    const plain = Agent.make({ name: "plain", instructions: "P", tools: [Tool.handoff("to_special", () => special)] })
+    return Effect.gen(function*() {
+      const session = yield* AgentSession.start({ agent: plain })
+      const first = yield* session.run("hello")
+      assert.strictEqual(first.finalOutput, "from the session model")
+      yield* session.run("switch")
+      const second = yield* session.run("hello again")
+      assert.strictEqual(second.finalOutput, "from the agent's own model")
+    }).pipe(Effect.provide(ScriptedModel.layer([
+      { when: { user: "switch" }, reply: { toolCalls: [{ name: "to_special" }] } },
+      { when: () => true, reply: { text: "from the session model" } }
+    ])))
+  })
+
+  it.effect("without any language model, a reply fails with a clear error and the session goes on", () => {
+    const mute = Agent.make({ name: "mute", instructions: "M" })
+    return Effect.gen(function*() {
+      const session = yield* AgentSession.start({ agent: mute })
+      const result = yield* session.run("hello?")
+      const error = result.sessionEvents.find((e) => e.type === "error")
+      assert.isTrue(error?.type === "error" && error.message.includes("has no language model"))
+      const again = yield* session.run("still there?")
+      assert.strictEqual(again.events.length, 1)
+    })
+  })
+})
