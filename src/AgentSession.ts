@@ -17,6 +17,8 @@ import type { HandoffOptions } from "./Handoff.ts"
 import { RunResult } from "./RunResult.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
 import type { SpeechHandle } from "./Speech.ts"
+import type { Tool } from "./Tool.ts"
+import * as Background from "./Background.ts"
 import * as Work from "./Work.ts"
 
 export interface AgentSession<U = unknown> {
@@ -29,9 +31,16 @@ export interface AgentSession<U = unknown> {
    * no speech playing, no handoff or hook chain in progress, the floor holder idle (rule 10).
    * The result holds what happened since the input (start-up is not part of the first run).
    */
-  readonly run: (text: string) => Effect.Effect<RunResult>
+  readonly run: (text: string, options?: RunOptions) => Effect.Effect<RunResult>
   /** Waits until the session is quiescent. */
   readonly idle: Effect.Effect<void>
+  /** Waits until the session is quiescent and no background tool is running. */
+  readonly idleWithBackground: Effect.Effect<void>
+  /**
+   * Tells the session whether the user is speaking (from a VAD or a transport). While they
+   * are, no speech starts and nothing is told; when they start, the current reply is cut.
+   */
+  readonly setUserSpeaking: (speaking: boolean) => Effect.Effect<void>
   readonly say: (text: string, options?: SayOptions) => Effect.Effect<SpeechHandle, FloorError>
   readonly generateReply: (options?: ReplyOptions) => Effect.Effect<SpeechHandle, FloorError>
   /** Interrupts what the agent holding the floor is saying. */
@@ -52,6 +61,16 @@ export interface AgentSession<U = unknown> {
 export interface StartOptions<U> {
   readonly agent: Agent
   readonly userdata?: U
+  /**
+   * Tools every agent of the session has. Their background calls belong to the session (they
+   * outlive a handoff) and report to whoever holds the floor.
+   */
+  readonly tools?: ReadonlyArray<Tool>
+}
+
+export interface RunOptions {
+  /** Also wait for background (long-running) tools to finish and be told (default false). */
+  readonly waitForBackground?: boolean
 }
 
 /** How many past events a session keeps for `eventLog` and run results. */
@@ -70,6 +89,10 @@ export const start = <U = undefined>(
     const mailbox = yield* Queue.unbounded<SessionMessage, Cause.Done>()
     const runLock = yield* Semaphore.make(1)
     const work = Work.make()
+    const background = Work.make()
+    const backgroundScope = yield* Scope.fork(scope)
+    const sessionDeliveries: Array<Background.Delivery> = []
+    let userSpeaking = false
     const state = Floor.makeState()
     const log: Array<SessionEvent> = []
     let seq = 0
@@ -84,6 +107,23 @@ export const start = <U = undefined>(
       return event
     }
 
+    /** A message that can no longer be handled still gets an answer. */
+    const rejectClosed = (msg: SessionMessage) => {
+      switch (msg._tag) {
+        case "Say":
+        case "Reply":
+          return void Deferred.doneUnsafe(msg.reply, Effect.fail(new FloorError({ agent: "", message: "the session is closed" })))
+        case "Handoff":
+          return void Deferred.doneUnsafe(msg.reply, Effect.succeed({ _tag: "NotApplied", reason: "the session is closed" } as const))
+        case "StartTask":
+          return void Deferred.doneUnsafe(msg.result, Effect.interrupt)
+        case "Background":
+          return Background.flush({ name: "session", commit: (item) => core.record(item, undefined) }, [msg.delivery])
+        default:
+          return
+      }
+    }
+
     const sendToSession = (msg: SessionMessage) => {
       if (closed) return rejectClosed(msg)
       work.acquire()
@@ -96,6 +136,16 @@ export const start = <U = undefined>(
     const core: SessionCore = {
       id: nextId("session"),
       work,
+      background,
+      userSpeaking: () => userSpeaking,
+      sessionTools: options.tools ?? [],
+      sessionOwner: {
+        kind: "session",
+        scope: backgroundScope,
+        running: new Map(),
+        report: (delivery) => sendToSession({ _tag: "Background", delivery })
+      },
+      sessionDeliveries,
       scope,
       userdata: options.userdata,
       textOutput,
@@ -133,6 +183,8 @@ export const start = <U = undefined>(
       // Innermost first: tasks before their callers, then the agents.
       const actors = [...state.live].reverse()
       for (const actor of actors) yield* Scope.close(actor.scope, Exit.void)
+      yield* Scope.close(backgroundScope, Exit.void)
+      Background.flush({ name: "session", commit: (item) => core.record(item, undefined) }, sessionDeliveries)
       state.holder = undefined
       for (const msg of yield* Queue.clear(mailbox)) {
         rejectClosed(msg)
@@ -147,6 +199,16 @@ export const start = <U = undefined>(
     // every actor's Scope so it never waits for itself.
     const close = Effect.forkDetach(shutdown).pipe(Effect.flatMap(Fiber.await), Effect.asVoid)
 
+    // A background call reports (acquiring a work token) before it stops counting, so this
+    // never sees both counts at zero while a result is on its way.
+    const idleWithBackground: Effect.Effect<void> = Effect.gen(function*() {
+      while (true) {
+        yield* work.idle
+        if (background.count() === 0) return
+        yield* background.idle
+      }
+    })
+
     const ask = <A, E>(make: (reply: Deferred.Deferred<A, E>) => SessionMessage) =>
       Effect.gen(function*() {
         const reply = yield* Deferred.make<A, E>()
@@ -158,17 +220,25 @@ export const start = <U = undefined>(
       id: core.id,
       userdata: options.userdata as U,
       send: (text) => Effect.sync(() => sendToSession({ _tag: "Input", text })),
-      run: (text) =>
+      run: (text, runOptions = {}) =>
         runLock.withPermit(
           Effect.gen(function*() {
             yield* work.idle
             const from = seq
             sendToSession({ _tag: "Input", text })
-            yield* work.idle
+            yield* runOptions.waitForBackground ? idleWithBackground : work.idle
             return new RunResult(log.filter((event) => event.seq >= from))
           })
         ),
       idle: work.idle,
+      idleWithBackground,
+      setUserSpeaking: (speaking) =>
+        Effect.sync(() => {
+          if (speaking === userSpeaking || closed) return
+          userSpeaking = speaking
+          emit({ type: "user_state_changed", state: speaking ? "speaking" : "listening" })
+          sendToSession({ _tag: "UserSpeaking", speaking })
+        }),
       say: (text, sayOptions = {}) => ask((reply) => ({ _tag: "Say", text, options: sayOptions, reply })),
       generateReply: (replyOptions = {}) => ask((reply) => ({ _tag: "Reply", options: replyOptions, reply })),
       interrupt: Effect.sync(() => sendToSession({ _tag: "Interrupt" })),
@@ -187,18 +257,3 @@ export const start = <U = undefined>(
     sendToSession({ _tag: "Start", agent: options.agent })
     return session
   })
-
-/** A message that can no longer be handled still gets an answer. */
-const rejectClosed = (msg: SessionMessage) => {
-  switch (msg._tag) {
-    case "Say":
-    case "Reply":
-      return void Deferred.doneUnsafe(msg.reply, Effect.fail(new FloorError({ agent: "", message: "the session is closed" })))
-    case "Handoff":
-      return void Deferred.doneUnsafe(msg.reply, Effect.succeed({ _tag: "NotApplied", reason: "the session is closed" } as const))
-    case "StartTask":
-      return void Deferred.doneUnsafe(msg.result, Effect.interrupt)
-    default:
-      return
-  }
-}

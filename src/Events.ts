@@ -75,6 +75,11 @@ export interface ErrorEvent extends Base {
   readonly recoverable: boolean
 }
 
+export interface UserStateChanged extends Base {
+  readonly type: "user_state_changed"
+  readonly state: "speaking" | "listening"
+}
+
 export interface CloseEvent extends Base {
   readonly type: "close"
   readonly reason: string
@@ -89,6 +94,7 @@ export type SessionEvent =
   | SpeechCreated
   | SpeechFinished
   | ErrorEvent
+  | UserStateChanged
   | CloseEvent
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never

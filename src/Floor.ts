@@ -92,6 +92,16 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
       }
       case "CompleteTask":
         return yield* completeTask(core, state, msg.actor, msg.result)
+      case "Background": {
+        core.sessionDeliveries.push(msg.delivery)
+        state.holder?.send({ _tag: "Kick" })
+        return
+      }
+      case "UserSpeaking": {
+        // Barge-in: the user starting to speak cuts what the agent is saying.
+        state.holder?.send(msg.speaking ? { _tag: "Interrupt" } : { _tag: "Kick" })
+        return
+      }
     }
   })
 
@@ -130,22 +140,17 @@ const handoff = (
   Effect.gen(function*() {
     const holder = state.holder
     const refuse = (reason: string) => {
+      if (msg.from) {
+        msg.from.passing = false
+        msg.from.send({ _tag: "Kick" })
+      }
       core.emit({ type: "handoff_not_applied", agent: msg.from?.name ?? holder?.name ?? "", to: msg.target.name, reason })
       Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "NotApplied", reason }))
     }
     if (!holder) return refuse("no agent holds the floor")
-    if (msg.from && msg.from !== holder) {
-      msg.from.passing = false
-      return refuse(`${msg.from.name} no longer holds the floor (${holder.name} does)`)
-    }
-    if (holder.task) {
-      if (msg.from) msg.from.passing = false
-      return refuse(`${holder.name} is a task: only its completion returns the floor`)
-    }
-    if (msg.target.task) {
-      if (msg.from) msg.from.passing = false
-      return refuse(`${msg.target.name} is a task: start it with AgentTask.run`)
-    }
+    if (msg.from && msg.from !== holder) return refuse(`${msg.from.name} no longer holds the floor (${holder.name} does)`)
+    if (holder.task) return refuse(`${holder.name} is a task: only its completion returns the floor`)
+    if (msg.target.task) return refuse(`${msg.target.name} is a task: start it with AgentTask.run`)
     if (msg.target === holder.agent) return refuse(`${msg.target.name} already holds the floor`)
     if (!msg.from) {
       // Asked from outside: the holder first ends what it is saying, then asks itself.

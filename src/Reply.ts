@@ -18,13 +18,13 @@ export interface PendingCall {
   readonly arguments: string
 }
 
-export const replyBody = (options: ReplyOptions) => (actor: Actor, speech: Speech): Effect.Effect<void, unknown> =>
+export const reply = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
   Effect.suspend(() => {
     if (options.userInput !== undefined) actor.commit(message("user", options.userInput, { agent: actor.name }))
     return run(actor, speech, options)
   })
 
-export const sayBody = (text: string, options: SayOptions) => (actor: Actor, speech: Speech): Effect.Effect<void> => {
+export const say = (actor: Actor, speech: Speech, text: string, options: SayOptions): Effect.Effect<void> => {
   const info = { speechId: speech.handle.id, agent: actor.name }
   const out = actor.core.textOutput
   let delivered = false

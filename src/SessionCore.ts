@@ -7,6 +7,7 @@ import type { Deferred, Scope } from "effect"
 import type { LanguageModel } from "effect/ai"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import type { Actor } from "./Actor.ts"
+import type * as Background from "./Background.ts"
 import type { Agent } from "./Agent.ts"
 import type { AgentSession } from "./AgentSession.ts"
 import type { ChatContext, ChatItem } from "./ChatContext.ts"
@@ -61,6 +62,8 @@ export type SessionMessage =
     readonly extraTools: ReadonlyArray<Tool>
   }
   | { readonly _tag: "CompleteTask"; readonly actor: Actor; readonly result: TaskResult }
+  | { readonly _tag: "Background"; readonly delivery: Background.Delivery }
+  | { readonly _tag: "UserSpeaking"; readonly speaking: boolean }
 
 export interface SessionOptions {
   readonly maxToolSteps?: number
@@ -69,6 +72,15 @@ export interface SessionOptions {
 export interface SessionCore {
   readonly id: string
   readonly work: Work
+  /** Background calls still running (only waited for when a run asks). */
+  readonly background: Work
+  /** The user is speaking (voice): no speech starts and nothing is told meanwhile. */
+  readonly userSpeaking: () => boolean
+  /** Tools given to the session: every agent has them; their background calls belong to the session. */
+  readonly sessionTools: ReadonlyArray<Tool>
+  readonly sessionOwner: Background.Owner
+  /** Deliveries of session tools, taken by whoever holds the floor when it is idle. */
+  readonly sessionDeliveries: Array<Background.Delivery>
   readonly scope: Scope.Closeable
   readonly userdata: unknown
   readonly textOutput: TextOutputService

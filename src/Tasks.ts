@@ -2,7 +2,7 @@
  * The actor side of `AgentTask`: lending the floor to a task and completing one.
  */
 import { Deferred, Effect, Exit } from "effect"
-import { type Actor, CurrentCall, HoldsWorkToken } from "./Actor.ts"
+import { type Actor, CurrentCall, WorkToken } from "./Actor.ts"
 import type { Agent } from "./Agent.ts"
 import type { RunTaskOptions, TaskResult } from "./CurrentAgent.ts"
 import { TaskError } from "./Errors.ts"
@@ -22,9 +22,9 @@ export const run = (caller: Actor, task: Agent, options: RunTaskOptions = {}): E
       return yield* new TaskError({ task: task.name, reason: "invalid", message: `${task.name} is not an AgentTask` })
     }
     // What the caller was saying is said before the task takes the floor.
-    yield* caller.speechesSettled
+    yield* caller.speeches.settled
     const work = caller.core.work
-    const handover: Handover = { pending: yield* HoldsWorkToken }
+    const handover: Handover = { pending: (yield* WorkToken).held }
     const result = yield* Deferred.make<unknown, TaskError>()
     caller.core.send({ _tag: "StartTask", caller, task, result, handover, extraTools: options.extraTools ?? [] })
     if (handover.pending) work.release()

@@ -35,14 +35,19 @@ export interface ToolContext<U = unknown> {
   readonly userdata: U
   /** The reply whose model response made the call. */
   readonly speech: SpeechHandle
+  /**
+   * Reports progress of a long-running tool. The first report is the call's output (the agent
+   * can say "please hold on") and the handler goes on in the background; later reports and the
+   * final value (or handoff) are told to the agent when it holds the floor and is idle.
+   */
+  readonly progress: (message: string) => Effect.Effect<void>
 }
 
 /** What to do when the model calls a tool that is still running from an earlier call. */
 export type DuplicatePolicy = "allow" | "reject" | "replace"
 
 export interface ToolOptions {
-  /** Runs in the background: the first progress update is the call's output (see `Progress`). */
-  readonly background?: boolean
+  /** When the model calls it while an earlier call still runs in the background (default "allow"). */
   readonly onDuplicate?: DuplicatePolicy
   /** The model may cancel it while it runs (baton then offers the cancel tool). */
   readonly cancellable?: boolean
@@ -86,7 +91,6 @@ export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoP
     parameters,
     handler: options.handler,
     options: {
-      ...(options.background !== undefined ? { background: options.background } : {}),
       ...(options.onDuplicate !== undefined ? { onDuplicate: options.onDuplicate } : {}),
       ...(options.cancellable !== undefined ? { cancellable: options.cancellable } : {})
     },

@@ -9,15 +9,17 @@
  *   reply on the outgoing agent, whatever its sibling calls returned (rule 2);
  * - bad arguments, unknown tools, failures and defects are answers the model can act on (rule 12).
  */
-import { Cause, Deferred, Effect, Exit, Option } from "effect"
-import { type Actor, CurrentCall, HoldsWorkToken } from "./Actor.ts"
-import { type Agent, isAgent } from "./Agent.ts"
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import { type Actor, CurrentCall, WorkToken, type WorkTokenCell } from "./Actor.ts"
+import type { Agent } from "./Agent.ts"
+import * as Background from "./Background.ts"
+import { type CallResult, cancelled, classify } from "./CallResult.ts"
 import * as Diagnostics from "./Diagnostics.ts"
 import * as Faults from "./Faults.ts"
 import { ProtocolFaults } from "./Faults.ts"
 import { functionCall, type FunctionCall, type FunctionCallOutput, functionCallOutput } from "./ChatContext.ts"
 import { CurrentAgent, type TaskResult } from "./CurrentAgent.ts"
-import * as Handoff from "./Handoff.ts"
+import type * as Handoff from "./Handoff.ts"
 import type { PendingCall } from "./Reply.ts"
 import type { HandoffOutcome } from "./SessionCore.ts"
 import type { Speech } from "./Speech.ts"
@@ -25,12 +27,6 @@ import * as Tool from "./Tool.ts"
 
 /** What the speech does next: reply to the outputs, stop, or stop because the floor passed. */
 export type Next = "reply" | "done" | "passed"
-
-type CallResult =
-  | { readonly _tag: "Value"; readonly output: string; readonly reply: boolean }
-  | { readonly _tag: "Handoff"; readonly handoff: Handoff.Handoff; readonly target: Agent }
-  | { readonly _tag: "Error"; readonly output: string }
-  | { readonly _tag: "Cancelled"; readonly output: string; readonly status: "cancelled" | "interrupted" }
 
 export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<PendingCall>): Effect.Effect<Next> =>
   Effect.suspend(() => {
@@ -92,73 +88,86 @@ const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effec
   const tool = actor.tools.get(call.name)
   if (!tool) {
     const available = [...actor.tools.keys()].join(", ") || "none"
-    return Effect.succeed(error(actor, `Unknown tool "${call.name}". Available tools: ${available}.`))
+    return Effect.succeed({ _tag: "Error", output: `Unknown tool "${call.name}". Available tools: ${available}.` })
   }
-  const context: Tool.ToolContext<any> = {
-    call: { id: call.callId, name: call.name, arguments: call.arguments },
-    agent: actor.agent,
-    session: actor.core.session(),
-    userdata: actor.core.userdata,
-    speech: speech.handle
+  const owner = actor.ownerOf(tool)
+  const running = [...owner.running.values()].filter((b) => b.name === tool.name)
+  const duplicate = running.length > 0 ? tool.options.onDuplicate ?? "allow" : "allow"
+  if (duplicate === "reject") {
+    const ids = running.map((b) => b.callId).join(", ")
+    return Effect.succeed({
+      _tag: "Error",
+      output: `${tool.name} is already running (call ${ids}); wait for its result${tool.options.cancellable ? " or cancel it" : ""}.`
+    })
   }
-  return Tool.decodeArguments(tool, call.arguments).pipe(
-    Effect.flatMap((params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>)),
-    Effect.provideService(CurrentAgent, actor.handle),
-    Effect.provideService(HoldsWorkToken, true),
-    Effect.provideService(CurrentCall, { actor, callId: call.callId }),
-    Effect.exit,
-    Effect.map((exit) => classify(actor, tool.name, exit))
-  )
-}
-
-const error = (actor: Actor, output: string, event?: string): CallResult => {
-  if (event) actor.core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
-  return { _tag: "Error", output }
-}
-
-const classify = (actor: Actor, name: string, exit: Exit.Exit<unknown, unknown>): CallResult => {
-  if (Exit.isSuccess(exit)) {
-    const value = exit.value
-    if (Handoff.isHandoff(value) || isAgent(value)) {
-      const handoff = Handoff.isHandoff(value) ? value : Handoff.to(value)
-      const target = resolveTarget(handoff)
-      return target
-        ? { _tag: "Handoff", handoff, target }
-        : error(actor, `${name} did not name an agent to transfer to.`, `${name}: the handoff target is not an agent`)
+  return Effect.gen(function*() {
+    if (duplicate === "replace") {
+      for (const earlier of running) yield* Background.cancel(earlier, `replaced by a newer call (${call.callId})`)
     }
-    if (Tool.isNoReply(value)) return { _tag: "Value", output: Tool.render(value.output), reply: false }
-    return { _tag: "Value", output: Tool.render(value), reply: true }
-  }
-  const cause = exit.cause
-  if (Cause.hasInterruptsOnly(cause)) {
-    return { _tag: "Cancelled", output: `${name} was interrupted before it finished.`, status: "interrupted" }
-  }
-  const failure = Cause.findErrorOption(cause)
-  if (Option.isSome(failure)) {
-    const e = failure.value
-    if (e instanceof Tool.InvalidArguments || e instanceof Tool.ToolError) return { _tag: "Error", output: e.message }
-    return error(actor, `${name} failed: ${describe(e)}`, `${name} failed: ${Cause.pretty(cause)}`)
-  }
-  return error(actor, `${name} failed unexpectedly.`, `${name} died: ${Cause.pretty(cause)}`)
-}
-
-const resolveTarget = (handoff: Handoff.Handoff): Agent | undefined => {
-  try {
-    const target = Handoff.resolveAgent(handoff.target)
-    return isAgent(target) ? target : undefined
-  } catch {
-    return undefined
-  }
-}
-
-const describe = (e: unknown): string => {
-  if (typeof e === "object" && e !== null) {
-    const tag = (e as { _tag?: unknown })._tag
-    const msg = (e as { message?: unknown }).message
-    if (typeof msg === "string" && msg !== "") return typeof tag === "string" ? `${tag}: ${msg}` : msg
-    if (typeof tag === "string") return tag
-  }
-  return String(e)
+    const core = actor.core
+    const first = yield* Deferred.make<CallResult>()
+    const token: WorkTokenCell = { held: true }
+    let background: Background.BackgroundCall | undefined
+    let fiber: Fiber.Fiber<unknown, unknown> | undefined
+    const context: Tool.ToolContext<any> = {
+      call: { id: call.callId, name: call.name, arguments: call.arguments },
+      agent: actor.agent,
+      session: core.session(),
+      userdata: core.userdata,
+      speech: speech.handle,
+      progress: (text) =>
+        Effect.sync(() => {
+          if (background) return owner.report({ _tag: "Progress", call: background, text })
+          // The first report answers the call; the handler goes on in the background.
+          background = {
+            callId: call.callId,
+            name: call.name,
+            arguments: call.arguments,
+            tool,
+            startedAt: core.now(),
+            owner,
+            fiber,
+            updates: 0,
+            cancelReason: undefined
+          }
+          owner.running.set(call.callId, background)
+          core.background.acquire()
+          token.held = false
+          Deferred.doneUnsafe(first, Exit.succeed<CallResult>({ _tag: "Progress", output: text }))
+        })
+    }
+    const finished = (result: CallResult) => {
+      if (!background) return void Deferred.doneUnsafe(first, Exit.succeed(result))
+      owner.running.delete(background.callId)
+      owner.report({ _tag: "Final", call: background, result })
+      core.background.release()
+    }
+    fiber = yield* Tool.decodeArguments(tool, call.arguments).pipe(
+      Effect.flatMap((params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>)),
+      Effect.provideService(CurrentAgent, actor.handle),
+      Effect.provideService(WorkToken, token),
+      Effect.provideService(CurrentCall, { actor, callId: call.callId }),
+      Effect.exit,
+      Effect.flatMap((exit) =>
+        Effect.sync(() => {
+          const { result, event } = classify(tool.name, exit)
+          if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
+          finished(result)
+        })
+      ),
+      Effect.onInterrupt(() =>
+        Effect.sync(() => finished(background ? Background.interrupted(background) : cancelled(`${tool.name} was cancelled.`)))
+      ),
+      Diagnostics.fiber,
+      Effect.forkIn(owner.scope, { startImmediately: true })
+    )
+    if (background) background.fiber = fiber
+    const handler = fiber
+    return yield* Deferred.await(first).pipe(
+      // The batch is cut (the session closes): a call still in the foreground goes with it.
+      Effect.onInterrupt(() => (background ? Effect.void : Fiber.interrupt(handler)))
+    )
+  })
 }
 
 interface Resolved {
@@ -179,6 +188,9 @@ const resolve = (actor: Actor, calls: ReadonlyArray<FunctionCall>, settled: Read
       case "Value":
         reply ||= result.reply
         return functionCallOutput({ ...base, output: result.output, isError: false, status: "ok" })
+      case "Progress":
+        reply = true
+        return functionCallOutput({ ...base, output: result.output, isError: false, status: "progress" })
       case "Error":
         reply = true
         return functionCallOutput({ ...base, output: result.output, isError: true, status: "error" })
@@ -243,14 +255,14 @@ const conclude = (
     if (completion) {
       actor.passing = true
       actor.core.send({ _tag: "CompleteTask", actor, result: completion })
-      actor.finish(speech, { _tag: "Finished" })
+      actor.speeches.finish(speech, { _tag: "Finished" })
       return "passed"
     }
     if (winner) {
       actor.passing = true
       const reply = yield* Deferred.make<HandoffOutcome>()
       actor.core.send({ _tag: "Handoff", from: actor, target: winner.target, options: winner.handoff.options, reply })
-      actor.finish(speech, { _tag: "Finished" })
+      actor.speeches.finish(speech, { _tag: "Finished" })
       const answer = yield* Deferred.await(reply)
       if (answer._tag === "Applied") return "passed"
       actor.passing = false

@@ -1,0 +1,39 @@
+/**
+ * The `CurrentAgent` handle of an actor: what its hooks and tools can do.
+ */
+import { Effect } from "effect"
+import type { Actor } from "./Actor.ts"
+import type { AgentHandle } from "./CurrentAgent.ts"
+import { FloorError } from "./Errors.ts"
+import * as Reply from "./Reply.ts"
+import * as Tasks from "./Tasks.ts"
+
+export const makeHandle = (actor: Actor): AgentHandle => {
+  const notHolder = () => new FloorError({ agent: actor.name, message: `${actor.name} does not hold the floor` })
+  return {
+    agent: actor.agent,
+    name: actor.name,
+    session: actor.core.session(),
+    userdata: actor.core.userdata,
+    holdsFloor: Effect.sync(actor.holdsFloor),
+    chatContext: Effect.sync(() => actor.chat),
+    updateChatContext: (f) =>
+      Effect.sync(() => {
+        actor.chat = f(actor.chat)
+      }),
+    say: (text, options = {}) =>
+      Effect.suspend(() =>
+        actor.holdsFloor()
+          ? Effect.succeed(actor.speeches.enqueue("say", options, (speech) => Reply.say(actor, speech, text, options)))
+          : Effect.fail(notHolder())
+      ),
+    generateReply: (options = {}) =>
+      Effect.suspend(() =>
+        actor.holdsFloor()
+          ? Effect.succeed(actor.speeches.enqueue("generate_reply", options, (speech) => Reply.reply(actor, speech, options)))
+          : Effect.fail(notHolder())
+      ),
+    runTask: (target, options) => Tasks.run(actor, target, options),
+    completeTask: (result) => Tasks.complete(actor, result)
+  }
+}

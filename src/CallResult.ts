@@ -1,0 +1,72 @@
+/**
+ * What a tool call ended with, as baton sees it: a value, a handoff, an error for the model, a
+ * cancellation, or (for a long-running tool) its first progress message.
+ */
+import { Cause, Exit, Option } from "effect"
+import { type Agent, isAgent } from "./Agent.ts"
+import type { OutputStatus } from "./ChatContext.ts"
+import * as Handoff from "./Handoff.ts"
+import * as Tool from "./Tool.ts"
+
+export type CallResult =
+  | { readonly _tag: "Value"; readonly output: string; readonly reply: boolean }
+  | { readonly _tag: "Progress"; readonly output: string }
+  | { readonly _tag: "Handoff"; readonly handoff: Handoff.Handoff; readonly target: Agent }
+  | { readonly _tag: "Error"; readonly output: string }
+  | { readonly _tag: "Cancelled"; readonly output: string; readonly status: Extract<OutputStatus, "cancelled" | "interrupted"> }
+
+/** A failure the session should hear about besides the model (an `error` event). */
+export interface Classified {
+  readonly result: CallResult
+  readonly event?: string | undefined
+}
+
+export const cancelled = (output: string): CallResult => ({ _tag: "Cancelled", output, status: "cancelled" })
+
+export const classify = (name: string, exit: Exit.Exit<unknown, unknown>): Classified => {
+  if (Exit.isSuccess(exit)) {
+    const value = exit.value
+    if (Handoff.isHandoff(value) || isAgent(value)) {
+      const handoff = Handoff.isHandoff(value) ? value : Handoff.to(value)
+      const target = resolveTarget(handoff)
+      return target
+        ? { result: { _tag: "Handoff", handoff, target } }
+        : {
+          result: { _tag: "Error", output: `${name} did not name an agent to transfer to.` },
+          event: `${name}: the handoff target is not an agent`
+        }
+    }
+    if (Tool.isNoReply(value)) return { result: { _tag: "Value", output: Tool.render(value.output), reply: false } }
+    return { result: { _tag: "Value", output: Tool.render(value), reply: true } }
+  }
+  const cause = exit.cause
+  if (Cause.hasInterruptsOnly(cause)) {
+    return { result: { _tag: "Cancelled", output: `${name} was interrupted before it finished.`, status: "interrupted" } }
+  }
+  const failure = Cause.findErrorOption(cause)
+  if (Option.isSome(failure)) {
+    const e = failure.value
+    if (e instanceof Tool.InvalidArguments || e instanceof Tool.ToolError) return { result: { _tag: "Error", output: e.message } }
+    return { result: { _tag: "Error", output: `${name} failed: ${describe(e)}` }, event: `${name} failed: ${Cause.pretty(cause)}` }
+  }
+  return { result: { _tag: "Error", output: `${name} failed unexpectedly.` }, event: `${name} died: ${Cause.pretty(cause)}` }
+}
+
+const resolveTarget = (handoff: Handoff.Handoff): Agent | undefined => {
+  try {
+    const target = Handoff.resolveAgent(handoff.target)
+    return isAgent(target) ? target : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const describe = (e: unknown): string => {
+  if (typeof e === "object" && e !== null) {
+    const tag = (e as { _tag?: unknown })._tag
+    const msg = (e as { message?: unknown }).message
+    if (typeof msg === "string" && msg !== "") return typeof tag === "string" ? `${tag}: ${msg}` : msg
+    if (typeof tag === "string") return tag
+  }
+  return String(e)
+}

@@ -1,0 +1,196 @@
+/**
+ * An actor's speeches: a queue and at most one playing. Only the actor's loop starts or stops
+ * them; a speech's work token is held from the moment it is queued until it ends.
+ */
+import { Cause, Deferred, Effect, Exit, Fiber, type Scope } from "effect"
+import * as Diagnostics from "./Diagnostics.ts"
+import type { SessionCore } from "./SessionCore.ts"
+import * as Speech from "./Speech.ts"
+
+export interface SpeechHost {
+  readonly name: string
+  readonly core: SessionCore
+  readonly scope: Scope.Scope
+  /** Whether a queued speech may start now (the actor holds the floor, is active, ...). */
+  readonly mayStart: () => boolean
+  /** Whether the actor is closed (new speeches are dropped at once). */
+  readonly closed: () => boolean
+  /** Asks the actor's loop to interrupt `speech`. */
+  readonly interrupt: (speech: Speech.Speech) => void
+  /** Tells the actor's loop that the speech ended (so it can start the next one). */
+  readonly ended: (speech: Speech.Speech) => void
+  /** Wakes the actor's loop. */
+  readonly kick: () => void
+}
+
+export interface Queued {
+  readonly speech: Speech.Speech
+  readonly body: (speech: Speech.Speech) => Effect.Effect<void, unknown>
+}
+
+export interface Speeches {
+  readonly enqueue: (
+    source: Speech.SpeechSource,
+    options: { readonly allowInterruptions?: boolean | undefined },
+    body: Queued["body"]
+  ) => Speech.SpeechHandle
+  /** Ends a speech as seen from outside (outcome, event, token); idempotent. */
+  readonly finish: (speech: Speech.Speech, outcome: Speech.SpeechOutcome) => void
+  readonly dropQueued: (reason: string, onlyInterruptible: boolean) => void
+  /** Drops `speech` if queued, interrupts it if playing. */
+  readonly interruptOne: (speech: Speech.Speech) => Effect.Effect<void>
+  /** Stops the playing speech (see `interruptCurrent` in the actor). */
+  readonly interruptCurrent: (force: boolean) => Effect.Effect<void>
+  readonly startNext: Effect.Effect<void>
+  readonly ended: (speech: Speech.Speech) => void
+  readonly current: () => Speech.Speech | undefined
+  readonly queued: () => number
+  /** Completes when nothing is queued and nothing is being generated (see `Actor`). */
+  readonly settled: Effect.Effect<void>
+  readonly notifySettled: () => void
+}
+
+export const make = (host: SpeechHost): Speeches => {
+  const work = host.core.work
+  const queue: Array<Queued> = []
+  let current: { readonly queued: Queued; fiber: Fiber.Fiber<void> | undefined } | undefined
+  let waiters: Array<Deferred.Deferred<void>> = []
+
+  const finish = (speech: Speech.Speech, outcome: Speech.SpeechOutcome) => {
+    if (speech.phase === "done") return
+    speech.phase = "done"
+    Deferred.doneUnsafe(speech.done, Exit.succeed(outcome))
+    const holdsToken = speech.holdsToken
+    speech.holdsToken = false
+    if (outcome._tag !== "Dropped") {
+      host.core.emit({
+        type: "speech_finished",
+        agent: host.name,
+        speechId: speech.handle.id,
+        interrupted: outcome._tag === "Interrupted"
+      })
+    }
+    if (holdsToken) work.release()
+  }
+
+  const dropQueued = (reason: string, onlyInterruptible: boolean) => {
+    for (let i = queue.length - 1; i >= 0; i--) {
+      const queued = queue[i]!
+      if (onlyInterruptible && !queued.speech.allowInterruptions) continue
+      queue.splice(i, 1)
+      finish(queued.speech, { _tag: "Dropped", reason })
+    }
+  }
+
+  const enqueue: Speeches["enqueue"] = (source, options, body) => {
+    const speech = Speech.make({
+      agent: host.name,
+      source,
+      allowInterruptions: options.allowInterruptions ?? true,
+      interrupt: (s) => Effect.sync(() => host.interrupt(s))
+    })
+    work.acquire()
+    host.core.emit({ type: "speech_created", agent: host.name, speechId: speech.handle.id, source })
+    if (host.closed()) {
+      finish(speech, { _tag: "Dropped", reason: `${host.name} is closed` })
+      return speech.handle
+    }
+    queue.push({ speech, body })
+    host.kick()
+    return speech.handle
+  }
+
+  const interruptCurrent = (force: boolean): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (!current) return Effect.void
+      const speech = current.queued.speech
+      if (!force && !speech.allowInterruptions) return Effect.void
+      if (speech.phase === "tools") {
+        if (!force) speech.skipFollowUp = true
+        return Effect.void
+      }
+      const entry = current
+      return (entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void).pipe(
+        // A fiber interrupted before it ran never reaches its own handlers: settle it here.
+        Effect.andThen(Effect.sync(() => {
+          if (current === entry) current = undefined
+          finish(speech, { _tag: "Interrupted" })
+        }))
+      )
+    })
+
+  const interruptOne = (speech: Speech.Speech): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const index = queue.findIndex((queued) => queued.speech === speech)
+      if (index >= 0) {
+        queue.splice(index, 1)
+        finish(speech, { _tag: "Dropped", reason: "interrupted before it started" })
+      }
+      return current?.queued.speech === speech ? interruptCurrent(true) : Effect.void
+    })
+
+  const outcomeOf = (exit: Exit.Exit<void, unknown>): Speech.SpeechOutcome =>
+    Exit.isSuccess(exit)
+      ? { _tag: "Finished" }
+      : Cause.hasInterruptsOnly(exit.cause)
+      ? { _tag: "Interrupted" }
+      : { _tag: "Failed", message: Cause.pretty(exit.cause) }
+
+  const startNext: Effect.Effect<void> = Effect.suspend(() => {
+    if (current || !host.mayStart()) return Effect.void
+    const next = queue.shift()
+    if (!next) return Effect.void
+    const entry: { readonly queued: Queued; fiber: Fiber.Fiber<void> | undefined } = { queued: next, fiber: undefined }
+    current = entry
+    next.speech.phase = "generating"
+    const end = (outcome: Speech.SpeechOutcome) =>
+      Effect.sync(() => {
+        if (outcome._tag === "Failed") {
+          host.core.emit({ type: "error", agent: host.name, source: "model", message: outcome.message, recoverable: true })
+        }
+        host.ended(next.speech)
+        finish(next.speech, outcome)
+      })
+    return next.body(next.speech).pipe(
+      Effect.exit,
+      Effect.flatMap((exit) => end(outcomeOf(exit))),
+      Effect.onInterrupt(() => end({ _tag: "Interrupted" })),
+      Diagnostics.fiber,
+      Effect.forkIn(host.scope, { startImmediately: true }),
+      Effect.tap((fiber) =>
+        Effect.sync(() => {
+          entry.fiber = fiber
+        })
+      ),
+      Effect.asVoid
+    )
+  })
+
+  const isSettled = () => (current ? current.queued.speech.phase === "tools" : queue.length === 0 || !host.mayStart())
+
+  const self: Speeches = {
+    enqueue,
+    finish,
+    dropQueued,
+    interruptOne,
+    interruptCurrent,
+    startNext,
+    ended: (speech) => {
+      if (current?.queued.speech === speech) current = undefined
+    },
+    current: () => current?.queued.speech,
+    queued: () => queue.length,
+    settled: Effect.suspend(() => {
+      if (isSettled()) return Effect.void
+      const waiter = Deferred.makeUnsafe<void>()
+      waiters.push(waiter)
+      return Deferred.await(waiter)
+    }),
+    notifySettled: () => {
+      if (waiters.length === 0 || !isSettled()) return
+      for (const waiter of waiters) Deferred.doneUnsafe(waiter, Effect.void)
+      waiters = []
+    }
+  }
+  return self
+}

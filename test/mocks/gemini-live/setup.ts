@@ -1,0 +1,142 @@
+/**
+ * The `setup` message: validation and the settings derived from it (PROTOCOLS.md 2.2), and the
+ * session resumption store (2.8). Tools and system instruction are fixed by `setup` for the whole
+ * connection (2.7); only a reconnect with a resumption handle may change them.
+ */
+import { Predicate } from "effect"
+import { makeId } from "../shared/ids.ts"
+import type { CloseSpec, Content, FunctionDeclaration, GeminiLiveMockOptions } from "./types.ts"
+
+export interface SetupInfo {
+  readonly raw: Readonly<Record<string, unknown>>
+  readonly model: string
+  readonly responseModalities: ReadonlyArray<string>
+  readonly systemInstruction: string
+  readonly tools: ReadonlyArray<FunctionDeclaration>
+  /** Automatic activity detection (server VAD) enabled (default true). */
+  readonly aad: boolean
+  readonly interrupts: boolean
+  readonly silenceMs: number
+  readonly inputTranscription: boolean
+  readonly outputTranscription: boolean
+  readonly resumption: { readonly handle: string | undefined; readonly transparent: boolean } | undefined
+  readonly historyInClientContent: boolean
+  /** Gemini 3.1 family: clientContent only seeds history; multi-part messages. */
+  readonly family31: boolean
+}
+
+export interface HistoryEntry {
+  readonly content: Content
+  /** What user audio said (input transcription or the `userSpeaks` transcript). */
+  readonly transcript?: string | undefined
+}
+
+const invalid = (reason: string): CloseSpec => ({ code: 1007, reason })
+
+const obj = (v: unknown): Readonly<Record<string, unknown>> => (Predicate.isObject(v) ? v : {})
+
+export const instructionText = (v: unknown): string => {
+  if (Predicate.isString(v)) return v
+  const parts = obj(v).parts
+  return Array.isArray(parts) ? parts.map((p: unknown) => (Predicate.isString(obj(p).text) ? obj(p).text : "")).join("") : ""
+}
+
+export const parseSetup = (
+  raw: unknown,
+  options: GeminiLiveMockOptions
+): { readonly ok: true; readonly info: SetupInfo } | { readonly ok: false; readonly close: CloseSpec } => {
+  if (!Predicate.isObject(raw)) return { ok: false, close: invalid("Invalid setup: expected an object.") }
+  const model = raw.model
+  if (!Predicate.isString(model) || model.length === 0) {
+    return { ok: false, close: invalid("Invalid setup: 'model' is required.") }
+  }
+  if (options.knownModels !== undefined && !options.knownModels.includes(model)) {
+    return {
+      ok: false,
+      close: {
+        code: 1008,
+        reason: `${model} is not found for API version v1beta, or is not supported for bidiGenerateContent.`
+      }
+    }
+  }
+  const gen = obj(raw.generationConfig)
+  const modalities = Array.isArray(gen.responseModalities) ? (gen.responseModalities as Array<string>) : ["AUDIO"]
+  if (modalities.length !== 1 || (modalities[0] !== "AUDIO" && modalities[0] !== "TEXT")) {
+    return { ok: false, close: invalid("Invalid setup: responseModalities must be [\"AUDIO\"] or [\"TEXT\"].") }
+  }
+  if (modalities[0] === "TEXT" && model.includes("native-audio")) {
+    return { ok: false, close: invalid("Invalid setup: native audio models only support the AUDIO response modality.") }
+  }
+  const tools: Array<FunctionDeclaration> = []
+  if (raw.tools !== undefined) {
+    if (!Array.isArray(raw.tools)) return { ok: false, close: invalid("Invalid setup: 'tools' must be a list.") }
+    for (const t of raw.tools as Array<unknown>) {
+      const decls = obj(t).functionDeclarations
+      if (Array.isArray(decls)) {
+        for (const d of decls as Array<unknown>) {
+          if (!Predicate.isString(obj(d).name)) {
+            return { ok: false, close: invalid("Invalid setup: a function declaration has no name.") }
+          }
+          tools.push(d as FunctionDeclaration)
+        }
+      }
+    }
+  }
+  const rtc = obj(raw.realtimeInputConfig)
+  const aad = obj(rtc.automaticActivityDetection)
+  const resumption = raw.sessionResumption === undefined ? undefined : obj(raw.sessionResumption)
+  return {
+    ok: true,
+    info: {
+      raw,
+      model,
+      responseModalities: modalities,
+      systemInstruction: instructionText(raw.systemInstruction),
+      tools,
+      aad: aad.disabled !== true,
+      interrupts: rtc.activityHandling !== "NO_INTERRUPTION",
+      silenceMs: Predicate.isNumber(aad.silenceDurationMs) ? aad.silenceDurationMs : 800,
+      inputTranscription: raw.inputAudioTranscription !== undefined,
+      outputTranscription: raw.outputAudioTranscription !== undefined,
+      resumption: resumption === undefined
+        ? undefined
+        : {
+          handle: Predicate.isString(resumption.handle) && resumption.handle.length > 0 ? resumption.handle : undefined,
+          transparent: resumption.transparent === true
+        },
+      historyInClientContent: obj(raw.historyConfig).initialHistoryInClientContent === true,
+      family31: model.includes("3.1")
+    }
+  }
+}
+
+export interface Snapshot {
+  readonly model: string
+  readonly history: ReadonlyArray<HistoryEntry>
+  readonly modelTurns: number
+}
+
+/** Resumption handles issued by one server, valid across its connections. */
+export class ResumptionStore {
+  private readonly snapshots = new Map<string, Snapshot>()
+
+  save(snapshot: Snapshot): string {
+    const handle = makeId("handle")
+    this.snapshots.set(handle, snapshot)
+    return handle
+  }
+
+  get(handle: string): Snapshot | undefined {
+    return this.snapshots.get(handle)
+  }
+
+  /** Makes one handle (or all) invalid, like an expired token. */
+  invalidate(handle?: string): void {
+    if (handle === undefined) this.snapshots.clear()
+    else this.snapshots.delete(handle)
+  }
+
+  handles(): ReadonlyArray<string> {
+    return [...this.snapshots.keys()]
+  }
+}
