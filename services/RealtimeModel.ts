@@ -1,0 +1,151 @@
+/**
+ * `RealtimeModel`: a speech-to-speech model reached over one long-lived connection (OpenAI
+ * Realtime, Gemini Live). Providers are Layers; baton's core leases their connections to
+ * actors (see src/RealtimeLease.ts) and moves them between actors on a handoff when the
+ * capabilities allow it (DESIGN.md rule 7).
+ *
+ * Requests are pipelined: every operation returns as soon as its frame is written. Operations
+ * the server acknowledges return an `Ack` to await separately (with the provider's timeout); an
+ * acknowledgement that arrives after that timeout, or after the connection was closed, is
+ * dropped with a debug log, never a crash (rule 8).
+ */
+import { Context, type Effect, Schema, type Scope, type Stream } from "effect"
+import type { ChatContext } from "../src/ChatContext.ts"
+
+/** What may change on an open connection, and what the model does by itself. */
+export interface RealtimeCapabilities {
+  /** Instructions can be replaced mid-session. */
+  readonly mutableInstructions: boolean
+  /** Tools can be replaced mid-session. */
+  readonly mutableTools: boolean
+  /** Items of the conversation can be added and removed mid-session. */
+  readonly mutableChatContext: boolean
+  /** A response can be created with its own instructions and tool choice. */
+  readonly perResponseToolChoice: boolean
+  /** Tool calls are executed by baton, which sends their outputs (always true here). */
+  readonly manualFunctionCalls: boolean
+  /** The server answers a tool output by itself, without a response request. */
+  readonly autoToolReply: boolean
+  readonly audioOutput: boolean
+  /** The server transcribes the user's audio. */
+  readonly userTranscription: boolean
+  /** The server detects the user's turns. */
+  readonly serverTurnDetection: boolean
+  /** An assistant item can be truncated at the point its audio was played. */
+  readonly messageTruncation: boolean
+}
+
+export interface RealtimeTool {
+  readonly name: string
+  readonly description: string
+  /** JSON Schema of the parameters (an object schema). */
+  readonly parameters: Record<string, unknown>
+}
+
+export type RealtimeToolChoice = "auto" | "none" | "required" | { readonly tool: string }
+
+export interface RealtimeSessionConfig {
+  readonly instructions: string
+  readonly tools: ReadonlyArray<RealtimeTool>
+  readonly toolChoice?: RealtimeToolChoice | undefined
+  /** The conversation to seed the connection with. */
+  readonly chatContext: ChatContext
+}
+
+export interface Usage {
+  readonly inputTokens: number
+  readonly outputTokens: number
+}
+
+export type RealtimeEvent =
+  | { readonly _tag: "ResponseStarted"; readonly responseId: string }
+  | { readonly _tag: "TextDelta"; readonly responseId: string; readonly itemId: string; readonly delta: string }
+  /** PCM16 little-endian mono audio of the model's answer. */
+  | { readonly _tag: "AudioDelta"; readonly responseId: string; readonly itemId: string; readonly pcm: Uint8Array; readonly sampleRate: number }
+  /** The transcript of the model's own audio. */
+  | { readonly _tag: "TranscriptDelta"; readonly responseId: string; readonly itemId: string; readonly delta: string }
+  | {
+    readonly _tag: "FunctionCall"
+    readonly responseId: string
+    readonly itemId: string
+    readonly callId: string
+    readonly name: string
+    readonly arguments: string
+  }
+  | {
+    readonly _tag: "ResponseDone"
+    readonly responseId: string
+    readonly status: "completed" | "cancelled" | "incomplete" | "failed"
+    readonly usage?: Usage | undefined
+    readonly error?: string | undefined
+  }
+  /** Server turn detection: the user started or stopped speaking. */
+  | { readonly _tag: "SpeechStarted"; readonly audioStartMs?: number | undefined }
+  | { readonly _tag: "SpeechStopped"; readonly audioEndMs?: number | undefined }
+  /** A transcript of the user's audio (partial or final). */
+  | { readonly _tag: "InputTranscript"; readonly itemId: string; readonly text: string; readonly final: boolean }
+  /** The server cut the model's answer (the user spoke over it). */
+  | { readonly _tag: "Interrupted"; readonly responseId?: string | undefined }
+  /** The server will close the connection soon. */
+  | { readonly _tag: "GoAway"; readonly timeLeftMs: number }
+  /** The provider reconnected (session expiry, goAway) and re-seeded the context. */
+  | { readonly _tag: "Reconnected"; readonly reason: string }
+  /** An error event of the server; `fatal` when the connection is unusable afterwards. */
+  | { readonly _tag: "Error"; readonly message: string; readonly code?: string | undefined; readonly fatal: boolean }
+
+export class RealtimeError extends Schema.TaggedError<RealtimeError>()("RealtimeError", {
+  reason: Schema.Literals(["connect", "closed", "rejected", "timeout", "protocol", "unsupported", "revoked"]),
+  message: Schema.String
+}) {}
+
+/** A server acknowledgement to wait for, or not (pipelining). */
+export interface Ack {
+  /** Succeeds when the server accepted the request; fails on an error answer or the timeout. */
+  readonly await: Effect.Effect<void, RealtimeError>
+}
+
+export interface RealtimeConnection {
+  readonly id: string
+  readonly provider: string
+  readonly model: string
+  readonly capabilities: RealtimeCapabilities
+  /** The server's events, in order, for one consumer. Ends when the connection closes. */
+  readonly events: Stream.Stream<RealtimeEvent, RealtimeError>
+  /** Replaces instructions, tools or tool choice (only what is given). */
+  readonly updateSession: (changes: {
+    readonly instructions?: string
+    readonly tools?: ReadonlyArray<RealtimeTool>
+    readonly toolChoice?: RealtimeToolChoice
+  }) => Effect.Effect<Ack, RealtimeError>
+  /**
+   * Makes the server's conversation equal to `context` (messages, function calls and outputs):
+   * items the server holds that `context` lacks are deleted, missing ones created in order.
+   */
+  readonly updateChatContext: (context: ChatContext) => Effect.Effect<Ack, RealtimeError>
+  /** Sends a tool's output; the model answers only when `createResponse` asks it to. */
+  readonly sendToolOutput: (output: {
+    readonly callId: string
+    readonly name: string
+    readonly output: string
+    readonly isError: boolean
+  }) => Effect.Effect<Ack, RealtimeError>
+  readonly createResponse: (options?: {
+    readonly instructions?: string
+    readonly toolChoice?: RealtimeToolChoice
+  }) => Effect.Effect<void, RealtimeError>
+  readonly cancelResponse: Effect.Effect<void, RealtimeError>
+  /** Cuts an assistant item at the audio actually played. */
+  readonly truncate: (itemId: string, audioEndMs: number) => Effect.Effect<void, RealtimeError>
+  readonly pushAudio: (pcm: Uint8Array) => Effect.Effect<void, RealtimeError>
+  readonly commitAudio: Effect.Effect<void, RealtimeError>
+  readonly clearAudio: Effect.Effect<void, RealtimeError>
+}
+
+export class RealtimeModel extends Context.Service<RealtimeModel, {
+  readonly provider: string
+  /** Connections of the same provider and model are candidates for reuse on a handoff. */
+  readonly model: string
+  readonly capabilities: RealtimeCapabilities
+  /** Opens a connection configured with `config`; it closes with the Scope. */
+  readonly connect: (config: RealtimeSessionConfig) => Effect.Effect<RealtimeConnection, RealtimeError, Scope.Scope>
+}>()("baton/RealtimeModel") {}
