@@ -16,6 +16,7 @@ import * as Diagnostics from "./Diagnostics.ts"
 import { FloorError, type TaskError } from "./Errors.ts"
 import type { AgentState } from "./Events.ts"
 import type { HandoffOptions } from "./Handoff.ts"
+import * as RealtimeReply from "./RealtimeReply.ts"
 import * as Reply from "./Reply.ts"
 import type { HandoffOutcome, Handover, SessionCore } from "./SessionCore.ts"
 import type * as Speech from "./Speech.ts"
@@ -81,6 +82,8 @@ export interface Actor {
   readonly setState: (state: AgentState) => void
   readonly model: () => LanguageModel.LanguageModel | undefined
   readonly speeches: Speeches.Speeches
+  /** Present when the agent talks through a realtime model (see RealtimeReply.ts). */
+  readonly realtime: RealtimeReply.RealtimeBinding | undefined
   /** Where a call of `tool` runs once it reports progress (this actor, or the session). */
   readonly ownerOf: (tool: Tool) => Background.Owner
 }
@@ -306,13 +309,17 @@ export const make = Effect.fnUntraced(function*(
           actor.status = msg.final ? "closed" : "paused"
           actor.passing = false
           yield* speeches.interruptCurrent(true)
+          // The connection goes back to the pool: this actor can neither use it nor hear it now.
+          if (actor.realtime) RealtimeReply.release(actor.realtime)
           speeches.dropQueued(`${agent.name} passed the floor`, false)
           forwardHeld()
           const then = Effect.sync(msg.then)
           return yield* runHook(agent.onExit, "onExit", false, msg.final ? Effect.andThen(then, closeSelf) : then)
         }
-        case "Lend":
+        case "Lend": {
+          if (actor.realtime) RealtimeReply.release(actor.realtime)
           return forwardHeld()
+        }
         case "Release": {
           // A handoff asked from outside: what this actor is saying ends (and is recorded)
           // before the floor moves.
@@ -394,6 +401,7 @@ export const make = Effect.fnUntraced(function*(
     setState,
     model: () => model,
     speeches,
+    realtime: core.realtimePool && !agent.model ? RealtimeReply.bind(core.realtimePool) : undefined,
     ownerOf: (tool) => (sessionTools.has(tool) ? core.sessionOwner : owner),
     handle: undefined as unknown as AgentHandle
   }

@@ -5,6 +5,7 @@
  */
 import { Cause, Clock, Deferred, Effect, Exit, Fiber, Option, PubSub, Queue, Scope, Semaphore, Stream } from "effect"
 import { LanguageModel } from "effect/ai"
+import { RealtimeModel } from "../services/RealtimeModel.ts"
 import { TextOutput } from "../services/TextOutput.ts"
 import type { Agent } from "./Agent.ts"
 import { ChatContext, type ChatItem, nextId } from "./ChatContext.ts"
@@ -13,6 +14,7 @@ import * as Diagnostics from "./Diagnostics.ts"
 import { FloorError } from "./Errors.ts"
 import type { EventInput, SessionEvent } from "./Events.ts"
 import * as Floor from "./Floor.ts"
+import * as RealtimePool from "./RealtimePool.ts"
 import type { HandoffOptions } from "./Handoff.ts"
 import { RunResult } from "./RunResult.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
@@ -56,6 +58,8 @@ export interface AgentSession<U = unknown> {
   /** Every event so far. */
   readonly eventLog: Effect.Effect<ReadonlyArray<SessionEvent>>
   readonly close: Effect.Effect<void>
+  /** Connections of the realtime pool: open now, and opened in all (undefined without one). */
+  readonly realtime: () => { readonly open: number; readonly opened: number } | undefined
 }
 
 export interface StartOptions<U> {
@@ -85,6 +89,7 @@ export const start = <U = undefined>(
     const clock = yield* Clock.Clock
     const textOutput = yield* TextOutput
     const defaultModel = Option.getOrUndefined(yield* Effect.serviceOption(LanguageModel.LanguageModel))
+    const realtimeModel = Option.getOrUndefined(yield* Effect.serviceOption(RealtimeModel))
     const pubsub = yield* PubSub.unbounded<SessionEvent>()
     const mailbox = yield* Queue.unbounded<SessionMessage, Cause.Done>()
     const runLock = yield* Semaphore.make(1)
@@ -133,11 +138,23 @@ export const start = <U = undefined>(
       }
     }
 
+    const setUserSpeaking = (speaking: boolean) => {
+      if (speaking === userSpeaking || closed) return
+      userSpeaking = speaking
+      emit({ type: "user_state_changed", state: speaking ? "speaking" : "listening" })
+      sendToSession({ _tag: "UserSpeaking", speaking })
+    }
+    const realtimePool = realtimeModel
+      ? yield* RealtimePool.make(realtimeModel, scope, () => clock.currentTimeMillisUnsafe())
+      : undefined
+
     const core: SessionCore = {
       id: nextId("session"),
       work,
       background,
       userSpeaking: () => userSpeaking,
+      setUserSpeaking,
+      realtimePool,
       sessionTools: options.tools ?? [],
       sessionOwner: {
         kind: "session",
@@ -232,13 +249,8 @@ export const start = <U = undefined>(
         ),
       idle: work.idle,
       idleWithBackground,
-      setUserSpeaking: (speaking) =>
-        Effect.sync(() => {
-          if (speaking === userSpeaking || closed) return
-          userSpeaking = speaking
-          emit({ type: "user_state_changed", state: speaking ? "speaking" : "listening" })
-          sendToSession({ _tag: "UserSpeaking", speaking })
-        }),
+      setUserSpeaking: (speaking) => Effect.sync(() => setUserSpeaking(speaking)),
+      realtime: () => realtimePool?.stats(),
       say: (text, sayOptions = {}) => ask((reply) => ({ _tag: "Say", text, options: sayOptions, reply })),
       generateReply: (replyOptions = {}) => ask((reply) => ({ _tag: "Reply", options: replyOptions, reply })),
       interrupt: Effect.sync(() => sendToSession({ _tag: "Interrupt" })),

@@ -77,8 +77,21 @@ export const message = (
 })
 
 export const functionCall = (
-  fields: { readonly callId: string; readonly name: string; readonly arguments: string; readonly agent?: string | undefined }
-): FunctionCall => ({ _tag: "FunctionCall", id: nextId("fc"), ...fields })
+  fields: {
+    readonly callId: string
+    readonly name: string
+    readonly arguments: string
+    readonly agent?: string | undefined
+    readonly id?: string | undefined
+  }
+): FunctionCall => ({
+  _tag: "FunctionCall",
+  id: fields.id ?? nextId("fc"),
+  callId: fields.callId,
+  name: fields.name,
+  arguments: fields.arguments,
+  agent: fields.agent
+})
 
 export const functionCallOutput = (
   fields: {

@@ -10,12 +10,15 @@ import type { Actor } from "./Actor.ts"
 import { message, toPrompt } from "./ChatContext.ts"
 import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
 import type { Speech } from "./Speech.ts"
+import * as RealtimeReply from "./RealtimeReply.ts"
 import * as ToolBatch from "./ToolBatch.ts"
 
 export interface PendingCall {
   readonly callId: string
   readonly name: string
   readonly arguments: string
+  /** The provider's id of the call's item (realtime), used as its chat item id. */
+  readonly itemId?: string | undefined
 }
 
 export const reply = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
@@ -51,6 +54,9 @@ export const say = (actor: Actor, speech: Speech, text: string, options: SayOpti
 
 /** Runs model steps for `speech` until the agent answers without calling tools. */
 export const run = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
+  actor.realtime ? RealtimeReply.run(actor, speech, options) : runText(actor, speech, options)
+
+const runText = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
   Effect.gen(function*() {
     let instructions = options.instructions
     let toolChoice: LanguageModel.ToolChoice<string> = options.toolChoice ?? "auto"

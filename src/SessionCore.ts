@@ -8,6 +8,7 @@ import type { LanguageModel } from "effect/ai"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import type { Actor } from "./Actor.ts"
 import type * as Background from "./Background.ts"
+import type { Pool } from "./RealtimePool.ts"
 import type { Agent } from "./Agent.ts"
 import type { AgentSession } from "./AgentSession.ts"
 import type { ChatContext, ChatItem } from "./ChatContext.ts"
@@ -76,6 +77,9 @@ export interface SessionCore {
   readonly background: Work
   /** The user is speaking (voice): no speech starts and nothing is told meanwhile. */
   readonly userSpeaking: () => boolean
+  readonly setUserSpeaking: (speaking: boolean) => void
+  /** The realtime connections, when the session has a realtime model. */
+  readonly realtimePool: Pool | undefined
   /** Tools given to the session: every agent has them; their background calls belong to the session. */
   readonly sessionTools: ReadonlyArray<Tool>
   readonly sessionOwner: Background.Owner

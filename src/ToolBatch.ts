@@ -32,7 +32,9 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
   Effect.suspend(() => {
     speech.phase = "tools"
     actor.send({ _tag: "Kick" })
-    const calls = pending.map((call) => functionCall({ ...call, agent: actor.name }))
+    const calls = pending.map((call) =>
+      functionCall({ callId: call.callId, name: call.name, arguments: call.arguments, agent: actor.name, id: call.itemId })
+    )
     for (const call of calls) actor.commit(call)
     const settled: Array<CallResult | undefined> = calls.map(() => undefined)
     const finishOrder: Array<number> = []

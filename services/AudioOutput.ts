@@ -1,0 +1,24 @@
+/**
+ * Where an agent's audio goes (a speaker, a WebSocket client, a LiveKit track). Realtime
+ * models stream PCM16 here; what was played when a reply is cut is what the model is told
+ * (its item is truncated at that point).
+ */
+import { Context, Effect } from "effect"
+import type { SpeechInfo } from "./TextOutput.ts"
+
+export interface AudioOutputService {
+  /** Completes when the frame is handed to the output. */
+  readonly write: (pcm: Uint8Array, sampleRate: number, info: SpeechInfo) => Effect.Effect<void>
+  /** Drops what is buffered and not yet played (the reply was interrupted). */
+  readonly clear: (info: SpeechInfo) => Effect.Effect<void>
+}
+
+export const discard: AudioOutputService = {
+  write: () => Effect.void,
+  clear: () => Effect.void
+}
+
+export const AudioOutput = Context.Reference<AudioOutputService>("baton/AudioOutput", { defaultValue: () => discard })
+
+/** Milliseconds of PCM16 mono audio in `bytes` at `sampleRate`. */
+export const durationMs = (bytes: number, sampleRate: number): number => (bytes / 2 / sampleRate) * 1000

@@ -1,0 +1,272 @@
+/**
+ * The session's realtime connections, leased to one actor at a time (DESIGN.md rule 7).
+ *
+ * A lease is the only way to use a connection: its operations fail with reason "revoked" once
+ * it is released, and its event queue ends, so an actor that passed the floor can neither send
+ * on the connection nor hear from it again (seed 001). Events that arrive while no lease is
+ * held are dropped with a debug log (rule 8).
+ *
+ * On a handoff, the new holder takes the connection the old one released when it is the same
+ * model and every part that differs (instructions, tools, chat context) is mutable for that
+ * model; the updates are pipelined (sent without waiting for acknowledgements). An error answer
+ * to one of them breaks the connection: the lease is revoked with reason "fallback" and the
+ * holder opens a fresh connection seeded with its context. Otherwise the free connections are
+ * closed and a fresh one is opened.
+ */
+import { Cause, Effect, Exit, Queue, Scope, Stream } from "effect"
+import type {
+  Ack,
+  RealtimeCapabilities,
+  RealtimeConnection,
+  RealtimeEvent,
+  RealtimeModel,
+  RealtimeTool,
+  RealtimeToolChoice
+} from "../services/RealtimeModel.ts"
+import { RealtimeError } from "../services/RealtimeModel.ts"
+import type { ChatContext } from "./ChatContext.ts"
+import * as Diagnostics from "./Diagnostics.ts"
+
+/** What an actor wants the server to hold before it asks for a response. */
+export interface Desired {
+  readonly instructions: string
+  readonly tools: ReadonlyArray<RealtimeTool>
+  readonly context: ChatContext
+}
+
+export type RevokeReason = "released" | "fallback" | "closed"
+
+export interface Lease {
+  readonly connectionId: string
+  readonly owner: string
+  /** The connection came from the previous holder (no new connection was opened). */
+  readonly reused: boolean
+  readonly capabilities: RealtimeCapabilities
+  readonly events: Queue.Dequeue<RealtimeEvent, Cause.Done>
+  readonly revoked: () => RevokeReason | undefined
+  /** Sends what differs from `desired`, without waiting for acknowledgements. */
+  readonly sync: (desired: Desired) => Effect.Effect<void, RealtimeError>
+  readonly createResponse: (options?: { readonly instructions?: string; readonly toolChoice?: RealtimeToolChoice }) => Effect.Effect<void, RealtimeError>
+  readonly cancelResponse: Effect.Effect<void, RealtimeError>
+  readonly truncate: (itemId: string, audioEndMs: number) => Effect.Effect<void, RealtimeError>
+  readonly pushAudio: (pcm: Uint8Array) => Effect.Effect<void, RealtimeError>
+  readonly commitAudio: Effect.Effect<void, RealtimeError>
+  readonly clearAudio: Effect.Effect<void, RealtimeError>
+}
+
+interface Entry {
+  readonly connection: RealtimeConnection
+  readonly scope: Scope.Closeable
+  lease: (Lease & { readonly queue: Queue.Queue<RealtimeEvent, Cause.Done>; readonly revoke: (reason: RevokeReason) => void }) | undefined
+  /** What the server holds, as far as this side has sent it. */
+  instructions: string
+  toolsKey: string
+  contextIds: ReadonlyArray<string>
+  broken: boolean
+  /** When it was released, to prefer the most recent free connection. */
+  releasedAt: number
+}
+
+export interface Pool {
+  readonly model: RealtimeModel["Service"]
+  /** A lease for `owner`, reusing a free connection when rule 7 allows it. */
+  readonly acquire: (owner: string, desired: Desired) => Effect.Effect<Lease, RealtimeError>
+  /** Revokes `lease`; its connection becomes free for the next holder. */
+  readonly release: (lease: Lease) => void
+  /** Open connections and how many were opened in all (for tests and benchmarks). */
+  readonly stats: () => { readonly open: number; readonly opened: number }
+}
+
+const toolsKey = (tools: ReadonlyArray<RealtimeTool>) =>
+  JSON.stringify([...tools].sort((a, b) => a.name.localeCompare(b.name)))
+
+const contextIds = (context: ChatContext) =>
+  context.items.filter((item) => item._tag !== "AgentHandoff").map((item) => item.id)
+
+const isPrefix = (prefix: ReadonlyArray<string>, of: ReadonlyArray<string>) =>
+  prefix.length <= of.length && prefix.every((id, i) => of[i] === id)
+
+/** Whether `entry` can serve `desired` by updates its model allows (rule 7). */
+export const reusable = (
+  capabilities: RealtimeCapabilities,
+  held: { readonly instructions: string; readonly toolsKey: string; readonly contextIds: ReadonlyArray<string> },
+  desired: Desired
+): boolean =>
+  (held.instructions === desired.instructions || capabilities.mutableInstructions) &&
+  (held.toolsKey === toolsKey(desired.tools) || capabilities.mutableTools) &&
+  (isPrefix(held.contextIds, contextIds(desired.context)) || capabilities.mutableChatContext)
+
+export const make = (
+  model: RealtimeModel["Service"],
+  parent: Scope.Scope,
+  now: () => number
+): Effect.Effect<Pool> =>
+  Effect.sync(() => {
+    const entries = new Set<Entry>()
+    let opened = 0
+
+    const guard = <A>(lease: { revoked: () => RevokeReason | undefined }, op: () => Effect.Effect<A, RealtimeError>) =>
+      Effect.suspend(() => {
+        const reason = lease.revoked()
+        return reason
+          ? Effect.fail(new RealtimeError({ reason: "revoked", message: `the lease was revoked (${reason})` }))
+          : op()
+      })
+
+    /** Watches acknowledgements; a failed one breaks the connection if it is still ours. */
+    const watch = (entry: Entry, acks: ReadonlyArray<Ack>) =>
+      Effect.forEach(acks, (ack) => ack.await, { concurrency: "unbounded", discard: true }).pipe(
+        Effect.catch((error) =>
+          Effect.sync(() => {
+            if (entry.broken) return
+            entry.broken = true
+            entry.lease?.revoke("fallback")
+          }).pipe(
+            // Closed from outside: this fiber lives in that Scope.
+            Effect.andThen(Scope.close(entry.scope, Exit.void).pipe(Effect.forkDetach)),
+            Effect.andThen(Effect.logWarning(`realtime update failed (${error.message}): falling back to a new connection`))
+          )
+        ),
+        Diagnostics.fiber,
+        Effect.forkIn(entry.scope),
+        Effect.asVoid
+      )
+
+    const sync = (entry: Entry, desired: Desired): Effect.Effect<void, RealtimeError> =>
+      Effect.gen(function*() {
+        const conn = entry.connection
+        const acks: Array<Ack> = []
+        const key = toolsKey(desired.tools)
+        const changes: { instructions?: string; tools?: ReadonlyArray<RealtimeTool> } = {}
+        if (entry.instructions !== desired.instructions) changes.instructions = desired.instructions
+        if (entry.toolsKey !== key) changes.tools = desired.tools
+        if (changes.instructions !== undefined || changes.tools !== undefined) {
+          acks.push(yield* conn.updateSession(changes))
+          entry.instructions = desired.instructions
+          entry.toolsKey = key
+        }
+        const ids = contextIds(desired.context)
+        if (ids.length !== entry.contextIds.length || !isPrefix(entry.contextIds, ids)) {
+          acks.push(yield* conn.updateChatContext(desired.context))
+          entry.contextIds = ids
+        }
+        if (acks.length > 0) yield* watch(entry, acks)
+      })
+
+    const makeLease = (entry: Entry, owner: string, reused: boolean): Effect.Effect<Lease> =>
+      Effect.gen(function*() {
+        const events = yield* Queue.unbounded<RealtimeEvent, Cause.Done>()
+        let revokedReason: RevokeReason | undefined
+        const lease = {
+          connectionId: entry.connection.id,
+          owner,
+          reused,
+          capabilities: entry.connection.capabilities,
+          events,
+          queue: events,
+          revoked: () => revokedReason,
+          revoke: (reason: RevokeReason) => {
+            if (revokedReason) return
+            revokedReason = reason
+            if (entry.lease === lease) entry.lease = undefined
+            // What was queued for the old holder is not for it any more.
+            while (Queue.sizeUnsafe(events) > 0) Queue.takeUnsafe(events)
+            Queue.endUnsafe(events)
+          },
+          sync: (desired: Desired) => guard(lease, () => sync(entry, desired)),
+          createResponse: (options?: { readonly instructions?: string; readonly toolChoice?: RealtimeToolChoice }) =>
+            guard(lease, () => entry.connection.createResponse(options)),
+          cancelResponse: guard({ revoked: () => revokedReason }, () => entry.connection.cancelResponse),
+          truncate: (itemId: string, audioEndMs: number) => guard(lease, () => entry.connection.truncate(itemId, audioEndMs)),
+          pushAudio: (pcm: Uint8Array) => guard(lease, () => entry.connection.pushAudio(pcm)),
+          commitAudio: guard({ revoked: () => revokedReason }, () => entry.connection.commitAudio),
+          clearAudio: guard({ revoked: () => revokedReason }, () => entry.connection.clearAudio)
+        }
+        entry.lease = lease
+        return lease
+      })
+
+    const open = (desired: Desired): Effect.Effect<Entry, RealtimeError> =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.fork(parent)
+        const connection = yield* model.connect({
+          instructions: desired.instructions,
+          tools: desired.tools,
+          chatContext: desired.context
+        }).pipe(
+          Scope.provide(scope),
+          Effect.onError(() => Scope.close(scope, Exit.void))
+        )
+        opened++
+        const entry: Entry = {
+          connection,
+          scope,
+          lease: undefined,
+          instructions: desired.instructions,
+          toolsKey: toolsKey(desired.tools),
+          contextIds: contextIds(desired.context),
+          broken: false,
+          releasedAt: 0
+        }
+        entries.add(entry)
+        yield* Scope.addFinalizer(scope, Effect.sync(() => {
+          entry.broken = true
+          entries.delete(entry)
+          entry.lease?.revoke("closed")
+        }))
+        // The router: events go to the current lease, or nowhere (late answers are harmless).
+        yield* connection.events.pipe(
+          Stream.runForEach((event) =>
+            Effect.suspend(() => {
+              const lease = entry.lease
+              if (lease) return Queue.offer(lease.queue, event).pipe(Effect.asVoid)
+              return Effect.logDebug(`realtime event ${event._tag} arrived with no holder: dropped`)
+            })
+          ),
+          Effect.catchCause((cause) =>
+            Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logWarning(`realtime connection ended: ${Cause.pretty(cause)}`)
+          ),
+          Effect.ensuring(Effect.sync(() => {
+            entry.broken = true
+            entry.lease?.revoke("closed")
+          })),
+          Diagnostics.fiber,
+          Effect.forkIn(scope)
+        )
+        return entry
+      })
+
+    const closeEntry = (entry: Entry) => {
+      entry.broken = true
+      entries.delete(entry)
+      return Scope.close(entry.scope, Exit.void)
+    }
+
+    const acquire = (owner: string, desired: Desired): Effect.Effect<Lease, RealtimeError> =>
+      Effect.gen(function*() {
+        const free = [...entries].filter((e) => !e.lease && !e.broken).sort((a, b) => b.releasedAt - a.releasedAt)
+        const candidate = free.find((e) => reusable(e.connection.capabilities, e, desired))
+        for (const entry of free) if (entry !== candidate) yield* closeEntry(entry)
+        if (candidate) {
+          const lease = yield* makeLease(candidate, owner, true)
+          yield* lease.sync(desired)
+          return lease
+        }
+        const entry = yield* open(desired)
+        return yield* makeLease(entry, owner, false)
+      })
+
+    return {
+      model,
+      acquire,
+      release: (lease) => {
+        for (const entry of entries) {
+          if (entry.lease === lease) {
+            entry.releasedAt = now()
+            entry.lease.revoke("released")
+          }
+        }
+      },
+      stats: () => ({ open: entries.size, opened })
+    }
+  })

@@ -1,0 +1,268 @@
+/**
+ * The realtime path of an actor: its lease on a connection of the session's pool, the fiber
+ * that routes the lease's events, and replies driven by the model's events. Tool calls go
+ * through the same batches as in the text pipeline (same rules); their outputs reach the
+ * server with the next context sync, before any response is asked for.
+ */
+import { Cause, Deferred, Effect, Exit, Queue, Stream } from "effect"
+import { Tool as AiTool } from "effect/ai"
+import { AudioOutput, durationMs } from "../services/AudioOutput.ts"
+import type { RealtimeEvent, RealtimeTool, RealtimeToolChoice } from "../services/RealtimeModel.ts"
+import { RealtimeError } from "../services/RealtimeModel.ts"
+import type { Actor } from "./Actor.ts"
+import { message } from "./ChatContext.ts"
+import type { ReplyOptions } from "./CurrentAgent.ts"
+import * as Diagnostics from "./Diagnostics.ts"
+import type { Lease, Pool } from "./RealtimePool.ts"
+import type { PendingCall } from "./Reply.ts"
+import type { Speech } from "./Speech.ts"
+import * as ToolBatch from "./ToolBatch.ts"
+
+type ResponseQueue = Queue.Queue<RealtimeEvent, Cause.Done | RealtimeError>
+
+export interface RealtimeBinding {
+  readonly pool: Pool
+  lease: Lease | undefined
+  readonly responses: Map<string, ResponseQueue>
+  readonly waiting: Array<Deferred.Deferred<string, RealtimeError>>
+}
+
+export const bind = (pool: Pool): RealtimeBinding => ({ pool, lease: undefined, responses: new Map(), waiting: [] })
+
+const toolsOf = (actor: Actor): ReadonlyArray<RealtimeTool> =>
+  [...actor.tools.values()].map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    parameters: AiTool.getJsonSchema(tool.definition) as Record<string, unknown>
+  }))
+
+const desired = (actor: Actor) => ({ instructions: actor.agent.instructions, tools: toolsOf(actor), context: actor.chat })
+
+const revoked = (why: string) => new RealtimeError({ reason: "revoked", message: why })
+
+/** Gives the connection back to the pool (the actor passed or lent the floor). */
+export const release = (binding: RealtimeBinding) => {
+  const lease = binding.lease
+  binding.lease = undefined
+  if (lease) binding.pool.release(lease)
+}
+
+/** The actor's lease, acquired (and its event router started) if it has none. */
+const lease = (actor: Actor, binding: RealtimeBinding): Effect.Effect<Lease, RealtimeError> =>
+  Effect.gen(function*() {
+    const held = binding.lease
+    if (held && !held.revoked()) {
+      yield* held.sync(desired(actor))
+      return held
+    }
+    const fresh = yield* binding.pool.acquire(actor.name, desired(actor))
+    binding.lease = fresh
+    yield* route(actor, binding, fresh)
+    return fresh
+  })
+
+/** Routes the lease's events: responses to their replies, turn events to the session. */
+const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
+  Stream.fromQueue(lease.events).pipe(
+    Stream.runForEach((event) => dispatch(actor, binding, event)),
+    Effect.ensuring(Effect.sync(() => {
+      const why = revoked(`the connection left ${actor.name} (${lease.revoked() ?? "closed"})`)
+      for (const waiter of binding.waiting.splice(0)) Deferred.doneUnsafe(waiter, Exit.fail(why))
+      for (const queue of binding.responses.values()) Queue.failCauseUnsafe(queue, Cause.fail(why))
+      binding.responses.clear()
+      if (binding.lease === lease) binding.lease = undefined
+    })),
+    Diagnostics.fiber,
+    Effect.forkIn(actor.scope),
+    Effect.asVoid
+  )
+
+const dispatch = (actor: Actor, binding: RealtimeBinding, event: RealtimeEvent): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    switch (event._tag) {
+      case "ResponseStarted":
+        return Queue.unbounded<RealtimeEvent, Cause.Done | RealtimeError>().pipe(
+          Effect.map((queue) => {
+            binding.responses.set(event.responseId, queue)
+            const waiter = binding.waiting.shift()
+            if (waiter) return void Deferred.doneUnsafe(waiter, Exit.succeed(event.responseId))
+            // A response the server started by itself (its turn detection): a reply follows it.
+            actor.speeches.enqueue("user_turn", {}, (speech) => run(actor, speech, {}, event.responseId))
+          })
+        )
+      case "TextDelta":
+      case "TranscriptDelta":
+      case "AudioDelta":
+      case "FunctionCall":
+      case "ResponseDone": {
+        const queue = binding.responses.get(event.responseId)
+        if (!queue) return Effect.logDebug(`realtime ${event._tag} for an unknown response ${event.responseId}: dropped`)
+        Queue.offerUnsafe(queue, event)
+        if (event._tag === "ResponseDone") {
+          binding.responses.delete(event.responseId)
+          Queue.endUnsafe(queue)
+        }
+        return Effect.void
+      }
+      case "Interrupted": {
+        for (const queue of binding.responses.values()) Queue.endUnsafe(queue)
+        binding.responses.clear()
+        return Effect.void
+      }
+      case "SpeechStarted":
+        return Effect.sync(() => actor.core.setUserSpeaking(true))
+      case "SpeechStopped":
+        return Effect.sync(() => actor.core.setUserSpeaking(false))
+      case "InputTranscript": {
+        if (event.final && !actor.chat.has(event.itemId)) actor.commit(message("user", event.text, { id: event.itemId, agent: actor.name }))
+        return Effect.void
+      }
+      case "Error":
+        return Effect.sync(() => {
+          actor.core.emit({ type: "error", agent: actor.name, source: "realtime", message: event.message, recoverable: !event.fatal })
+        })
+      case "GoAway":
+      case "Reconnected":
+        return Effect.logDebug(`realtime ${event._tag} on ${actor.name}'s connection`)
+    }
+  })
+
+/** Asks for a response on the actor's lease; on a fallback, once more on a fresh connection. */
+const request = (
+  actor: Actor,
+  binding: RealtimeBinding,
+  options: { readonly instructions?: string | undefined; readonly toolChoice?: RealtimeToolChoice | undefined },
+  attempt = 0
+): Effect.Effect<{ readonly lease: Lease; readonly responseId: string }, RealtimeError> =>
+  Effect.gen(function*() {
+    const held = yield* lease(actor, binding)
+    const started = Deferred.makeUnsafe<string, RealtimeError>()
+    binding.waiting.push(started)
+    yield* held.createResponse({
+      ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
+      ...(options.toolChoice !== undefined ? { toolChoice: options.toolChoice } : {})
+    })
+    const responseId = yield* Deferred.await(started)
+    return { lease: held, responseId }
+  }).pipe(
+    Effect.catchIf(
+      (error) => error.reason === "revoked" && attempt === 0 && actor.holdsFloor(),
+      () => request(actor, binding, options, attempt + 1)
+    )
+  )
+
+/** Plays one response: text and audio out as they come, calls collected. */
+const play = (
+  actor: Actor,
+  speech: Speech,
+  held: Lease,
+  queue: ResponseQueue
+): Effect.Effect<ReadonlyArray<PendingCall>, unknown> => {
+  const info = { speechId: speech.handle.id, agent: actor.name }
+  const text = actor.core.textOutput
+  const calls: Array<PendingCall> = []
+  let said = ""
+  let itemId: string | undefined
+  let audioBytes = 0
+  let audioRate = 24000
+  let started = false
+  const open = Effect.suspend(() => {
+    if (started) return Effect.void
+    started = true
+    actor.setState("speaking")
+    return text.start(info)
+  })
+  return Effect.gen(function*() {
+    const audio = yield* AudioOutput
+    actor.setState("thinking")
+    yield* Stream.fromQueue(queue).pipe(
+      Stream.runForEach((event) =>
+        Effect.suspend(() => {
+          if (!actor.holdsFloor()) return Effect.interrupt
+          switch (event._tag) {
+            case "TextDelta":
+            case "TranscriptDelta":
+              itemId ??= event.itemId
+              return open.pipe(
+                Effect.andThen(text.write(event.delta, info)),
+                Effect.andThen(Effect.sync(() => {
+                  said += event.delta
+                }))
+              )
+            case "AudioDelta":
+              itemId ??= event.itemId
+              audioRate = event.sampleRate
+              return open.pipe(
+                Effect.andThen(audio.write(event.pcm, event.sampleRate, info)),
+                Effect.andThen(Effect.sync(() => {
+                  audioBytes += event.pcm.byteLength
+                }))
+              )
+            case "FunctionCall":
+              calls.push({ callId: event.callId, name: event.name, arguments: event.arguments, itemId: event.itemId })
+              return Effect.void
+            case "ResponseDone":
+              return event.status === "failed"
+                ? Effect.fail(new RealtimeError({ reason: "protocol", message: event.error ?? "the response failed" }))
+                : Effect.void
+            default:
+              return Effect.void
+          }
+        })
+      ),
+      Effect.onExit((exit) =>
+        Effect.gen(function*() {
+          const cut = Exit.isFailure(exit)
+          if (said !== "" || (cut && itemId)) {
+            actor.commit(message("assistant", said, { agent: actor.name, interrupted: cut, ...(itemId ? { id: itemId } : {}) }))
+          }
+          if (started) yield* text.end(info, cut)
+          if (cut && Exit.hasInterrupts(exit)) {
+            // Cut short: the server stops too, and forgets what was not played.
+            yield* audio.clear(info)
+            yield* held.cancelResponse.pipe(Effect.ignore)
+            if (itemId && audioBytes > 0 && held.capabilities.messageTruncation) {
+              yield* held.truncate(itemId, Math.round(durationMs(audioBytes, audioRate))).pipe(Effect.ignore)
+            }
+          }
+        })
+      )
+    )
+    return calls
+  })
+}
+
+/** A reply of a realtime actor (or the rest of one the server started by itself). */
+export const run = (
+  actor: Actor,
+  speech: Speech,
+  options: ReplyOptions,
+  startedBy?: string
+): Effect.Effect<void, unknown> =>
+  Effect.gen(function*() {
+    const binding = actor.realtime!
+    let instructions = options.instructions
+    let toolChoice = options.toolChoice as RealtimeToolChoice | undefined
+    let existing = startedBy
+    for (let step = 0;; step++) {
+      if (!actor.holdsFloor()) return
+      const choice: RealtimeToolChoice | undefined = step >= actor.agent.maxToolSteps ? "none" : toolChoice
+      const { lease: held, responseId } = existing
+        ? { lease: binding.lease!, responseId: existing }
+        : yield* request(actor, binding, { instructions, toolChoice: choice })
+      existing = undefined
+      const queue = binding.responses.get(responseId)
+      if (!queue) return
+      const calls = yield* play(actor, speech, held, queue)
+      if (calls.length === 0) return
+      const next = yield* ToolBatch.run(actor, speech, calls)
+      if (next === "passed") return
+      if (next === "done") {
+        // No reply, but the server gets the outputs now, as history.
+        if (binding.lease && !binding.lease.revoked()) yield* binding.lease.sync(desired(actor)).pipe(Effect.ignore)
+        return
+      }
+      instructions = undefined
+      toolChoice = undefined
+    }
+  })
