@@ -7,6 +7,7 @@
 import { Cause, Deferred, Effect, Exit, Queue, Stream } from "effect"
 import { Tool as AiTool } from "effect/ai"
 import { AudioOutput, durationMs } from "../services/AudioOutput.ts"
+import { ModelCall } from "../services/ModelCall.ts"
 import type { RealtimeEvent, RealtimeTool, RealtimeToolChoice } from "../services/RealtimeModel.ts"
 import { RealtimeError } from "../services/RealtimeModel.ts"
 import type { Actor } from "./Actor.ts"
@@ -131,7 +132,11 @@ const dispatch = (actor: Actor, binding: RealtimeBinding, event: RealtimeEvent):
 const request = (
   actor: Actor,
   binding: RealtimeBinding,
-  options: { readonly instructions?: string | undefined; readonly toolChoice?: RealtimeToolChoice | undefined },
+  options: {
+    readonly instructions?: string | undefined
+    readonly toolChoice?: RealtimeToolChoice | undefined
+    readonly speechId: string
+  },
   attempt = 0
 ): Effect.Effect<{ readonly lease: Lease; readonly responseId: string }, RealtimeError> =>
   Effect.gen(function*() {
@@ -141,7 +146,7 @@ const request = (
     yield* held.createResponse({
       ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
       ...(options.toolChoice !== undefined ? { toolChoice: options.toolChoice } : {})
-    })
+    }).pipe(Effect.provideService(ModelCall, { agent: actor.name, speechId: options.speechId }))
     const responseId = yield* Deferred.await(started)
     return { lease: held, responseId }
   }).pipe(
@@ -249,7 +254,7 @@ export const run = (
       const choice: RealtimeToolChoice | undefined = step >= actor.agent.maxToolSteps ? "none" : toolChoice
       const { lease: held, responseId } = existing
         ? { lease: binding.lease!, responseId: existing }
-        : yield* request(actor, binding, { instructions, toolChoice: choice })
+        : yield* request(actor, binding, { instructions, toolChoice: choice, speechId: speech.handle.id })
       existing = undefined
       const queue = binding.responses.get(responseId)
       if (!queue) return

@@ -101,7 +101,7 @@ export const lastInput = (prompt: Prompt.Prompt): LastInput => {
   }
 }
 
-const matches = (matcher: Matcher, request: RecordedRequest): boolean => {
+export const matches = (matcher: Matcher, request: RecordedRequest): boolean => {
   if (typeof matcher === "function") return matcher(request)
   if (matcher.agent !== undefined && request.agent !== matcher.agent) return false
   const last = request.last

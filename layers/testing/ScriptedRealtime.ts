@@ -1,0 +1,251 @@
+/**
+ * An in-memory `RealtimeModel` for tests: scripted responses (the same rules as
+ * `ScriptedModel`, matched on the last item the server holds or the response's instructions),
+ * configurable capabilities, acknowledgement delays and rejected updates, all on the Effect
+ * clock so `TestClock` drives it. It records every operation of every connection.
+ */
+import { Context, Deferred, type Duration, Effect, Fiber, Layer, Queue, Scope, Stream } from "effect"
+import type { Cause } from "effect"
+import { ModelCall } from "../../services/ModelCall.ts"
+import {
+  type Ack,
+  type RealtimeCapabilities,
+  type RealtimeConnection,
+  RealtimeError,
+  type RealtimeEvent,
+  RealtimeModel,
+  type RealtimeSessionConfig,
+  type RealtimeToolChoice
+} from "../../services/RealtimeModel.ts"
+import { ChatContext, type ChatItem, toPrompt } from "../../src/ChatContext.ts"
+import * as ScriptedModel from "./ScriptedModel.ts"
+
+export interface Op {
+  readonly op: string
+  readonly at: number
+  readonly detail?: unknown
+}
+
+export interface ConnectionRecord {
+  readonly id: string
+  readonly ops: Array<Op>
+  /** What the server holds. */
+  items: Array<ChatItem>
+  instructions: string
+  tools: ReadonlyArray<string>
+  closed: boolean
+  /** Responses created on it, by the agent that asked (ModelCall). */
+  readonly responses: Array<{ readonly agent: string | undefined; readonly instructions: string }>
+}
+
+export interface ScriptedRealtimeService {
+  readonly connections: ReadonlyArray<ConnectionRecord>
+}
+
+export class ScriptedRealtime extends Context.Service<ScriptedRealtime, ScriptedRealtimeService>()("baton/testing/ScriptedRealtime") {}
+
+export const openAiLike: RealtimeCapabilities = {
+  mutableInstructions: true,
+  mutableTools: true,
+  mutableChatContext: true,
+  perResponseToolChoice: true,
+  manualFunctionCalls: true,
+  autoToolReply: false,
+  audioOutput: true,
+  userTranscription: true,
+  serverTurnDetection: true,
+  messageTruncation: true
+}
+
+export const geminiLike: RealtimeCapabilities = {
+  ...openAiLike,
+  mutableInstructions: false,
+  mutableTools: false,
+  mutableChatContext: false,
+  perResponseToolChoice: false,
+  messageTruncation: false
+}
+
+export interface Options {
+  readonly rules: ReadonlyArray<ScriptedModel.Rule>
+  readonly capabilities?: RealtimeCapabilities
+  readonly provider?: string
+  readonly model?: string
+  readonly connectDelay?: Duration.Input
+  /** Time until an update is acknowledged. */
+  readonly ackDelay?: Duration.Input
+  /** Time from a response request to its first event. */
+  readonly responseDelay?: Duration.Input
+  /** Emit audio (PCM16 at 24 kHz, 10 ms per text delta) besides the transcript. */
+  readonly audio?: boolean
+  /** The nth update (counted over the model's life, from 1) gets an error answer. */
+  readonly rejectUpdate?: (n: number, kind: "session" | "context") => boolean
+}
+
+const sleep = (d: Duration.Input | undefined) => (d === undefined ? Effect.void : Effect.sleep(d))
+
+export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRealtime> =>
+  Layer.effectContext(
+    Effect.gen(function*() {
+      const capabilities = options.capabilities ?? openAiLike
+      const connections: Array<ConnectionRecord> = []
+      let updates = 0
+      let ids = 0
+      const nextId = (prefix: string) => `${prefix}_${++ids}`
+
+      const connect = (config: RealtimeSessionConfig): Effect.Effect<RealtimeConnection, RealtimeError, Scope.Scope> =>
+        Effect.gen(function*() {
+          yield* sleep(options.connectDelay)
+          const scope = yield* Effect.scope
+          const clock = yield* Effect.clockWith((c) => Effect.succeed(c))
+          const events = yield* Queue.unbounded<RealtimeEvent, Cause.Done>()
+          const record: ConnectionRecord = {
+            id: nextId("conn"),
+            ops: [],
+            items: config.chatContext.items.filter((i) => i._tag !== "AgentHandoff"),
+            instructions: config.instructions,
+            tools: config.tools.map((t) => t.name),
+            closed: false,
+            responses: []
+          }
+          connections.push(record)
+          const log = (op: string, detail?: unknown) => record.ops.push({ op, at: clock.currentTimeMillisUnsafe(), detail })
+          log("connect", { instructions: config.instructions })
+          let response: Fiber.Fiber<void> | undefined
+          yield* Scope.addFinalizer(scope, Effect.sync(() => {
+            record.closed = true
+            log("close")
+            Queue.endUnsafe(events)
+          }))
+          const emit = (event: RealtimeEvent) => Queue.offer(events, event).pipe(Effect.asVoid)
+          const closedError = () => new RealtimeError({ reason: "closed", message: `${record.id} is closed` })
+          const live = <A>(op: () => Effect.Effect<A, RealtimeError>) =>
+            Effect.suspend(() => (record.closed ? Effect.fail(closedError()) : op()))
+
+          const ack = (kind: "session" | "context"): Effect.Effect<Ack> =>
+            Effect.gen(function*() {
+              const n = ++updates
+              const done = yield* Deferred.make<void, RealtimeError>()
+              yield* sleep(options.ackDelay).pipe(
+                Effect.andThen(Effect.suspend(() => {
+                  if (options.rejectUpdate?.(n, kind)) {
+                    log("reject", { n, kind })
+                    return emit({ _tag: "Error", message: `update ${n} rejected`, fatal: false }).pipe(
+                      Effect.andThen(Deferred.fail(done, new RealtimeError({ reason: "rejected", message: `update ${n} rejected` })))
+                    )
+                  }
+                  return Deferred.succeed(done, undefined)
+                })),
+                Effect.forkIn(scope)
+              )
+              return { await: Deferred.await(done) }
+            })
+
+          const respond = (responseId: string, instructions: string | undefined, toolChoice: RealtimeToolChoice | undefined) =>
+            Effect.gen(function*() {
+              yield* sleep(options.responseDelay)
+              const prompt = toPrompt(ChatContext.make(record.items), { instructions: record.instructions, extraInstructions: instructions })
+              const info = yield* ModelCall
+              const request: ScriptedModel.RecordedRequest = {
+                index: record.responses.length,
+                agent: info?.agent,
+                instructions: record.instructions,
+                toolChoice: typeof toolChoice === "object" ? { tool: toolChoice.tool } : toolChoice ?? "auto",
+                tools: record.tools,
+                prompt,
+                last: ScriptedModel.lastInput(prompt)
+              }
+              record.responses.push({ agent: info?.agent, instructions: record.instructions })
+              const rule = options.rules.find((r) => ScriptedModel.matches(r.when, request))
+              yield* emit({ _tag: "ResponseStarted", responseId })
+              if (!rule) {
+                return yield* emit({ _tag: "ResponseDone", responseId, status: "failed", error: "no scripted response" })
+              }
+              const reply = typeof rule.reply === "function" ? rule.reply(request) : rule.reply
+              yield* sleep(reply.delay)
+              const chunks = reply.text === undefined ? [] : typeof reply.text === "string" ? [reply.text] : reply.text
+              const itemId = nextId("item")
+              let said = ""
+              for (const [i, delta] of chunks.entries()) {
+                if (i > 0) yield* sleep(reply.chunkDelay)
+                if (options.audio) yield* emit({ _tag: "AudioDelta", responseId, itemId, pcm: new Uint8Array(480), sampleRate: 24000 })
+                yield* emit({ _tag: options.audio ? "TranscriptDelta" : "TextDelta", responseId, itemId, delta })
+                said += delta
+              }
+              if (said) record.items.push({ _tag: "Message", id: itemId, role: "assistant", text: said, interrupted: false })
+              for (const call of reply.toolCalls ?? []) {
+                const callItem = nextId("item")
+                const callId = call.id ?? nextId("call")
+                const args = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {})
+                record.items.push({ _tag: "FunctionCall", id: callItem, callId, name: call.name, arguments: args })
+                yield* emit({ _tag: "FunctionCall", responseId, itemId: callItem, callId, name: call.name, arguments: args })
+              }
+              yield* emit({ _tag: "ResponseDone", responseId, status: "completed", usage: { inputTokens: 0, outputTokens: 0 } })
+            })
+
+          return {
+            id: record.id,
+            provider: options.provider ?? "scripted",
+            model: options.model ?? "scripted-realtime",
+            capabilities,
+            events: Stream.fromQueue(events),
+            updateSession: (changes) =>
+              live(() => {
+                log("updateSession", changes)
+                if (changes.instructions !== undefined && !capabilities.mutableInstructions) {
+                  return Effect.fail(new RealtimeError({ reason: "unsupported", message: "instructions are fixed" }))
+                }
+                if (changes.tools !== undefined && !capabilities.mutableTools) {
+                  return Effect.fail(new RealtimeError({ reason: "unsupported", message: "tools are fixed" }))
+                }
+                if (changes.instructions !== undefined) record.instructions = changes.instructions
+                if (changes.tools !== undefined) record.tools = changes.tools.map((t) => t.name)
+                return ack("session")
+              }),
+            updateChatContext: (context) =>
+              live(() => {
+                const wanted = context.items.filter((i) => i._tag !== "AgentHandoff")
+                const keep = new Set(wanted.map((i) => i.id))
+                const deleted = record.items.filter((i) => !keep.has(i.id)).map((i) => i.id)
+                if (deleted.length > 0 && !capabilities.mutableChatContext) {
+                  return Effect.fail(new RealtimeError({ reason: "unsupported", message: "items cannot be deleted" }))
+                }
+                const held = new Set(record.items.map((i) => i.id))
+                const created = wanted.filter((i) => !held.has(i.id)).map((i) => i.id)
+                log("updateChatContext", { deleted, created })
+                record.items = wanted
+                return ack("context")
+              }),
+            sendToolOutput: (output) => live(() => Effect.sync(() => log("sendToolOutput", output)).pipe(Effect.andThen(ack("context")))),
+            createResponse: (opts) =>
+              live(() =>
+                Effect.gen(function*() {
+                  log("createResponse", opts)
+                  if (response && !response.pollUnsafe()) {
+                    return yield* new RealtimeError({ reason: "rejected", message: "a response is already in progress" })
+                  }
+                  response = yield* respond(nextId("resp"), opts?.instructions, opts?.toolChoice).pipe(Effect.forkIn(scope))
+                })
+              ),
+            cancelResponse: live(() =>
+              Effect.gen(function*() {
+                log("cancelResponse")
+                if (response) yield* Fiber.interrupt(response)
+              })
+            ),
+            truncate: (itemId, audioEndMs) => live(() => Effect.sync(() => log("truncate", { itemId, audioEndMs }))),
+            pushAudio: (pcm) => live(() => Effect.sync(() => log("pushAudio", pcm.byteLength))),
+            commitAudio: live(() => Effect.sync(() => log("commitAudio"))),
+            clearAudio: live(() => Effect.sync(() => log("clearAudio")))
+          } satisfies RealtimeConnection
+        })
+
+      const service = RealtimeModel.of({
+        provider: options.provider ?? "scripted",
+        model: options.model ?? "scripted-realtime",
+        capabilities,
+        connect
+      })
+      return Context.make(RealtimeModel, service).pipe(Context.add(ScriptedRealtime, { connections }))
+    })
+  )

@@ -1,0 +1,180 @@
+/**
+ * The realtime path (rules 2, 4, 6, 7, 8; seeds 000 and 001) on an in-memory realtime model.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Schema } from "effect"
+import { drive } from "../../layers/testing/Drive.ts"
+import * as ScriptedRealtime from "../../layers/testing/ScriptedRealtime.ts"
+import * as TextCapture from "../../layers/testing/TextCapture.ts"
+import { Agent, AgentSession, Tool } from "../../src/index.ts"
+import { assertEveryCallAnswered, assertOneFloor, eventsOfAgentAfter, handoffSeq } from "../helpers.ts"
+import type * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+
+const pair = () => {
+  const counts = { greeterEnter: 0, weatherEnter: 0, greeterResume: 0 }
+  const greeter: Agent.Agent = Agent.make({
+    name: "greeter",
+    instructions: "You are Kelly, the greeter.",
+    tools: [Tool.handoff("transfer_to_weather", () => weather)],
+    onEnter: Effect.sync(() => void counts.greeterEnter++),
+    onResume: Effect.sync(() => void counts.greeterResume++)
+  })
+  const weather: Agent.Agent = Agent.make({
+    name: "weather",
+    instructions: "You are Sunny, the weather specialist.",
+    tools: [
+      Tool.make("lookup_weather", {
+        description: "weather for a city",
+        parameters: Schema.Struct({ city: Schema.String }),
+        handler: ({ city }) => Effect.succeed(`sunny in ${city}`)
+      }),
+      Tool.handoff("transfer_to_greeter", () => greeter)
+    ],
+    onEnter: Effect.sync(() => void counts.weatherEnter++).pipe(Effect.andThen(Agent.reply({ instructions: "introduce yourself" })))
+  })
+  return { greeter, weather, counts }
+}
+
+const rules: ReadonlyArray<ScriptedModel.Rule> = [
+  { when: { instructions: "introduce yourself" }, reply: { text: ["Sunny ", "here."] } },
+  { when: { user: "weather" }, reply: { text: "Transferring.", toolCalls: [{ name: "transfer_to_weather" }] } },
+  { when: { user: "paris" }, reply: { toolCalls: [{ name: "lookup_weather", arguments: { city: "Paris" } }] } },
+  { when: { toolOutput: "sunny in" }, reply: { text: "It is sunny in Paris." } },
+  { when: { user: "thanks" }, reply: { toolCalls: [{ name: "transfer_to_greeter" }] } },
+  { when: { user: "hello" }, reply: { text: "Hello!" } }
+]
+
+const realtime = (options: Partial<ScriptedRealtime.Options> = {}) =>
+  Layer.mergeAll(ScriptedRealtime.layer({ rules, ...options }), TextCapture.layer)
+
+describe("realtime", () => {
+  it.effect("seed 000: no event or send from the outgoing actor after the handoff; transfer back resumes", () => {
+    const { greeter, counts } = pair()
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const session = yield* AgentSession.start({ agent: greeter })
+      const first = yield* drive(session.run("what's the weather?"))
+      first.expect.containsAgentHandoff({ from: "greeter", to: "weather" })
+      first.expect.containsMessage({ agent: "weather", content: "Sunny here." })
+      yield* drive(session.run("in paris"))
+      const back = yield* drive(session.run("thanks"))
+      back.expect.containsAgentHandoff({ from: "weather", to: "greeter", resumed: true })
+      yield* drive(session.run("hello again"))
+      const events = yield* session.eventLog
+      assert.deepStrictEqual(eventsOfAgentAfter(events, "greeter", handoffSeq(events, "weather")).filter((e) => e.seq < handoffSeq(events.filter((e) => e.seq > handoffSeq(events, "weather")), "greeter")), [])
+      // Responses were asked for by the holder only: greeter, weather x3, greeter.
+      assert.deepStrictEqual(rt.connections.flatMap((c) => c.responses.map((r) => r.agent)), ["greeter", "weather", "weather", "weather", "weather", "greeter"])
+      assert.deepStrictEqual(counts, { greeterEnter: 1, weatherEnter: 1, greeterResume: 1 })
+      assertEveryCallAnswered(yield* session.history)
+      assertOneFloor(events)
+    }).pipe(Effect.provide(realtime()))
+  })
+
+  it.effect("seed 001: back and forth ten times on one connection, updates pipelined", () => {
+    const { greeter } = pair()
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const session = yield* AgentSession.start({ agent: greeter })
+      for (let i = 0; i < 10; i++) {
+        const there = yield* drive(session.run("weather please"))
+        there.expect.containsAgentHandoff({ to: "weather" })
+        const back = yield* drive(session.run("thanks"))
+        back.expect.containsAgentHandoff({ to: "greeter" })
+      }
+      // The connection moves when the new holder first talks: the greeter talks once more.
+      yield* drive(session.run("hello"))
+      assert.strictEqual(rt.connections.length, 1)
+      assert.deepStrictEqual(session.realtime(), { open: 1, opened: 1 })
+      const ops = rt.connections[0]!.ops
+      // Each move: instructions/tools and context sent, then the reply asked for, at the same
+      // instant: no waiting for acknowledgements (they take 200 ms here).
+      const moves = ops.filter((op) => op.op === "updateSession")
+      assert.strictEqual(moves.length, 20)
+      for (const move of moves) {
+        const next = ops.slice(ops.indexOf(move)).find((op) => op.op === "createResponse")
+        if (next) assert.strictEqual(next.at, move.at)
+      }
+      assertEveryCallAnswered(yield* session.history)
+      assertOneFloor(yield* session.eventLog)
+    }).pipe(Effect.provide(realtime({ ackDelay: "200 millis" })))
+  })
+
+  it.effect("seed 001: the handoff happens before the tool output is acknowledged; late acks are harmless", () => {
+    const { greeter } = pair()
+    return Effect.gen(function*() {
+      const session = yield* AgentSession.start({ agent: greeter })
+      const result = yield* drive(session.run("weather please"))
+      const handoff = result.sessionEvents.find((e) => e.type === "agent_handoff")!
+      const spoke = result.sessionEvents.find((e) => e.type === "agent_state_changed" && e.agent === "weather" && e.state === "speaking")!
+      // Acks take 5 s; the new agent spoke long before.
+      assert.isBelow(spoke.at - handoff.at, 5000)
+      yield* drive(Effect.sleep("10 seconds"))
+      const later = yield* drive(session.run("in paris"))
+      later.expect.containsMessage({ content: "It is sunny in Paris." })
+      assert.isFalse((yield* session.eventLog).some((e) => e.type === "error"))
+    }).pipe(Effect.provide(realtime({ ackDelay: "5 seconds" })))
+  })
+
+  it.effect("rule 7: reuse refused when the capabilities forbid it (tools fixed at setup)", () => {
+    const { greeter } = pair()
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const session = yield* AgentSession.start({ agent: greeter })
+      yield* drive(session.run("weather please"))
+      assert.strictEqual(rt.connections.length, 2)
+      assert.isTrue(rt.connections[0]!.closed)
+      // The fresh connection was seeded with the conversation so far.
+      assert.isTrue(rt.connections[1]!.ops[0]!.op === "connect")
+      const seeded = rt.connections[1]!
+      assert.isTrue(seeded.items.some((i) => i._tag === "Message" && i.text === "weather please"))
+      yield* drive(session.run("thanks"))
+      yield* drive(session.run("hello"))
+      assert.strictEqual(rt.connections.length, 3)
+      assert.isTrue(rt.connections[1]!.closed)
+      assertEveryCallAnswered(yield* session.history)
+    }).pipe(Effect.provide(realtime({ capabilities: ScriptedRealtime.geminiLike })))
+  })
+
+  it.effect("rule 7: an error answer to an update falls back to a fresh connection with the context re-seeded", () => {
+    const { greeter } = pair()
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const session = yield* AgentSession.start({ agent: greeter })
+      const result = yield* drive(session.run("weather please"))
+      result.expect.containsAgentHandoff({ to: "weather" })
+      result.expect.containsMessage({ agent: "weather", content: "Sunny here." })
+      assert.strictEqual(rt.connections.length, 2)
+      assert.isTrue(rt.connections[0]!.closed)
+      assert.isTrue(rt.connections[1]!.items.some((i) => i._tag === "Message" && i.text === "weather please"))
+      const next = yield* drive(session.run("in paris"))
+      next.expect.containsMessage({ content: "It is sunny in Paris." })
+      assertEveryCallAnswered(yield* session.history)
+      assertOneFloor(yield* session.eventLog)
+    }).pipe(Effect.provide(realtime({ ackDelay: "50 millis", responseDelay: "100 millis", rejectUpdate: (_n, kind) => kind === "session" })))
+  })
+
+  it.effect("rule 8: interrupting a realtime reply cancels it and truncates at the audio played", () => {
+    const agent = Agent.make({ name: "talker", instructions: "You talk." })
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const text = yield* TextCapture.TextCapture
+      const session = yield* AgentSession.start({ agent })
+      yield* session.send("tell me a story")
+      yield* drive(Effect.gen(function*() {
+        while (text.textOf("talker").length < 6) yield* Effect.sleep("10 millis")
+      }))
+      yield* session.interrupt
+      yield* drive(session.idle)
+      const ops = rt.connections[0]!.ops.map((op) => op.op)
+      assert.include(ops, "cancelResponse")
+      const truncate = rt.connections[0]!.ops.find((op) => op.op === "truncate")
+      assert.isDefined(truncate)
+      assert.isAbove((truncate!.detail as { audioEndMs: number }).audioEndMs, 0)
+      const story = (yield* session.history).items.find((i) => i._tag === "Message" && i.role === "assistant")
+      assert.isTrue(story?._tag === "Message" && story.interrupted && story.text === text.textOf("talker"))
+    }).pipe(Effect.provide(Layer.mergeAll(
+      ScriptedRealtime.layer({ rules: [{ when: { user: "story" }, reply: { text: ["Once ", "upon ", "a ", "time ", "far ", "away."], chunkDelay: "200 millis" } }], audio: true }),
+      TextCapture.layer
+    )))
+  })
+})
