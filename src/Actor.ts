@@ -42,7 +42,13 @@ export type ActorMessage =
   | { readonly _tag: "Say"; readonly text: string; readonly options: SayOptions; readonly reply: Deferred.Deferred<Speech.SpeechHandle, FloorError> }
   | { readonly _tag: "Reply"; readonly options: ReplyOptions; readonly reply: Deferred.Deferred<Speech.SpeechHandle, FloorError> }
   | { readonly _tag: "Interrupt"; readonly speech?: Speech.Speech | undefined }
-  | { readonly _tag: "Activate"; readonly mode: "enter" | "resume"; readonly merge?: ChatContext | undefined }
+  | {
+    readonly _tag: "Activate"
+    readonly mode: "enter" | "resume"
+    readonly merge?: ChatContext | undefined
+    /** Reply at once, after the hook (the new agent continues the user's turn). */
+    readonly reply?: boolean | undefined
+  }
   | {
     readonly _tag: "Deactivate"
     readonly final: boolean
@@ -301,6 +307,7 @@ export const make = Effect.fnUntraced(function*(
         case "Activate": {
           actor.status = "active"
           if (msg.merge) actor.chat = actor.chat.merge(msg.merge)
+          if (msg.reply) speeches.enqueue("generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
           return yield* msg.mode === "enter"
             ? runHook(agent.onEnter, "onEnter", true)
             : runHook(agent.onResume, "onResume", true)
@@ -366,6 +373,7 @@ export const make = Effect.fnUntraced(function*(
     deliverPending()
     yield* speeches.startNext
     if (holdsFloor() && !speeches.current() && inputHoldingHooks === 0 && actor.status === "active") setState("listening")
+    speeches.reconcile(holdsFloor())
     speeches.notifySettled()
   })
 

@@ -6,7 +6,7 @@
 import { Cause, Clock, Deferred, Effect, Exit, Fiber, Option, PubSub, Queue, Scope, Semaphore, Stream } from "effect"
 import { LanguageModel } from "effect/ai"
 import { RealtimeModel } from "../services/RealtimeModel.ts"
-import { TextOutput } from "../services/TextOutput.ts"
+import { TextOutput, type TextOutputService } from "../services/TextOutput.ts"
 import type { Agent } from "./Agent.ts"
 import { ChatContext, type ChatItem, nextId } from "./ChatContext.ts"
 import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
@@ -53,10 +53,16 @@ export interface AgentSession<U = unknown> {
   readonly history: Effect.Effect<ChatContext>
   /** The agent holding the floor. */
   readonly currentAgent: Effect.Effect<Agent | undefined>
-  /** Events from the moment of subscription on. */
+  /** Events from the moment the stream is run, up to and including `close`. */
   readonly events: Stream.Stream<SessionEvent>
-  /** Every event so far. */
+  /** Every event kept so far (the last 20,000). */
   readonly eventLog: Effect.Effect<ReadonlyArray<SessionEvent>>
+  /** The kept events whose sequence number is `seq` or later. */
+  readonly eventsSince: (seq: number) => Effect.Effect<ReadonlyArray<SessionEvent>>
+  /** Whether the session has started closing. */
+  readonly closed: Effect.Effect<boolean>
+  /** Completes once the session is closed. */
+  readonly awaitClosed: Effect.Effect<void>
   readonly close: Effect.Effect<void>
   /** Connections of the realtime pool: open now, and opened in all (undefined without one). */
   readonly realtime: () => { readonly open: number; readonly opened: number } | undefined
@@ -65,6 +71,8 @@ export interface AgentSession<U = unknown> {
 export interface StartOptions<U> {
   readonly agent: Agent
   readonly userdata?: U
+  /** Where agents' words go (default: the `TextOutput` of the context). */
+  readonly textOutput?: TextOutputService
   /**
    * Tools every agent of the session has. Their background calls belong to the session (they
    * outlive a handoff) and report to whoever holds the floor.
@@ -87,7 +95,8 @@ export const start = <U = undefined>(
     const parent = yield* Effect.scope
     const scope = yield* Diagnostics.forkScope(parent, "sessions")
     const clock = yield* Clock.Clock
-    const textOutput = yield* TextOutput
+    const textOutput = options.textOutput ?? (yield* TextOutput)
+    const closedSignal = yield* Deferred.make<void>()
     const defaultModel = Option.getOrUndefined(yield* Effect.serviceOption(LanguageModel.LanguageModel))
     const realtimeModel = Option.getOrUndefined(yield* Effect.serviceOption(RealtimeModel))
     const pubsub = yield* PubSub.unbounded<SessionEvent>()
@@ -208,8 +217,8 @@ export const start = <U = undefined>(
         work.release()
       }
       emit({ type: "close", reason: "closed" })
-      yield* PubSub.shutdown(pubsub)
       yield* Scope.close(scope, Exit.void)
+      yield* Deferred.succeed(closedSignal, undefined)
     })
 
     // Closing may be asked from inside an actor (a tool that ends the call): run it outside
@@ -258,8 +267,17 @@ export const start = <U = undefined>(
         ask<HandoffOutcome, never>((reply) => ({ _tag: "Handoff", from: undefined, target: agent, options: handoffOptions, reply })),
       history: Effect.sync(() => history),
       currentAgent: Effect.sync(() => state.holder?.agent),
-      events: Stream.fromPubSub(pubsub),
+      events: Stream.suspend(() =>
+        closed ? Stream.empty : Stream.fromPubSub(pubsub).pipe(Stream.takeUntil((event) => event.type === "close"))
+      ),
       eventLog: Effect.sync(() => [...log]),
+      eventsSince: (from) =>
+        Effect.sync(() => {
+          const first = log[0]?.seq ?? 0
+          return log.slice(Math.max(0, from - first))
+        }),
+      closed: Effect.sync(() => closed),
+      awaitClosed: Deferred.await(closedSignal),
       close
     }
 

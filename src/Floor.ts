@@ -163,11 +163,15 @@ const handoff = (
     const actor = resumed ? existing : yield* spawn(core, state, msg.target, selected)
     state.actors.set(msg.target, actor)
     pass(core, state, holder, actor, "handoff", resumed, msg.options.reason)
+    // No reply when a task of the new holder is waiting to start: it takes the floor at once.
+    const reply = !state.pending.get(actor)?.length &&
+      (msg.options.reply ?? !(resumed ? msg.target.onResume : msg.target.onEnter))
     // The new holder is activated once the old one's onExit has run (hooks in order).
     holder.send({
       _tag: "Deactivate",
       final: false,
-      then: () => actor.send(resumed ? { _tag: "Activate", mode: "resume", merge: selected } : { _tag: "Activate", mode: "enter" })
+      then: () =>
+        actor.send(resumed ? { _tag: "Activate", mode: "resume", merge: selected, reply } : { _tag: "Activate", mode: "enter", reply })
     })
     Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
     yield* startPending(core, state, actor)
@@ -185,7 +189,7 @@ const startTask = (core: SessionCore, state: FloorState, msg: StartTask): Effect
     }, msg.extraTools)
     pass(core, state, msg.caller, actor, "task", false, undefined)
     msg.caller.send({ _tag: "Lend" })
-    actor.send({ _tag: "Activate", mode: "enter" })
+    actor.send({ _tag: "Activate", mode: "enter", reply: !msg.task.onEnter })
   })
 
 const startPending = (core: SessionCore, state: FloorState, actor: Actor.Actor): Effect.Effect<void> =>

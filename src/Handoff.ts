@@ -41,6 +41,11 @@ export interface HandoffOptions {
   readonly context?: ContextPolicy
   /** Why, for events and logs. */
   readonly reason?: string
+  /**
+   * Whether the new agent replies at once, continuing the user's turn (default: when it has no
+   * hook of its own to run: `onEnter` on a first activation, `onResume` on a return).
+   */
+  readonly reply?: boolean
 }
 
 /** A tool result that passes the floor to `target` once the whole batch has settled. */

@@ -48,6 +48,11 @@ export interface Speeches {
   /** Completes when nothing is queued and nothing is being generated (see `Actor`). */
   readonly settled: Effect.Effect<void>
   readonly notifySettled: () => void
+  /**
+   * Queued speeches hold work tokens only while their actor holds the floor: one waiting for
+   * the floor to come back is not work the session can do now (rule 10).
+   */
+  readonly reconcile: (holdsFloor: boolean) => void
 }
 
 export const make = (host: SpeechHost): Speeches => {
@@ -186,6 +191,17 @@ export const make = (host: SpeechHost): Speeches => {
       waiters.push(waiter)
       return Deferred.await(waiter)
     }),
+    reconcile: (holdsFloor) => {
+      for (const { speech } of queue) {
+        if (holdsFloor && !speech.holdsToken) {
+          work.acquire()
+          speech.holdsToken = true
+        } else if (!holdsFloor && speech.holdsToken) {
+          speech.holdsToken = false
+          work.release()
+        }
+      }
+    },
     notifySettled: () => {
       if (waiters.length === 0 || !isSettled()) return
       for (const waiter of waiters) Deferred.doneUnsafe(waiter, Effect.void)

@@ -23,10 +23,14 @@ describe("example: greeter and weather (seed 001 pair)", () => {
       results[3]!.expect.lacks("a second introduction", (e) => e.type === "message" && e.content.includes("Sunny here"))
       results[4]!.expect.containsFunctionCall({ name: "lookup_weather", arguments: { city: "Oslo" } })
       results[5]!.expect.containsAgentHandoff({ from: "weather", to: "greeter", resumed: true })
-      // Every handoff turn ends the outgoing agent's reply: the model was never asked to go on.
+      // Every handoff turn ends the outgoing agent's reply: it is never asked to go on after its
+      // own transfer (the incoming agent does answer it).
       for (const request of model.requests) {
-        assert.isFalse(request.last.kind === "tool" && request.last.outputs.some((o) => o.name.startsWith("transfer_")))
+        const own = request.agent === "greeter" ? "transfer_to_weather" : "transfer_to_greeter"
+        assert.isFalse(request.last.kind === "tool" && request.last.outputs.some((o) => o.name === own))
       }
+      // The greeter, back without an onResume hook, continues the turn itself.
+      results[2]!.expect.containsMessage({ agent: "greeter", content: "Anything else?" })
       assertEveryCallAnswered(yield* session.history)
       assertOneFloor(yield* session.eventLog)
     }).pipe(Effect.provide(ScriptedModel.layer(rules))))

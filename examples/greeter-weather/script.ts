@@ -15,5 +15,5 @@ export const rules: ReadonlyArray<ScriptedModel.Rule> = [
     reply: (r) => ({ text: r.last.kind === "tool" ? r.last.outputs[0]!.output : "" })
   },
   { when: { user: "thanks", agent: "weather" }, reply: { toolCalls: [{ name: "transfer_to_greeter" }] } },
-  { when: { user: "anything else", agent: "greeter" }, reply: { text: "Glad I could help. Anything else?" } }
+  { when: { toolOutput: "Transferred to greeter", agent: "greeter" }, reply: { text: "Glad I could help. Anything else?" } }
 ]
