@@ -224,6 +224,8 @@ const completeTask = (
       excludeFunctionCalls: !actor.agent.task?.includeFunctionCalls
     })
     state.live.delete(actor)
+    // Requests of flows that die with the task (its scope closes) are dropped with it.
+    state.pending.delete(actor)
     pass(core, state, actor, caller, "return", true, undefined)
     actor.send({ _tag: "Deactivate", final: true, then: () => caller.send({ _tag: "Return", merge, role, result }) })
     yield* startPending(core, state, caller)
