@@ -136,13 +136,24 @@ const request = (
     readonly instructions?: string | undefined
     readonly toolChoice?: RealtimeToolChoice | undefined
     readonly speechId: string
+    /** The server answers tool outputs by itself (autoToolReply): only wait for it. */
+    readonly awaitOnly?: boolean
   },
   attempt = 0
 ): Effect.Effect<{ readonly lease: Lease; readonly responseId: string }, RealtimeError> =>
   Effect.gen(function*() {
-    const held = yield* lease(actor, binding)
     const started = Deferred.makeUnsafe<string, RealtimeError>()
+    // Registered before the outputs are synced: a server that answers them by itself is heard.
     binding.waiting.push(started)
+    const held = yield* lease(actor, binding).pipe(
+      Effect.onError(() => Effect.sync(() => {
+        const index = binding.waiting.indexOf(started)
+        if (index >= 0) binding.waiting.splice(index, 1)
+      }))
+    )
+    if (options.awaitOnly && held.capabilities.autoToolReply) {
+      return { lease: held, responseId: yield* Deferred.await(started) }
+    }
     yield* held.createResponse({
       ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
       ...(options.toolChoice !== undefined ? { toolChoice: options.toolChoice } : {})
@@ -249,12 +260,13 @@ export const run = (
     let instructions = options.instructions
     let toolChoice = options.toolChoice as RealtimeToolChoice | undefined
     let existing = startedBy
+    let afterTools = false
     for (let step = 0;; step++) {
       if (!actor.holdsFloor()) return
       const choice: RealtimeToolChoice | undefined = step >= actor.agent.maxToolSteps ? "none" : toolChoice
       const { lease: held, responseId } = existing
         ? { lease: binding.lease!, responseId: existing }
-        : yield* request(actor, binding, { instructions, toolChoice: choice, speechId: speech.handle.id })
+        : yield* request(actor, binding, { instructions, toolChoice: choice, speechId: speech.handle.id, awaitOnly: afterTools })
       existing = undefined
       const queue = binding.responses.get(responseId)
       if (!queue) return
@@ -269,5 +281,6 @@ export const run = (
       }
       instructions = undefined
       toolChoice = undefined
+      afterTools = true
     }
   })
