@@ -7,7 +7,13 @@
  * Requests are pipelined: every operation returns as soon as its frame is written. Operations
  * the server acknowledges return an `Ack` to await separately (with the provider's timeout); an
  * acknowledgement that arrives after that timeout, or after the connection was closed, is
- * dropped with a debug log, never a crash (rule 8).
+ * dropped with a debug log, never a crash (rule 8). A provider whose protocol acknowledges
+ * nothing (Gemini Live, but for `setup`) resolves an `Ack` once its frame is written.
+ *
+ * Items the server creates (the model's messages and function calls, transcripts of the user's
+ * audio) are reported with their item ids, and baton records them under those ids, so a later
+ * `updateChatContext` finds them held. Function call outputs are matched by call id.
+ * Per-response instructions come on top of the session's instructions.
  */
 import { Context, type Effect, Schema, type Scope, type Stream } from "effect"
 import type { ChatContext } from "../src/ChatContext.ts"
