@@ -46,8 +46,10 @@ export type ActorMessage =
     readonly _tag: "Activate"
     readonly mode: "enter" | "resume"
     readonly merge?: ChatContext | undefined
-    /** Reply at once, after the hook (the new agent continues the user's turn). */
+    /** Reply at once (the new agent continues the user's turn). */
     readonly reply?: boolean | undefined
+    /** Completes when the previous holder's onExit has run: this onEnter/onResume waits for it. */
+    readonly after?: Deferred.Deferred<void> | undefined
   }
   | {
     readonly _tag: "Deactivate"
@@ -227,11 +229,26 @@ export const make = Effect.fnUntraced(function*(
       speeches.enqueue("user_turn", {}, (speech) => Reply.run(actor, speech, {}))
     })
 
-  const runHook = (hook: Agent["onEnter"], name: string, holdsInput: boolean, after: Effect.Effect<void> = Effect.void) => {
-    if (!hook) return after
+  /** Hooks run one after the other, in the order their messages came (the hook lane). */
+  let lane = Deferred.makeUnsafe<void>()
+  Deferred.doneUnsafe(lane, Effect.void)
+
+  const runHook = (
+    hook: Agent["onEnter"],
+    name: string,
+    holdsInput: boolean,
+    options: { readonly after?: Effect.Effect<void>; readonly waitFor?: Deferred.Deferred<void> | undefined } = {}
+  ) => {
+    const previous = lane
+    const done = Deferred.makeUnsafe<void>()
+    lane = done
     if (holdsInput) inputHoldingHooks++
     work.acquire()
-    return (hook as Effect.Effect<void, unknown>).pipe(
+    const run = Deferred.await(previous).pipe(
+      Effect.andThen(options.waitFor ? Deferred.await(options.waitFor) : Effect.void),
+      Effect.andThen((hook ?? Effect.void) as Effect.Effect<void, unknown>)
+    )
+    return run.pipe(
       Effect.provideService(CurrentAgent, actor.handle),
       Effect.provideService(WorkToken, { held: true }),
       Effect.catchCause((cause) =>
@@ -241,8 +258,11 @@ export const make = Effect.fnUntraced(function*(
       ),
       Effect.ensuring(
         Effect.sync(() => send({ _tag: "HookEnded", holdsInput })).pipe(
-          Effect.andThen(after),
-          Effect.ensuring(Effect.sync(() => work.release()))
+          Effect.andThen(options.after ?? Effect.void),
+          Effect.ensuring(Effect.sync(() => {
+            Deferred.doneUnsafe(done, Effect.void)
+            work.release()
+          }))
         )
       ),
       Diagnostics.fiber,
@@ -307,10 +327,10 @@ export const make = Effect.fnUntraced(function*(
         case "Activate": {
           actor.status = "active"
           if (msg.merge) actor.chat = actor.chat.merge(msg.merge)
-          if (msg.reply) speeches.enqueue("generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
+          if (msg.reply && holdsFloor()) speeches.enqueue("generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
           return yield* msg.mode === "enter"
-            ? runHook(agent.onEnter, "onEnter", true)
-            : runHook(agent.onResume, "onResume", true)
+            ? runHook(agent.onEnter, "onEnter", true, { waitFor: msg.after })
+            : runHook(agent.onResume, "onResume", true, { waitFor: msg.after })
         }
         case "Deactivate": {
           actor.status = msg.final ? "closed" : "paused"
@@ -321,9 +341,10 @@ export const make = Effect.fnUntraced(function*(
           speeches.dropQueued(`${agent.name} passed the floor`, false)
           forwardHeld()
           const then = Effect.sync(msg.then)
-          return yield* runHook(agent.onExit, "onExit", false, msg.final ? Effect.andThen(then, closeSelf) : then)
+          return yield* runHook(agent.onExit, "onExit", false, { after: msg.final ? Effect.andThen(then, closeSelf) : then })
         }
         case "Lend": {
+          actor.passing = false
           if (actor.realtime) RealtimeReply.release(actor.realtime)
           return forwardHeld()
         }

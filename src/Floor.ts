@@ -166,13 +166,10 @@ const handoff = (
     // No reply when a task of the new holder is waiting to start: it takes the floor at once.
     const reply = !state.pending.get(actor)?.length &&
       (msg.options.reply ?? !(resumed ? msg.target.onResume : msg.target.onEnter))
-    // The new holder is activated once the old one's onExit has run (hooks in order).
-    holder.send({
-      _tag: "Deactivate",
-      final: false,
-      then: () =>
-        actor.send(resumed ? { _tag: "Activate", mode: "resume", merge: selected, reply } : { _tag: "Activate", mode: "enter", reply })
-    })
+    // The new holder's onEnter/onResume waits for the old holder's onExit (hooks in order).
+    const exited = Deferred.makeUnsafe<void>()
+    holder.send({ _tag: "Deactivate", final: false, then: () => Deferred.doneUnsafe(exited, Effect.void) })
+    actor.send({ _tag: "Activate", mode: resumed ? "resume" : "enter", merge: resumed ? selected : undefined, reply, after: exited })
     Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
     yield* startPending(core, state, actor)
   })

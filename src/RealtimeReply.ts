@@ -263,6 +263,7 @@ export const run = (
     let afterTools = false
     for (let step = 0;; step++) {
       if (!actor.holdsFloor()) return
+      speech.phase = "generating"
       const choice: RealtimeToolChoice | undefined = step >= actor.agent.maxToolSteps ? "none" : toolChoice
       const { lease: held, responseId } = existing
         ? { lease: binding.lease!, responseId: existing }

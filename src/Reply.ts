@@ -69,6 +69,8 @@ const runText = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Ef
         )
       }
       const choice = step >= actor.agent.maxToolSteps ? "none" : toolChoice
+      // Generating again after a tool step: interruptible like any reply.
+      speech.phase = "generating"
       const prompt = toPrompt(actor.chat, { instructions: actor.agent.instructions, extraInstructions: instructions })
       const calls = yield* generate(actor, speech, model, prompt, choice)
       if (calls.length === 0) return

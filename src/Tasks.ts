@@ -21,8 +21,10 @@ export const run = (caller: Actor, task: Agent, options: RunTaskOptions = {}): E
     if (!task.task) {
       return yield* new TaskError({ task: task.name, reason: "invalid", message: `${task.name} is not an AgentTask` })
     }
-    // What the caller was saying is said before the task takes the floor.
+    // What the caller was saying is said before the task takes the floor, and nothing new
+    // starts until the session has lent it (the `Lend` message clears this).
     yield* caller.speeches.settled
+    if (caller.holdsFloor()) caller.passing = true
     const work = caller.core.work
     const handover: Handover = { pending: (yield* WorkToken).held }
     const result = yield* Deferred.make<unknown, TaskError>()
