@@ -116,7 +116,8 @@ export const start = <U = undefined>(
     const emit = (input: EventInput): SessionEvent => {
       const event = { ...input, seq: seq++, at: clock.currentTimeMillisUnsafe() } as SessionEvent
       log.push(event)
-      if (log.length > LOG_LIMIT) log.splice(0, log.length - LOG_LIMIT)
+      // Trimmed in chunks: one splice per 1,000 events, not one per event.
+      if (log.length > LOG_LIMIT + 1000) log.splice(0, log.length - LOG_LIMIT)
       PubSub.publishUnsafe(pubsub, event)
       return event
     }
@@ -137,6 +138,9 @@ export const start = <U = undefined>(
           return
       }
     }
+
+    /** Kept events from `from` on (sequence numbers are consecutive). */
+    const since = (from: number): Array<SessionEvent> => log.slice(Math.max(0, from - (log[0]?.seq ?? 0)))
 
     const sendToSession = (msg: SessionMessage) => {
       if (closed) return rejectClosed(msg)
@@ -253,7 +257,7 @@ export const start = <U = undefined>(
             const from = seq
             sendToSession({ _tag: "Input", text })
             yield* runOptions.waitForBackground ? idleWithBackground : work.idle
-            return new RunResult(log.filter((event) => event.seq >= from))
+            return new RunResult(since(from))
           })
         ),
       idle: work.idle,
@@ -271,11 +275,7 @@ export const start = <U = undefined>(
         closed ? Stream.empty : Stream.fromPubSub(pubsub).pipe(Stream.takeUntil((event) => event.type === "close"))
       ),
       eventLog: Effect.sync(() => [...log]),
-      eventsSince: (from) =>
-        Effect.sync(() => {
-          const first = log[0]?.seq ?? 0
-          return log.slice(Math.max(0, from - first))
-        }),
+      eventsSince: (from) => Effect.sync(() => since(from)),
       closed: Effect.sync(() => closed),
       awaitClosed: Deferred.await(closedSignal),
       close

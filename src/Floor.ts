@@ -19,6 +19,7 @@ import { agentHandoff, ChatContext, type HandoffKind } from "./ChatContext.ts"
 import type { TaskResult } from "./CurrentAgent.ts"
 import { FloorError, TaskError } from "./Errors.ts"
 import { applyContextPolicy } from "./Handoff.ts"
+import * as RealtimeReply from "./RealtimeReply.ts"
 import * as Tasks from "./Tasks.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
 import type { Tool } from "./Tool.ts"
@@ -105,7 +106,11 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
     }
   })
 
-/** The atomic part of every floor change: holder, history record and event together. */
+/**
+ * The atomic part of every floor change: holder, history record and event together. The old
+ * holder's realtime connection is released in the same step, so the new holder can take it
+ * and the old one can no longer use it (rule 7).
+ */
 const pass = (
   core: SessionCore,
   state: FloorState,
@@ -116,6 +121,7 @@ const pass = (
   reason: string | undefined
 ) => {
   state.holder = to
+  if (from?.realtime) RealtimeReply.release(from.realtime)
   core.record(agentHandoff({ from: from?.name, to: to.name, kind, resumed, reason }), undefined)
   core.emit({ type: "agent_handoff", from: from?.name, to: to.name, kind, resumed, reason })
 }
@@ -167,8 +173,9 @@ const handoff = (
     const reply = !state.pending.get(actor)?.length &&
       (msg.options.reply ?? !(resumed ? msg.target.onResume : msg.target.onEnter))
     // The new holder's onEnter/onResume waits for the old holder's onExit (hooks in order).
-    const exited = Deferred.makeUnsafe<void>()
-    holder.send({ _tag: "Deactivate", final: false, then: () => Deferred.doneUnsafe(exited, Effect.void) })
+    // (With no onExit there is nothing to wait for.)
+    const exited = holder.agent.onExit ? Deferred.makeUnsafe<void>() : undefined
+    holder.send({ _tag: "Deactivate", final: false, then: () => exited && Deferred.doneUnsafe(exited, Effect.void) })
     actor.send({ _tag: "Activate", mode: resumed ? "resume" : "enter", merge: resumed ? selected : undefined, reply, after: exited })
     Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
     yield* startPending(core, state, actor)

@@ -127,20 +127,11 @@ const describeLast = (last: LastInput) => {
 
 const responseParts = (response: ScriptedResponse, nextId: () => string): Stream.Stream<Response.StreamPartEncoded, AiError.AiError> => {
   const chunks = response.text === undefined ? [] : typeof response.text === "string" ? [response.text] : response.text
-  const textParts: Stream.Stream<Response.StreamPartEncoded> = chunks.length === 0
-    ? Stream.empty
-    : Stream.concat(
-      Stream.make<Array<Response.StreamPartEncoded>>({ type: "text-start", id: "text_0" }),
-      Stream.concat(
-        Stream.fromIterable(chunks).pipe(
-          Stream.mapEffect((delta, i) => {
-            const part: Response.StreamPartEncoded = { type: "text-delta", id: "text_0", delta }
-            return response.chunkDelay !== undefined && i > 0 ? Effect.sleep(response.chunkDelay).pipe(Effect.as(part)) : Effect.succeed(part)
-          })
-        ),
-        Stream.make<Array<Response.StreamPartEncoded>>({ type: "text-end", id: "text_0" })
-      )
-    )
+  const text: Array<Response.StreamPartEncoded> = chunks.length === 0 ? [] : [
+    { type: "text-start", id: "text_0" },
+    ...chunks.map((delta): Response.StreamPartEncoded => ({ type: "text-delta", id: "text_0", delta })),
+    { type: "text-end", id: "text_0" }
+  ]
   const calls = (response.toolCalls ?? []).map((call): Response.StreamPartEncoded => ({
     type: "tool-call",
     id: call.id ?? nextId(),
@@ -152,10 +143,21 @@ const responseParts = (response: ScriptedResponse, nextId: () => string): Stream
     reason: calls.length > 0 ? "tool-calls" : "stop",
     usage: { inputTokens: { total: 0 }, outputTokens: { total: 0 } }
   }
+  // Without delays or errors the parts go out as one chunk (cheap: benchmarks use it).
+  if (response.delay === undefined && response.chunkDelay === undefined && response.error === undefined) {
+    return Stream.fromIterable([...text, ...calls, finish])
+  }
+  const paced = Stream.fromIterable(text).pipe(
+    Stream.mapEffect((part, i) =>
+      part.type === "text-delta" && i > 1 && response.chunkDelay !== undefined
+        ? Effect.sleep(response.chunkDelay).pipe(Effect.as(part))
+        : Effect.succeed(part)
+    )
+  )
   const failure = response.error === undefined ? Stream.empty : Stream.fail(
     AiError.make({ module: "ScriptedModel", method: "streamText", reason: new AiError.InternalProviderError({ description: response.error }) })
   )
-  const body = Stream.concat(Stream.concat(textParts, failure), Stream.fromIterable([...calls, finish]))
+  const body = Stream.concat(Stream.concat(paced, failure), Stream.fromIterable([...calls, finish]))
   return response.delay === undefined ? body : Stream.unwrap(Effect.sleep(response.delay).pipe(Effect.as(body)))
 }
 

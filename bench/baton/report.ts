@@ -1,0 +1,115 @@
+/** The Markdown printed by `npm run bench`: a machine line and one table per measurement. */
+import type { HandoffResult } from "./handoff.ts"
+import type { HeapResult } from "./heap.ts"
+import type { LifecycleResult } from "./lifecycle.ts"
+import type { PeerOutcome } from "./peer.ts"
+import { envInt, type Summary } from "./stats.ts"
+
+export interface Machine {
+  readonly cpuModel: string
+  readonly cores: number
+  readonly platform: string
+  readonly node: string
+  readonly date: string
+  readonly baton: string
+  /** 1-minute load average when the run started (other processes compete for the cores). */
+  readonly load: number
+}
+
+export interface BatonResults {
+  readonly handoff?: HandoffResult | undefined
+  readonly lifecycle?: LifecycleResult | undefined
+  readonly idleHeap?: HeapResult | undefined
+  /** Sections that failed, with the reason. */
+  readonly errors: Record<string, string>
+}
+
+type Num = number | null | undefined
+
+const ms = (x: Num) => {
+  if (x === null || x === undefined) return "–"
+  const digits = x < 1 ? 3 : x < 10 ? 2 : x < 100 ? 1 : 0
+  return `${x.toFixed(digits)} ms`
+}
+const kib = (b: Num) => (b === null || b === undefined ? "–" : `${(b / 1024).toFixed(1)} KiB`)
+/** How many times more time (or memory) agents-js needs than baton. */
+const ratio = (peer: Num, baton: Num) => {
+  if (peer === null || peer === undefined || baton === null || baton === undefined || baton <= 0) return "–"
+  const r = peer / baton
+  return `${r < 10 ? r.toFixed(1) : Math.round(r).toLocaleString("en-US")}×`
+}
+
+const table = (head: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>) =>
+  [`| ${head.join(" | ")} |`, `|${head.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)]
+    .join("\n")
+
+export const render = (machine: Machine, baton: BatonResults, peer: PeerOutcome | { readonly skipped: string }) => {
+  const p = "ok" in peer && peer.ok ? peer.result : undefined
+  const out: Array<string> = []
+  const peerName = p ? `@livekit/agents ${p.meta.agentsVersion} (rtc-node ${p.meta.rtcNodeVersion})` : "@livekit/agents"
+  out.push(`Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.platform}, Node ${machine.node}, ${machine.date}, load average ${machine.load.toFixed(1)} at the start.`)
+  out.push(`baton ${machine.baton} vs ${peerName}, both headless with a zero-latency scripted model, measured in one \`npm run bench\`.`)
+  if (!p) {
+    const why = "skipped" in peer ? peer.skipped : peer.ok ? "" : peer.reason
+    out.push(`\n**The agents-js column is missing:** ${why}.`)
+  }
+  if ("installed" in peer && peer.installed) out.push("(bench/agents-js/node_modules was missing and was installed with `npm ci --prefix bench/agents-js` for this run.)")
+  out.push(`Ratio = agents-js ÷ baton (above 1: baton is faster or smaller).`)
+
+  const h = baton.handoff
+  const ph = p?.handoff
+  if (h || ph || baton.errors.handoff) {
+    const n = h?.n ?? ph?.n ?? envInt("N", 200)
+    const warmup = h?.warmup ?? ph?.warmup ?? envInt("WARMUP", 20)
+    out.push(`\n### Handoff overhead (${n} runs after ${warmup} warm-up, a fresh session each)\n`)
+    out.push(
+      "A's model answers `go` with one tool call, `transfer`, which returns a handoff to B; B's onEnter asks for a reply and waits for it (\"Hello from AgentB\"). Median / p90, linear interpolation.\n"
+    )
+    if (baton.errors.handoff) out.push(`baton failed: ${baton.errors.handoff}\n`)
+    const row = (label: string, key: "toolToReplyDone" | "runToResolved" | "toolToOnEnter" | "onEnterToReplyDone") => {
+      const b: Summary | undefined = h?.[key]
+      const a: Summary | undefined = ph?.[key]
+      return [label, ms(b?.medianMs), ms(b?.p90Ms), ms(a?.medianMs), ms(a?.p90Ms), ratio(a?.medianMs, b?.medianMs)]
+    }
+    out.push(table(["", "baton median", "baton p90", "agents-js median", "agents-js p90", "ratio (median)"], [
+      row("**tool entered → B's reply finished**", "toolToReplyDone"),
+      row("`run()` → resolved", "runToResolved"),
+      row("tool entered → B's onEnter entered", "toolToOnEnter"),
+      row("B's onEnter entered → reply finished", "onEnterToReplyDone")
+    ]))
+    const hb = h?.toolToReplyDone.medianMs
+    const ha = ph?.toolToReplyDone?.medianMs as Num
+    if (hb && ha) {
+      const x = ha / hb
+      out.push(`\nTarget (baton at least 10× faster on the first row): ${x >= 10 ? "met" : "**not met**"}, ${x.toFixed(1)}×.`)
+    }
+  }
+
+  const l = baton.lifecycle
+  const pl = p?.lifecycle
+  if (l || pl || baton.errors.lifecycle) {
+    out.push(`\n### Session start and close (${l?.n ?? pl?.n ?? envInt("LIFECYCLE_N", 20)} sessions after ${l?.warmup ?? pl?.warmup ?? envInt("LIFECYCLE_WARMUP", 3)} warm-up, one at a time)\n`)
+    if (baton.errors.lifecycle) out.push(`baton failed: ${baton.errors.lifecycle}\n`)
+    const row = (label: string, b: Summary | undefined, a: Summary | undefined) => [label, ms(b?.medianMs), ms(a?.medianMs), ratio(a?.medianMs, b?.medianMs)]
+    out.push(table(["median", "baton", "agents-js", "ratio"], [
+      row("start (until the agent is up and idle)", l?.start, pl?.start),
+      row("close, idle session", l?.close, pl?.close),
+      row("close after one turn", l?.closeAfterTurn, pl?.closeAfterTurn)
+    ]))
+  }
+
+  const m = baton.idleHeap
+  const pm = p?.idleHeap
+  if (m || pm || baton.errors.idleHeap) {
+    out.push(`\n### ${(m?.sessions ?? pm?.sessions ?? envInt("IDLE_SESSIONS", 1000)).toLocaleString("en-US")} idle sessions open in one process\n`)
+    if (baton.errors.idleHeap) out.push(`baton failed: ${baton.errors.idleHeap}\n`)
+    if (m && pm && m.sessions !== pm.sessions) out.push(`(agents-js started ${pm.sessions}: ${pm.limitedBy})\n`)
+    out.push(table(["", "baton", "agents-js", "ratio"], [
+      ["heap per session (after gc)", kib(m?.heapBytesPerSession), kib(pm?.heapBytesPerSession), ratio(pm?.heapBytesPerSession, m?.heapBytesPerSession)],
+      ["RSS per session", kib(m?.rssBytesPerSession), kib(pm?.rssBytesPerSession), ratio(pm?.rssBytesPerSession, m?.rssBytesPerSession)],
+      ["start them all, one after another", ms(m?.startAllMs), ms(pm?.startAllMs), ratio(pm?.startAllMs, m?.startAllMs)],
+      ["close them all, concurrently", ms(m?.closeAllMs), ms(pm?.closeAllMs), ratio(pm?.closeAllMs, m?.closeAllMs)]
+    ]))
+  }
+  return out.join("\n") + "\n"
+}

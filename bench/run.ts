@@ -1,0 +1,102 @@
+/**
+ * `npm run bench` (node --expose-gc bench/run.ts): measures baton, then runs the agents-js
+ * benchmark (bench/agents-js) as a child process with the same Node binary, and prints Markdown
+ * tables with both and the ratio. Progress goes to stderr, the tables to stdout.
+ *
+ *   --json <file>   also write the raw numbers of both sides to <file>
+ *   --json          print the raw numbers (JSON) on stdout instead, and the tables on stderr
+ *   --no-peer       measure baton only
+ *
+ * Environment, shared with the agents-js side: N (200), WARMUP (20), LIFECYCLE_N (20),
+ * LIFECYCLE_WARMUP (3), IDLE_SESSIONS (1000), SAMPLES (1; 0 leaves raw samples out of the JSON),
+ * ITER_TIMEOUT_MS (10000), SECTIONS (handoff,lifecycle,idleHeap).
+ * Exits with 1 only when a baton measurement failed.
+ */
+import { execFileSync } from "node:child_process"
+import { writeFileSync } from "node:fs"
+import os from "node:os"
+import { fileURLToPath } from "node:url"
+import { Effect } from "effect"
+import { benchHandoff } from "./baton/handoff.ts"
+import { benchHeap } from "./baton/heap.ts"
+import { benchLifecycle } from "./baton/lifecycle.ts"
+import { type PeerOutcome, runPeer } from "./baton/peer.ts"
+import { type BatonResults, type Machine, render } from "./baton/report.ts"
+import { gcNow, log } from "./baton/stats.ts"
+
+const args = process.argv.slice(2)
+const jsonAt = args.findIndex((a) => a === "--json" || a.startsWith("--json="))
+/** undefined: no JSON; "-": JSON on stdout; otherwise a file name. */
+const json = jsonAt < 0
+  ? undefined
+  : args[jsonAt]!.startsWith("--json=")
+  ? args[jsonAt]!.slice("--json=".length)
+  : args[jsonAt + 1] !== undefined && !args[jsonAt + 1]!.startsWith("--")
+  ? args[jsonAt + 1]!
+  : "-"
+const withPeer = !args.includes("--no-peer")
+const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap").split(",").map((s) => s.trim()))
+
+const root = fileURLToPath(new URL("..", import.meta.url))
+const batonVersion = () => {
+  try {
+    const git = (...a: Array<string>) => execFileSync("git", a, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
+    const dirty = git("status", "--porcelain", "--", "src", "layers", "services") !== ""
+    return `${git("rev-parse", "--short", "HEAD")}${dirty ? " (with uncommitted changes in src/)" : ""}`
+  } catch {
+    return "(git revision unknown)"
+  }
+}
+
+const cpus = os.cpus()
+const machine: Machine = {
+  cpuModel: cpus[0]?.model.trim() ?? "unknown CPU",
+  cores: cpus.length,
+  platform: `${process.platform}-${process.arch}`,
+  node: process.version,
+  date: new Date().toISOString().slice(0, 10),
+  baton: batonVersion(),
+  load: os.loadavg()[0] ?? 0
+}
+log(`${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}; baton ${machine.baton}`)
+if (typeof (globalThis as { gc?: unknown }).gc !== "function") log("WARNING: run with node --expose-gc (npm run bench does)")
+
+const wall0 = performance.now()
+const errors: Record<string, string> = {}
+const measure = async <A>(name: string, effect: Effect.Effect<A, Error>): Promise<A | undefined> => {
+  if (!sections.has(name)) return undefined
+  await gcNow()
+  try {
+    return await Effect.runPromise(effect)
+  } catch (error) {
+    errors[name] = error instanceof Error ? error.message : String(error)
+    log(`FAILED ${name}:`, error instanceof Error ? (error.stack ?? error.message) : error)
+    return undefined
+  }
+}
+const baton: BatonResults = {
+  handoff: await measure("handoff", benchHandoff),
+  lifecycle: await measure("lifecycle", benchLifecycle),
+  idleHeap: await measure("idleHeap", benchHeap),
+  errors
+}
+const batonWallMs = performance.now() - wall0
+
+const peer: PeerOutcome | { readonly skipped: string } = withPeer ? await runPeer() : { skipped: "run with --no-peer" }
+if ("ok" in peer && !peer.ok) log(`agents-js column missing: ${peer.reason}`)
+
+const tables = render(machine, baton, peer)
+const raw = JSON.stringify({ machine, baton: { ...baton, wallMs: Math.round(batonWallMs) }, agentsJs: peer }, null, 2) + "\n"
+if (json === "-") {
+  process.stderr.write(`\n${tables}\n`)
+  process.stdout.write(raw)
+} else {
+  process.stdout.write(tables)
+  if (json !== undefined) {
+    writeFileSync(json, raw)
+    log(`raw numbers written to ${json}`)
+  }
+}
+log(`done in ${((performance.now() - wall0) / 1000).toFixed(1)} s`)
+// Exit explicitly (nothing should be left running, but never hang), once stdout is flushed.
+process.stdout.write("", () => process.exit(Object.keys(errors).length > 0 ? 1 : 0))
