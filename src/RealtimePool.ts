@@ -48,6 +48,7 @@ export interface Lease {
   readonly sync: (desired: Desired) => Effect.Effect<void, RealtimeError>
   readonly createResponse: (options?: { readonly instructions?: string; readonly toolChoice?: RealtimeToolChoice }) => Effect.Effect<void, RealtimeError>
   readonly cancelResponse: Effect.Effect<void, RealtimeError>
+  readonly sendToolOutput: RealtimeConnection["sendToolOutput"]
   readonly truncate: (itemId: string, audioEndMs: number) => Effect.Effect<void, RealtimeError>
   readonly pushAudio: (pcm: Uint8Array) => Effect.Effect<void, RealtimeError>
   readonly commitAudio: Effect.Effect<void, RealtimeError>
@@ -115,7 +116,13 @@ export const make = (
 
     /** Watches acknowledgements; a failed one breaks the connection if it is still ours. */
     const watch = (entry: Entry, acks: ReadonlyArray<Ack>) =>
-      Effect.forEach(acks, (ack) => ack.await, { concurrency: "unbounded", discard: true }).pipe(
+      Effect.forEach(
+        acks,
+        // No answer in time: the state is unknown but not wrong; the connection is kept and a
+        // late answer is dropped by the provider. An error answer breaks it.
+        (ack) => ack.await.pipe(Effect.catchIf((e) => e.reason === "timeout", (e) => Effect.logDebug(`realtime: ${e.message}`))),
+        { concurrency: "unbounded", discard: true }
+      ).pipe(
         Effect.catch((error) =>
           Effect.sync(() => {
             if (entry.broken) return
@@ -177,6 +184,8 @@ export const make = (
           createResponse: (options?: { readonly instructions?: string; readonly toolChoice?: RealtimeToolChoice }) =>
             guard(lease, () => entry.connection.createResponse(options)),
           cancelResponse: guard({ revoked: () => revokedReason }, () => entry.connection.cancelResponse),
+          sendToolOutput: (output: Parameters<RealtimeConnection["sendToolOutput"]>[0]) =>
+            guard(lease, () => entry.connection.sendToolOutput(output)),
           truncate: (itemId: string, audioEndMs: number) => guard(lease, () => entry.connection.truncate(itemId, audioEndMs)),
           pushAudio: (pcm: Uint8Array) => guard(lease, () => entry.connection.pushAudio(pcm)),
           commitAudio: guard({ revoked: () => revokedReason }, () => entry.connection.commitAudio),

@@ -136,8 +136,9 @@ const request = (
     readonly instructions?: string | undefined
     readonly toolChoice?: RealtimeToolChoice | undefined
     readonly speechId: string
-    /** The server answers tool outputs by itself (autoToolReply): only wait for it. */
-    readonly awaitOnly?: boolean
+    /** Calls whose outputs were just recorded: a server that answers them by itself
+     * (autoToolReply) gets them as tool outputs and is only waited for. */
+    readonly outputsOf?: ReadonlyArray<string> | undefined
   },
   attempt = 0
 ): Effect.Effect<{ readonly lease: Lease; readonly responseId: string }, RealtimeError> =>
@@ -145,15 +146,25 @@ const request = (
     const started = Deferred.makeUnsafe<string, RealtimeError>()
     // Registered before the outputs are synced: a server that answers them by itself is heard.
     binding.waiting.push(started)
+    const current = binding.lease
+    const answersByItself = options.outputsOf !== undefined && current !== undefined && !current.revoked() &&
+      current.capabilities.autoToolReply
+    if (answersByItself) {
+      // As tool outputs (not as context, which would interrupt such a model), before the sync.
+      const ids = new Set(options.outputsOf)
+      for (const item of actor.chat.items) {
+        if (item._tag === "FunctionCallOutput" && ids.has(item.callId)) {
+          yield* current.sendToolOutput({ callId: item.callId, name: item.name, output: item.output, isError: item.isError })
+        }
+      }
+    }
     const held = yield* lease(actor, binding).pipe(
       Effect.onError(() => Effect.sync(() => {
         const index = binding.waiting.indexOf(started)
         if (index >= 0) binding.waiting.splice(index, 1)
       }))
     )
-    if (options.awaitOnly && held.capabilities.autoToolReply) {
-      return { lease: held, responseId: yield* Deferred.await(started) }
-    }
+    if (answersByItself && held === current) return { lease: held, responseId: yield* Deferred.await(started) }
     yield* held.createResponse({
       ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
       ...(options.toolChoice !== undefined ? { toolChoice: options.toolChoice } : {})
@@ -260,14 +271,14 @@ export const run = (
     let instructions = options.instructions
     let toolChoice = options.toolChoice as RealtimeToolChoice | undefined
     let existing = startedBy
-    let afterTools = false
+    let answered: ReadonlyArray<string> | undefined
     for (let step = 0;; step++) {
       if (!actor.holdsFloor()) return
       speech.phase = "generating"
       const choice: RealtimeToolChoice | undefined = step >= actor.agent.maxToolSteps ? "none" : toolChoice
       const { lease: held, responseId } = existing
         ? { lease: binding.lease!, responseId: existing }
-        : yield* request(actor, binding, { instructions, toolChoice: choice, speechId: speech.handle.id, awaitOnly: afterTools })
+        : yield* request(actor, binding, { instructions, toolChoice: choice, speechId: speech.handle.id, outputsOf: answered })
       existing = undefined
       const queue = binding.responses.get(responseId)
       if (!queue) return
@@ -282,6 +293,6 @@ export const run = (
       }
       instructions = undefined
       toolChoice = undefined
-      afterTools = true
+      answered = calls.map((call) => call.callId)
     }
   })

@@ -59,6 +59,9 @@ export const makeHandlerState = (): HandlerState => ({
   cancelledCalls: new Set()
 })
 
+/** Numbers connections, so item ids stay unique across them (they key the chat context). */
+let handlerCount = 0
+
 export const makeHandler = (options: {
   readonly state: HandlerState
   readonly history: GeminiHistory
@@ -66,6 +69,7 @@ export const makeHandler = (options: {
 }) => {
   const { emit, history, state } = options
   let callSeq = 0
+  const tag = (++handlerCount).toString(36)
 
   const finishUser = Effect.suspend(() => {
     const user = state.user
@@ -79,7 +83,7 @@ export const makeHandler = (options: {
     if (state.turn !== undefined) return state.turn
     yield* finishUser
     const n = ++state.turns
-    const turn: Turn = { responseId: `gemini_resp_${n}`, itemId: `gemini_item_${n}`, text: "", interrupted: false }
+    const turn: Turn = { responseId: `gemini_${tag}_resp_${n}`, itemId: `gemini_${tag}_item_${n}`, text: "", interrupted: false }
     state.turn = turn
     yield* emit({ _tag: "ResponseStarted", responseId: turn.responseId })
     return turn
@@ -129,7 +133,7 @@ export const makeHandler = (options: {
         }
         const input = content.inputTranscription
         if (input && (input.text ?? "") !== "") {
-          const user = state.user ?? { itemId: `gemini_user_${++state.users}`, text: "" }
+          const user = state.user ?? { itemId: `gemini_${tag}_user_${++state.users}`, text: "" }
           state.user = user
           user.text += input.text ?? ""
           if (input.finished) yield* finishUser
