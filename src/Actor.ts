@@ -130,6 +130,7 @@ export const make = Effect.fnUntraced(function*(
   let state: AgentState = "initializing"
   let model: LanguageModel.LanguageModel | undefined = core.defaultModel
   let terminated = false
+  let flushed = false
 
   const named = new Map<string, Tool>()
   for (const tool of [...agent.tools, ...extraTools, ...core.sessionTools]) if (!named.has(tool.name)) named.set(tool.name, tool)
@@ -164,7 +165,9 @@ export const make = Effect.fnUntraced(function*(
       case "Return":
         return Tasks.wake(work, msg.role.handover, msg.role.result, msg.result)
       case "Background":
-        return Background.flush(actor, [msg.delivery])
+        // Recorded after what the actor had pending (at close, in the finalizer's flush).
+        pending.push(msg.delivery)
+        return flushed ? Background.flush(actor, pending) : undefined
       default:
         return
     }
@@ -447,6 +450,7 @@ export const make = Effect.fnUntraced(function*(
         work.release()
       }
       Background.flush(actor, pending)
+      flushed = true
       forwardHeld()
     })
   )

@@ -182,7 +182,8 @@ export const start = <U = undefined>(
       defaultModel,
       session: () => session,
       send: sendToSession,
-      holder: () => state.holder,
+      // A closing session has no holder: nothing starts a reply or a model call any more.
+      holder: () => (closed ? undefined : state.holder),
       closed: () => closed,
       emit,
       record: (item: ChatItem, agent: string | undefined) => {

@@ -31,6 +31,8 @@ export interface BackgroundCall {
   updates: number
   /** Why it was cancelled, when it was. */
   cancelReason: string | undefined
+  /** The call's own output (its first progress report) is in history. */
+  answered: boolean
 }
 
 /** Where a background call runs and reports to. */
@@ -125,50 +127,60 @@ const refusal = (host: DeliveryHost, target: Agent): string | undefined => {
 }
 
 /**
- * Takes what can be taken of `pending` (mutated: taken deliveries are removed). A handoff
- * result decides the floor before anything else is told.
+ * Takes what can be taken of `pending` (mutated: taken deliveries are removed), in order.
+ * Nothing of a call is told before the call's own output is in history (its batch may still
+ * be waiting for a sibling), and a handoff result decides the floor before anything after it.
  */
 export const deliver = (host: DeliveryHost, pending: Array<Delivery>): void => {
-  if (pending.length === 0) return
-  const handoffIndex = pending.findIndex((d) => d._tag === "Final" && d.result._tag === "Handoff")
+  // Only a prefix whose calls are answered can go: later reports wait behind earlier ones.
+  let ready = 0
+  while (ready < pending.length && pending[ready]!.call.answered) ready++
+  if (ready === 0) return
+  const handoffIndex = pending.slice(0, ready).findIndex((d) => d._tag === "Final" && d.result._tag === "Handoff")
   if (handoffIndex >= 0) {
     const delivery = pending[handoffIndex]! as Extract<Delivery, { _tag: "Final" }>
     const result = delivery.result as Extract<CallResult, { _tag: "Handoff" }>
     const reason = refusal(host, result.target)
     if (reason) {
-      pending.splice(handoffIndex, 1)
-      const recorded = pair(host.name, delivery, { output: `Not transferred to ${result.target.name}: ${reason}.`, isError: true, status: "error" })
-      host.commit(recorded.call)
-      host.commit(recorded.output)
-      host.executed([recorded], undefined)
+      // Recorded now, after everything reported before it, without a reply.
+      const taken = pending.splice(0, handoffIndex + 1)
+      const pairs = taken.map((d) =>
+        d === delivery
+          ? pair(host.name, d, { output: `Not transferred to ${result.target.name}: ${reason}.`, isError: true, status: "error" })
+          : pair(host.name, d)
+      )
+      record(host, pairs)
+      host.executed(pairs, undefined)
       host.notApplied(result.target.name, reason)
       return deliver(host, pending)
     }
     if (!host.readyForHandoff()) return
     // Everything reported so far is recorded first; the handoff is last, like in a batch.
-    const taken = pending.splice(0, handoffIndex + 1)
-    const pairs = taken.map((d) => pair(host.name, d))
-    for (const p of pairs) {
-      host.commit(p.call)
-      host.commit(p.output)
-    }
+    const pairs = pending.splice(0, handoffIndex + 1).map((d) => pair(host.name, d))
+    record(host, pairs)
     host.executed(pairs, result.target.name)
     host.requestHandoff(result.target, result.handoff.options)
     return
   }
   if (!host.holdsFloor() || !host.readyToTell()) return
-  const pairs = pending.splice(0).map((d) => pair(host.name, d))
+  const pairs = pending.splice(0, ready).map((d) => pair(host.name, d))
+  record(host, pairs)
+  host.executed(pairs, undefined)
+  if (pairs.some((p) => p.reply)) host.reply()
+}
+
+const record = (host: Pick<DeliveryHost, "commit">, pairs: ReadonlyArray<ReturnType<typeof pair>>) => {
   for (const p of pairs) {
     host.commit(p.call)
     host.commit(p.output)
   }
-  host.executed(pairs, undefined)
-  if (pairs.some((p) => p.reply)) host.reply()
 }
 
 /** Records deliveries at once, without replies (when the actor closes). */
 export const flush = (host: Pick<DeliveryHost, "name" | "commit">, pending: Array<Delivery>): void => {
   for (const delivery of pending.splice(0)) {
+    // A call whose own output never made it into history gets no later pair either.
+    if (!delivery.call.answered) continue
     const recorded = delivery._tag === "Final" && delivery.result._tag === "Handoff"
       ? pair(host.name, delivery, { output: `Not transferred to ${delivery.result.target.name}: the session closed.`, isError: true, status: "error" })
       : pair(host.name, delivery)

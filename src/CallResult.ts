@@ -10,7 +10,8 @@ import * as Tool from "./Tool.ts"
 
 export type CallResult =
   | { readonly _tag: "Value"; readonly output: string; readonly reply: boolean }
-  | { readonly _tag: "Progress"; readonly output: string }
+  /** A long-running tool's first report; `answer` is called once it is in history. */
+  | { readonly _tag: "Progress"; readonly output: string; readonly answered: () => void }
   | { readonly _tag: "Handoff"; readonly handoff: Handoff.Handoff; readonly target: Agent }
   | { readonly _tag: "Error"; readonly output: string }
   | { readonly _tag: "Cancelled"; readonly output: string; readonly status: Extract<OutputStatus, "cancelled" | "interrupted"> }

@@ -130,12 +130,23 @@ const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effec
             owner,
             fiber,
             updates: 0,
-            cancelReason: undefined
+            cancelReason: undefined,
+            answered: false
           }
           owner.running.set(call.callId, background)
           core.background.acquire()
           token.held = false
-          Deferred.doneUnsafe(first, Exit.succeed<CallResult>({ _tag: "Progress", output: text }))
+          const started = background
+          Deferred.doneUnsafe(first, Exit.succeed<CallResult>({
+            _tag: "Progress",
+            output: text,
+            answered: () => {
+              started.answered = true
+              // What it reported meanwhile may be told now.
+              if (owner.kind === "agent") actor.send({ _tag: "Kick" })
+              else core.holder()?.send({ _tag: "Kick" })
+            }
+          }))
         })
     }
     const finished = (result: CallResult) => {
@@ -232,6 +243,7 @@ const record = (
 ): Resolved => {
   const resolved = resolve(actor, calls, settled, closing)
   for (const output of resolved.outputs) actor.commit(output)
+  for (const result of settled) if (result?._tag === "Progress") result.answered()
   return resolved
 }
 
