@@ -6,6 +6,7 @@
  *   --json <file>   also write the raw numbers of both sides to <file>
  *   --json          print the raw numbers (JSON) on stdout instead, and the tables on stderr
  *   --no-peer       measure baton only
+ *   --no-realtime   skip the realtime reuse benchmark (seed 001, bench/realtime.ts: ~2-5 min)
  *
  * Environment, shared with the agents-js side: N (200), WARMUP (20), LIFECYCLE_N (20),
  * LIFECYCLE_WARMUP (3), IDLE_SESSIONS (1000), SAMPLES (1; 0 leaves raw samples out of the JSON),
@@ -23,6 +24,7 @@ import { benchLifecycle } from "./baton/lifecycle.ts"
 import { type PeerOutcome, runPeer } from "./baton/peer.ts"
 import { type BatonResults, type Machine, render } from "./baton/report.ts"
 import { gcNow, log } from "./baton/stats.ts"
+import { runRealtimeBench } from "./realtime.ts"
 
 const args = process.argv.slice(2)
 const jsonAt = args.findIndex((a) => a === "--json" || a.startsWith("--json="))
@@ -85,7 +87,15 @@ const batonWallMs = performance.now() - wall0
 const peer: PeerOutcome | { readonly skipped: string } = withPeer ? await runPeer() : { skipped: "run with --no-peer" }
 if ("ok" in peer && !peer.ok) log(`agents-js column missing: ${peer.reason}`)
 
-const tables = render(machine, baton, peer)
+const realtime = args.includes("--no-realtime")
+  ? undefined
+  : await runRealtimeBench(withPeer ? {} : { peer: false }).catch((e: unknown) => {
+    errors["realtime"] = String(e)
+    log(`realtime benchmark failed: ${String(e)}`)
+    return undefined
+  })
+
+const tables = render(machine, baton, peer) + (realtime ? `\n${realtime.markdown}\n` : "")
 const raw = JSON.stringify({ machine, baton: { ...baton, wallMs: Math.round(batonWallMs) }, agentsJs: peer }, null, 2) + "\n"
 if (json === "-") {
   process.stderr.write(`\n${tables}\n`)
