@@ -255,7 +255,8 @@ export const make = (
       Effect.gen(function*() {
         const free = [...entries].filter((e) => !e.lease && !e.broken).sort((a, b) => b.releasedAt - a.releasedAt)
         const candidate = free.find((e) => reusable(e.connection.capabilities, e, desired))
-        for (const entry of free) if (entry !== candidate) yield* closeEntry(entry)
+        // Connections nobody can use close in the background: opening a new one does not wait.
+        for (const entry of free) if (entry !== candidate) yield* closeEntry(entry).pipe(Effect.forkIn(parent))
         if (candidate) {
           const lease = yield* makeLease(candidate, owner, true)
           yield* lease.sync(desired)
