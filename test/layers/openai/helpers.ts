@@ -6,8 +6,9 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Cause, Effect, Exit, Layer, Logger, Queue, Redacted, References, Schema, Stream, Tracer } from "effect"
 import { LanguageModel, type Prompt, Tool, Toolkit } from "effect/ai"
 import { FetchHttpClient } from "effect/http"
+import { TestClock } from "effect/testing"
 import { type Options, OpenAiChat } from "../../../layers/openai/OpenAiChat.ts"
-import type { MockChatServer } from "./MockChatServer.ts"
+import { delta, type MockChatServer, sse, usageChunk } from "./MockChatServer.ts"
 
 export const KEY = "sk-test-SECRET-4f9c2a7d1e8b6035"
 
@@ -161,3 +162,17 @@ export const spanText = (capture: Captured): string =>
       : ""
     return JSON.stringify({ name: span.name, attributes: Object.fromEntries(span.attributes) }) + exit
   }).join("\n")
+
+/** The frames of a plain text reply: role, one delta per text, stop, usage. */
+export const textFrames = (texts: ReadonlyArray<string>) => [
+  delta({ role: "assistant", content: "" }),
+  ...texts.map((t) => delta({ content: t })),
+  delta({}, "stop"),
+  usageChunk(9, texts.length)
+]
+
+export const textReply = (...texts: ReadonlyArray<string>) => sse(textFrames(texts))
+
+/** Waits on the live clock (the server answers in real time while the TestClock stands still). */
+export const liveTimeout = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  TestClock.withLive(Effect.timeout(effect, "5 seconds"))
