@@ -102,6 +102,9 @@ export interface WorkTokenCell {
 }
 export const WorkToken = Context.Reference<WorkTokenCell>("baton/WorkToken", { defaultValue: () => ({ held: false }) })
 
+/** In a hook: lets the next hook of the actor's lane start (called when the hook waits for a task). */
+export const HookLane = Context.Reference<(() => void) | undefined>("baton/HookLane", { defaultValue: () => undefined })
+
 /** The tool call a fiber runs for, if any. */
 export const CurrentCall = Context.Reference<{ readonly actor: Actor; readonly callId: string } | undefined>(
   "baton/CurrentCall",
@@ -232,7 +235,11 @@ export const make = Effect.fnUntraced(function*(
       speeches.enqueue("user_turn", {}, (speech) => Reply.run(actor, speech, {}))
     })
 
-  /** Hooks run one after the other, in the order their messages came (the hook lane). */
+  /**
+   * Hooks run one after the other, in the order their messages came (the hook lane): an onExit
+   * never starts before the onEnter it follows has ended, or has started waiting for a task (it
+   * may wait for the floor to come back: the onExit must not wait for that).
+   */
   let lane = Deferred.makeUnsafe<void>()
   Deferred.doneUnsafe(lane, Effect.void)
 
@@ -249,7 +256,9 @@ export const make = Effect.fnUntraced(function*(
     work.acquire()
     const run = Deferred.await(previous).pipe(
       Effect.andThen(options.waitFor ? Deferred.await(options.waitFor) : Effect.void),
-      Effect.andThen((hook ?? Effect.void) as Effect.Effect<void, unknown>)
+      Effect.andThen(((hook ?? Effect.void) as Effect.Effect<void, unknown>).pipe(
+        Effect.provideService(HookLane, () => Deferred.doneUnsafe(done, Effect.void))
+      ))
     )
     return run.pipe(
       Effect.provideService(CurrentAgent, actor.handle),
@@ -297,10 +306,9 @@ export const make = Effect.fnUntraced(function*(
   }
 
   const deliverPending = () => {
-    if (core.sessionDeliveries.length > 0 && holdsFloor() && deliveryHost.readyToTell()) {
-      pending.push(...core.sessionDeliveries.splice(0))
-    }
     Background.deliver(deliveryHost, pending)
+    // A session tool's reports stay the session's until a holder takes them.
+    if (holdsFloor()) Background.deliver(deliveryHost, core.sessionDeliveries)
   }
 
   const handle = (msg: ActorMessage): Effect.Effect<void> =>
@@ -395,9 +403,9 @@ export const make = Effect.fnUntraced(function*(
   const afterEach = Effect.gen(function*() {
     yield* releaseHeld()
     deliverPending()
+    speeches.reconcile(holdsFloor())
     yield* speeches.startNext
     if (holdsFloor() && !speeches.current() && inputHoldingHooks === 0 && actor.status === "active") setState("listening")
-    speeches.reconcile(holdsFloor())
     speeches.notifySettled()
   })
 

@@ -145,6 +145,11 @@ export const make = (host: SpeechHost): Speeches => {
     if (current || !host.mayStart()) return Effect.void
     const next = queue.shift()
     if (!next) return Effect.void
+    // A playing speech always holds its token (a parked one gets it back here).
+    if (!next.speech.holdsToken) {
+      work.acquire()
+      next.speech.holdsToken = true
+    }
     const entry: { readonly queued: Queued; fiber: Fiber.Fiber<void> | undefined } = { queued: next, fiber: undefined }
     current = entry
     next.speech.phase = "generating"

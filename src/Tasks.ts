@@ -2,7 +2,7 @@
  * The actor side of `AgentTask`: lending the floor to a task and completing one.
  */
 import { Deferred, Effect, Exit } from "effect"
-import { type Actor, CurrentCall, WorkToken } from "./Actor.ts"
+import { type Actor, CurrentCall, HookLane, WorkToken } from "./Actor.ts"
 import type { Agent } from "./Agent.ts"
 import type { RunTaskOptions, TaskResult } from "./CurrentAgent.ts"
 import { TaskError } from "./Errors.ts"
@@ -30,6 +30,8 @@ export const run = (caller: Actor, task: Agent, options: RunTaskOptions = {}): E
     const result = yield* Deferred.make<unknown, TaskError>()
     caller.core.send({ _tag: "StartTask", caller, task, result, handover, extraTools: options.extraTools ?? [] })
     if (handover.pending) work.release()
+    // A hook waiting for a task does not hold up the actor's next hook.
+    ;(yield* HookLane)?.()
     return yield* Deferred.await(result).pipe(Effect.onInterrupt(() => Effect.sync(() => returnToken(work, handover))))
   })
 
