@@ -13,7 +13,7 @@
  * holder opens a fresh connection seeded with its context. Otherwise the free connections are
  * closed and a fresh one is opened.
  */
-import { Cause, Effect, Exit, Queue, Scope, Stream } from "effect"
+import { Cause, Deferred, Effect, Exit, Queue, Scope, Stream } from "effect"
 import type {
   Ack,
   RealtimeCapabilities,
@@ -44,9 +44,12 @@ export interface Lease {
   readonly capabilities: RealtimeCapabilities
   readonly events: Queue.Dequeue<RealtimeEvent, Cause.Done>
   readonly revoked: () => RevokeReason | undefined
+  /** Waits (a bounded time) until the server has no response running (cancelling a cut one). */
+  readonly settle: Effect.Effect<void>
   /** Sends what differs from `desired`, without waiting for acknowledgements. */
   readonly sync: (desired: Desired) => Effect.Effect<void, RealtimeError>
-  readonly createResponse: (options?: { readonly instructions?: string; readonly toolChoice?: RealtimeToolChoice }) => Effect.Effect<void, RealtimeError>
+  /** Asks for a response; the returned function abandons it (it is cancelled and dropped). */
+  readonly createResponse: (options?: { readonly instructions?: string; readonly toolChoice?: RealtimeToolChoice }) => Effect.Effect<() => void, RealtimeError>
   readonly cancelResponse: Effect.Effect<void, RealtimeError>
   readonly sendToolOutput: RealtimeConnection["sendToolOutput"]
   readonly truncate: (itemId: string, audioEndMs: number) => Effect.Effect<void, RealtimeError>
@@ -66,6 +69,12 @@ interface Entry {
   broken: boolean
   /** When it was released, to prefer the most recent free connection. */
   releasedAt: number
+  /** Who asked for each response not started yet, in order (the server answers in order). */
+  readonly requests: Array<{ readonly owner: object; abandoned: boolean }>
+  /** The response the server is generating, and whether its asker still wants it. */
+  active: { readonly id: string; stale: boolean } | undefined
+  /** Waiting for the server to be done with `active`. */
+  idle: Array<Deferred.Deferred<void>>
 }
 
 export interface Pool {
@@ -152,13 +161,75 @@ export const make = (
           entry.instructions = desired.instructions
           entry.toolsKey = key
         }
-        const ids = contextIds(desired.context)
-        if (ids.length !== entry.contextIds.length || !isPrefix(entry.contextIds, ids)) {
-          acks.push(yield* conn.updateChatContext(desired.context))
-          entry.contextIds = ids
-        }
+        // Always asked: the provider diffs against what the server holds, which may include
+        // items baton never heard of (a response cut before it said anything).
+        acks.push(yield* conn.updateChatContext(desired.context))
+        entry.contextIds = contextIds(desired.context)
         if (acks.length > 0) yield* watch(entry, acks)
+      }).pipe(
+        // A change the model cannot make on this connection (e.g. deleting an item it made
+        // that baton never heard of): a fresh connection, as rule 7 says.
+        Effect.catchIf((error) => error.reason === "unsupported", (error) => breakEntry(entry, error.message))
+      )
+
+    const breakEntry = (entry: Entry, why: string): Effect.Effect<never, RealtimeError> =>
+      Effect.sync(() => {
+        entry.broken = true
+        entry.lease?.revoke("fallback")
+      }).pipe(
+        Effect.andThen(Scope.close(entry.scope, Exit.void).pipe(Effect.forkIn(parent))),
+        Effect.andThen(Effect.fail(new RealtimeError({ reason: "revoked", message: `the lease was revoked (fallback: ${why})` })))
+      )
+
+    /** Waits (a bounded time) until the server is done with its current response. */
+    const settle = (entry: Entry): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (!entry.active && entry.requests.length === 0) return Effect.void
+        const waiter = Deferred.makeUnsafe<void>()
+        entry.idle.push(waiter)
+        return (entry.active ? entry.connection.cancelResponse.pipe(Effect.ignore) : Effect.void).pipe(
+          Effect.andThen(Deferred.await(waiter)),
+          Effect.timeoutOption("3 seconds"),
+          Effect.asVoid
+        )
       })
+
+    const responseEnded = (entry: Entry) => {
+      entry.active = undefined
+      if (entry.requests.length > 0) return
+      for (const waiter of entry.idle.splice(0)) Deferred.doneUnsafe(waiter, Effect.void)
+    }
+
+    /**
+     * Which lease an event is for. A response asked for by a lease that was released since
+     * (or cut) is stale: none of its events reach anyone (rule 8).
+     */
+    const track = (entry: Entry, event: RealtimeEvent): boolean => {
+      switch (event._tag) {
+        case "ResponseStarted": {
+          const request = entry.requests.shift()
+          const stale = request !== undefined && (request.abandoned || request.owner !== entry.lease)
+          entry.active = { id: event.responseId, stale }
+          if (stale) Effect.runFork(entry.connection.cancelResponse.pipe(Effect.ignore))
+          return !stale
+        }
+        case "TextDelta":
+        case "TranscriptDelta":
+        case "AudioDelta":
+        case "FunctionCall":
+          return !(entry.active?.id === event.responseId && entry.active.stale)
+        case "ResponseDone": {
+          const stale = entry.active?.id === event.responseId && entry.active.stale
+          if (entry.active?.id === event.responseId) responseEnded(entry)
+          return !stale
+        }
+        case "Interrupted":
+          responseEnded(entry)
+          return true
+        default:
+          return true
+      }
+    }
 
     const makeLease = (entry: Entry, owner: string, reused: boolean): Effect.Effect<Lease> =>
       Effect.gen(function*() {
@@ -181,9 +252,30 @@ export const make = (
             Queue.endUnsafe(events)
           },
           sync: (desired: Desired) => guard(lease, () => sync(entry, desired)),
+          settle: Effect.suspend(() => (revokedReason ? Effect.void : settle(entry))),
           createResponse: (options?: { readonly instructions?: string; readonly toolChoice?: RealtimeToolChoice }) =>
-            guard(lease, () => entry.connection.createResponse(options)),
-          cancelResponse: guard({ revoked: () => revokedReason }, () => entry.connection.cancelResponse),
+            guard(lease, () =>
+              // One response at a time: a cut one is cancelled and waited for first.
+              Effect.gen(function*() {
+                yield* settle(entry)
+                const request = { owner: lease, abandoned: false }
+                entry.requests.push(request)
+                yield* entry.connection.createResponse(options).pipe(
+                  Effect.tapError(() => Effect.sync(() => {
+                    const index = entry.requests.indexOf(request)
+                    if (index >= 0) entry.requests.splice(index, 1)
+                  }))
+                )
+                return () => {
+                  request.abandoned = true
+                }
+              })),
+          cancelResponse: guard({ revoked: () => revokedReason }, () =>
+            Effect.suspend(() => {
+              // Cut by its asker: what is left of it reaches no one.
+              if (entry.active) entry.active.stale = true
+              return entry.connection.cancelResponse
+            })),
           sendToolOutput: (output: Parameters<RealtimeConnection["sendToolOutput"]>[0]) =>
             guard(lease, () => entry.connection.sendToolOutput(output)),
           truncate: (itemId: string, audioEndMs: number) => guard(lease, () => entry.connection.truncate(itemId, audioEndMs)),
@@ -215,7 +307,10 @@ export const make = (
           toolsKey: toolsKey(desired.tools),
           contextIds: contextIds(desired.context),
           broken: false,
-          releasedAt: 0
+          releasedAt: 0,
+          requests: [],
+          active: undefined,
+          idle: []
         }
         entries.add(entry)
         yield* Scope.addFinalizer(scope, Effect.sync(() => {
@@ -227,6 +322,7 @@ export const make = (
         yield* connection.events.pipe(
           Stream.runForEach((event) =>
             Effect.suspend(() => {
+              if (!track(entry, event)) return Effect.logDebug(`realtime ${event._tag} of a stale response: dropped`)
               const lease = entry.lease
               if (lease) return Queue.offer(lease.queue, event).pipe(Effect.asVoid)
               return Effect.logDebug(`realtime event ${event._tag} arrived with no holder: dropped`)
@@ -258,6 +354,8 @@ export const make = (
         // Connections nobody can use close in the background: opening a new one does not wait.
         for (const entry of free) if (entry !== candidate) yield* closeEntry(entry).pipe(Effect.forkIn(parent))
         if (candidate) {
+          // What the old holder asked for ends before the new holder's configuration goes out.
+          yield* settle(candidate)
           const lease = yield* makeLease(candidate, owner, true)
           yield* lease.sync(desired)
           return lease
@@ -274,6 +372,10 @@ export const make = (
           if (entry.lease === lease) {
             entry.releasedAt = now()
             entry.lease.revoke("released")
+            // What the old holder asked for is no one's now: cancelled, and dropped if it comes.
+            if (entry.active) entry.active.stale = true
+            for (const request of entry.requests) request.abandoned = true
+            if (entry.active) Effect.runFork(entry.connection.cancelResponse.pipe(Effect.ignore))
           }
         }
       },

@@ -53,6 +53,9 @@ const lease = (actor: Actor, binding: RealtimeBinding): Effect.Effect<Lease, Rea
   Effect.gen(function*() {
     const held = binding.lease
     if (held && !held.revoked()) {
+      // A response still running (one that was cut) ends first: what it left on the server is
+      // then seen by the sync.
+      yield* held.settle
       yield* held.sync(desired(actor))
       return held
     }
@@ -165,11 +168,20 @@ const request = (
       }))
     )
     if (answersByItself && held === current) return { lease: held, responseId: yield* Deferred.await(started) }
-    yield* held.createResponse({
+    const abandon = yield* held.createResponse({
       ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
       ...(options.toolChoice !== undefined ? { toolChoice: options.toolChoice } : {})
     }).pipe(Effect.provideService(ModelCall, { agent: actor.name, speechId: options.speechId }))
-    const responseId = yield* Deferred.await(started)
+    // Cut before it started (the user spoke): when it starts it is cancelled and dropped.
+    const responseId = yield* Deferred.await(started).pipe(
+      Effect.onInterrupt(() =>
+        Effect.sync(() => {
+          abandon()
+          const index = binding.waiting.indexOf(started)
+          if (index >= 0) binding.waiting.splice(index, 1)
+        })
+      )
+    )
     return { lease: held, responseId }
   }).pipe(
     Effect.catchIf(
@@ -272,6 +284,7 @@ export const run = (
     let toolChoice = options.toolChoice as RealtimeToolChoice | undefined
     let existing = startedBy
     let answered: ReadonlyArray<string> | undefined
+    let retried = false
     for (let step = 0;; step++) {
       if (!actor.holdsFloor()) return
       speech.phase = "generating"
@@ -282,7 +295,22 @@ export const run = (
       existing = undefined
       const queue = binding.responses.get(responseId)
       if (!queue) return
-      const calls = yield* play(actor, speech, held, queue)
+      const played = yield* play(actor, speech, held, queue).pipe(
+        Effect.map((calls) => ({ calls, retry: false })),
+        // The connection broke under the reply (an update's error answer): ask again on the
+        // fresh one, once per step.
+        Effect.catchIf(
+          (error) => error instanceof RealtimeError && held.revoked() === "fallback" && !retried && actor.holdsFloor(),
+          () => Effect.succeed({ calls: [] as ReadonlyArray<PendingCall>, retry: true })
+        )
+      )
+      if (played.retry) {
+        retried = true
+        step--
+        continue
+      }
+      retried = false
+      const calls = played.calls
       if (calls.length === 0) return
       const next = yield* ToolBatch.run(actor, speech, calls)
       if (next === "passed") return

@@ -61,5 +61,7 @@ export const complete = (actor: Actor, result: TaskResult): Effect.Effect<void, 
       if (!actor.completions.has(call.callId)) actor.completions.set(call.callId, result)
       return
     }
+    // The floor goes back: nothing new starts here (held input goes to the caller).
+    actor.passing = true
     actor.core.send({ _tag: "CompleteTask", actor, result })
   })

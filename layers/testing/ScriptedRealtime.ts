@@ -112,6 +112,8 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
           const log = (op: string, detail?: unknown) => record.ops.push({ op, at: clock.currentTimeMillisUnsafe(), detail })
           log("connect", { instructions: config.instructions })
           let response: Fiber.Fiber<void> | undefined
+          /** The response being generated: every response asked for starts and ends once. */
+          let current: { readonly id: string; started: boolean } | undefined
           yield* Scope.addFinalizer(scope, Effect.sync(() => {
             record.closed = true
             log("close")
@@ -141,9 +143,10 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               return { await: Deferred.await(done) }
             })
 
-          const respond = (responseId: string, instructions: string | undefined, toolChoice: RealtimeToolChoice | undefined) =>
+          // The server takes the request as it stands when `response.create` arrives (later
+          // updates do not change it); the answer comes after `responseDelay`.
+          const respond = (instructions: string | undefined, toolChoice: RealtimeToolChoice | undefined) =>
             Effect.gen(function*() {
-              yield* sleep(options.responseDelay)
               const prompt = toPrompt(ChatContext.make(record.items), { instructions: record.instructions, extraInstructions: instructions })
               const info = yield* ModelCall
               const request: ScriptedModel.RecordedRequest = {
@@ -157,11 +160,18 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               }
               record.responses.push({ agent: info?.agent, instructions: record.instructions })
               const rule = options.rules.find((r) => ScriptedModel.matches(r.when, request))
+              const reply = rule && (typeof rule.reply === "function" ? rule.reply(request) : rule.reply)
+              return { rule, reply }
+            })
+          const stream = (responseId: string, answer: { readonly rule: unknown; readonly reply: ScriptedModel.ScriptedResponse | undefined }) =>
+            Effect.gen(function*() {
+              yield* sleep(options.responseDelay)
+              current!.started = true
               yield* emit({ _tag: "ResponseStarted", responseId })
-              if (!rule) {
+              const reply = answer.reply
+              if (!reply) {
                 return yield* emit({ _tag: "ResponseDone", responseId, status: "failed", error: "no scripted response" })
               }
-              const reply = typeof rule.reply === "function" ? rule.reply(request) : rule.reply
               yield* sleep(reply.delay)
               const chunks = reply.text === undefined ? [] : typeof reply.text === "string" ? [reply.text] : reply.text
               const itemId = nextId("item")
@@ -181,7 +191,9 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
                 yield* emit({ _tag: "FunctionCall", responseId, itemId: callItem, callId, name: call.name, arguments: args })
               }
               yield* emit({ _tag: "ResponseDone", responseId, status: "completed", usage: { inputTokens: 0, outputTokens: 0 } })
-            })
+            }).pipe(Effect.ensuring(Effect.sync(() => {
+              if (current?.id === responseId) current = undefined
+            })))
 
           return {
             id: record.id,
@@ -224,13 +236,22 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
                   if (response && !response.pollUnsafe()) {
                     return yield* new RealtimeError({ reason: "rejected", message: "a response is already in progress" })
                   }
-                  response = yield* respond(nextId("resp"), opts?.instructions, opts?.toolChoice).pipe(Effect.forkIn(scope))
+                  const id = nextId("resp")
+                  current = { id, started: false }
+                  const answer = yield* respond(opts?.instructions, opts?.toolChoice)
+                  response = yield* stream(id, answer).pipe(Effect.forkIn(scope))
                 })
               ),
             cancelResponse: live(() =>
               Effect.gen(function*() {
                 log("cancelResponse")
+                const cut = current
                 if (response) yield* Fiber.interrupt(response)
+                // Like a real server: the response is created (if it was not yet) and ends cancelled.
+                if (cut) {
+                  if (!cut.started) yield* emit({ _tag: "ResponseStarted", responseId: cut.id })
+                  yield* emit({ _tag: "ResponseDone", responseId: cut.id, status: "cancelled" })
+                }
               })
             ),
             truncate: (itemId, audioEndMs) => live(() => Effect.sync(() => log("truncate", { itemId, audioEndMs }))),

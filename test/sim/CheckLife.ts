@@ -1,0 +1,176 @@
+/**
+ * Rules 5, 6, 10 and 11 (hooks, returns, quiescence, leaks) and unexpected errors.
+ */
+import type { SessionEvent } from "../../src/Events.ts"
+import { type Ctx, type Rule, v, type Violation } from "./CheckCore.ts"
+import type { HookName } from "./Interpret.ts"
+import type { AgentSpec } from "./Scenario.ts"
+
+/** The hooks the handoff events call for, per agent, in order (only hooks the agent has). */
+const expectedHooks = (ctx: Ctx, spec: AgentSpec, upTo: number): Array<{ readonly hook: HookName; readonly seq: number }> => {
+  const out: Array<{ hook: HookName; seq: number }> = []
+  for (const e of ctx.handoffs) {
+    if (e.seq >= upTo) break
+    if (e.from === spec.name && (e.kind === "handoff" || e.kind === "return")) out.push({ hook: "onExit", seq: e.seq })
+    if (e.to === spec.name && !e.resumed) out.push({ hook: "onEnter", seq: e.seq })
+    if (e.to === spec.name && e.resumed && e.kind === "handoff") out.push({ hook: "onResume", seq: e.seq })
+  }
+  return out.filter((x) => spec[x.hook] !== undefined)
+}
+
+const short = (hook: HookName) => hook.slice(2).toLowerCase()
+
+/**
+ * Rule 5: each agent's hooks ran exactly as its handoffs call for, in that order: onEnter once
+ * per activation, onExit once per passing, onResume (never onEnter) when resumed, each after its
+ * handoff event. Exact at the final quiescent point; a prefix when the session closed earlier.
+ */
+export const checkHooks = (ctx: Ctx): Array<Violation> => {
+  const out: Array<Violation> = []
+  const settled = ctx.rec.settled
+  const upTo = settled?.seq ?? Infinity
+  const calls = settled?.hooks ?? ctx.rec.hooks
+  for (const spec of ctx.specs.values()) {
+    const expected = expectedHooks(ctx, spec, upTo)
+    const ran = calls.filter((c) => c.agent === spec.name)
+    const same = (n: number) => ran.slice(0, n).every((c, i) => c.hook === expected[i]!.hook)
+    const ok = settled ? ran.length === expected.length && same(ran.length) : ran.length <= expected.length && same(ran.length)
+    if (!ok) {
+      out.push(v(
+        "rule 5",
+        `hooks of ${spec.name} ran as [${ran.map((c) => short(c.hook)).join(", ")}] but its handoffs call for [${
+          expected.map((x) => short(x.hook)).join(", ")
+        }]${settled ? "" : " (closed early: a prefix)"}`
+      ))
+      continue
+    }
+    ran.forEach((c, k) => {
+      const event = expected[k]!
+      if (c.seq <= event.seq) out.push(v("rule 5", `${c.hook} of ${spec.name} ran before its handoff event (seq ${event.seq})`, c.seq))
+    })
+  }
+  return out
+}
+
+export const checkReturns = (ctx: Ctx): Array<Violation> => {
+  const out: Array<Violation> = []
+  const seen = new Set<string>()
+  for (const e of ctx.handoffs) {
+    if (e.kind === "handoff") {
+      const expected = seen.has(e.to)
+      if (e.resumed !== expected) {
+        out.push(v("rule 6", `handoff to ${e.to} has resumed: ${e.resumed}, expected ${expected} (${expected ? "its actor is paused" : "first activation"})`, e.seq))
+      }
+    }
+    if (e.kind === "task" && e.resumed) out.push(v("rule 6", `a task start to ${e.to} claims to resume an actor`, e.seq))
+    if (e.kind === "return" && !e.resumed) out.push(v("rule 6", `the return to ${e.to} does not resume its actor`, e.seq))
+    seen.add(e.to)
+  }
+  // An AgentTask's completion resumes the flow that awaited it.
+  const settled = ctx.rec.settled
+  if (settled) {
+    const pairs = new Map<string, number>()
+    for (const e of ctx.handoffs) {
+      if (e.kind !== "return" || e.seq >= settled.seq || ctx.groups.has(e.to) || !e.from) continue
+      const key = `${e.to} <- ${e.from}`
+      pairs.set(key, (pairs.get(key) ?? 0) + 1)
+    }
+    const got = new Map<string, number>()
+    for (const o of settled.taskOutcomes) got.set(`${o.caller} <- ${o.task}`, (got.get(`${o.caller} <- ${o.task}`) ?? 0) + 1)
+    for (const key of new Set([...pairs.keys(), ...got.keys()])) {
+      if ((pairs.get(key) ?? 0) !== (got.get(key) ?? 0)) {
+        out.push(v("rule 6", `${key}: ${pairs.get(key) ?? 0} return(s) but the awaiting flow got ${got.get(key) ?? 0} result(s)`))
+      }
+    }
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rules 10 and 11, and unhandled errors.
+
+export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
+  const out: Array<Violation> = []
+  const { rec } = ctx
+  for (const run of rec.runs) {
+    if (run.resolvedSeq === undefined || run.closedBefore) continue
+    if (!run.idleAtResolution) out.push(v("rule 10", `run ${run.text} resolved while the session was still busy`, run.resolvedSeq))
+    if (!run.containsInput) out.push(v("rule 10", `the result of run ${run.text} lacks its own input`, run.resolvedSeq))
+    if (run.othersPending) continue
+    // Background tools report when they finish: a run that did not wait for them may see that.
+    if (!run.background && (run.backgroundRunning || backgroundPending(ctx, run.resolvedSeq))) continue
+    const next = rec.actions.find((a) => a.order > run.resolvedOrder && a.op !== "idle")?.seq ?? rec.settled?.seq ?? rec.closeSeq ?? Infinity
+    const late = rec.events.filter((e) => e.seq >= run.resolvedSeq! && e.seq < next)
+    if (late.length > 0) {
+      out.push(v("rule 10", `${late.length} event(s) after run ${run.text} resolved, before anything else happened (first: ${late[0]!.type})`, late[0]!.seq))
+    }
+  }
+  const settled = rec.settled
+  if (settled) {
+    if (settled.lateEvents > 0) out.push(v("rule 10", `${settled.lateEvents} event(s) after the session was quiescent`, settled.seq))
+    // With no flow waiting for a task, only the loops are left: the session's and each actor's,
+    // and with realtime, each open connection's router and the lease route of its holder.
+    const d = settled.diagnostics
+    const resting = 1 + d.actors - rec.before.actors
+    const running = d.fibers - rec.before.fibers
+    const routers = settled.openConnections * 2
+    if (settled.awaiting === 0 && (running < resting || running > resting + routers)) {
+      out.push(v("rule 10", `${running} baton fibers running once quiescent, expected ${resting}${routers ? ` to ${resting + routers}` : ""} (loops${routers ? " and realtime routers" : ""})`))
+    }
+  }
+  return out
+}
+
+/** A long-running handler had finished by `seq` but its result was not recorded yet. */
+const backgroundPending = (ctx: Ctx, seq: number): boolean =>
+  ctx.rec.finishes.some((f) => f.seq < seq && (ctx.outputSeq.get(`${f.callId}:result`) ?? Infinity) >= seq)
+
+export const checkLeaks = (ctx: Ctx): Array<Violation> => {
+  const { before, after } = ctx.rec
+  const out: Array<Violation> = []
+  for (const key of ["sessions", "actors", "scopes", "fibers"] as const) {
+    if (after[key] !== before[key]) out.push(v("rule 11", `${after[key] - before[key]} ${key} left after close`))
+  }
+  if (after.tokenErrors !== before.tokenErrors) out.push(v("rule 11", `${after.tokenErrors - before.tokenErrors} work token error(s)`))
+  if (ctx.rec.events.at(-1)?.type !== "close") out.push(v("rule 11", "the event log does not end with the close event"))
+  return out
+}
+
+export const checkErrors = (ctx: Ctx): Array<Violation> => {
+  const out: Array<Violation> = []
+  for (const e of ctx.rec.events) {
+    if (e.type !== "error") continue
+    if (!expectedError(ctx, e)) {
+      out.push(v("no unhandled error", `unexpected ${e.source} error from ${e.agent ?? "the session"}: ${e.message.split("\n")[0]}`, e.seq))
+    }
+  }
+  for (const f of ctx.rec.failures) {
+    // Rejected realtime updates are scripted: the fallback is logged, as it should be.
+    const fallback = /^log: Warn: realtime update failed \(update \d+ rejected\): falling back to a new connection$/.test(f.message)
+    if (fallback && ctx.rec.scenario.realtime?.rejectEvery) continue
+    out.push(v(f.rule as Rule, f.message))
+  }
+  return out
+}
+
+const expectedError = (ctx: Ctx, e: Extract<SessionEvent, { type: "error" }>): boolean => {
+  const spec = e.agent ? ctx.specs.get(e.agent) : undefined
+  if (!spec || !e.recoverable) return false
+  switch (e.source) {
+    case "tool":
+      return spec.tools.some((t) =>
+        (t.kind === "failing" && t.plainError && e.message.startsWith(`${t.name} failed:`)) ||
+        (t.kind === "dying" && e.message.startsWith(`${t.name} died:`))
+      )
+    case "model":
+      return e.message.includes("scripted failure") &&
+        Object.values(ctx.rec.scenario.responses[spec.name] ?? {}).some((list) => list.some((r) => r.error))
+    case "realtime":
+      return ctx.rec.scenario.realtime?.rejectEvery !== undefined && /rejected/.test(e.message)
+    case "hook":
+      return e.message.includes("SimHookFailure") &&
+        (["onEnter", "onExit", "onResume"] as const).some((h) => spec[h]?.action === "fail" && e.message.startsWith(`${h} of ${spec.name}`))
+    default:
+      return false
+  }
+}

@@ -1,0 +1,333 @@
+/**
+ * Random scenarios from a seed: 2-5 agents with tools of every kind, AgentTasks (awaited from
+ * tools and hooks), a TaskGroup started from an onEnter, a scripted model with parallel batches
+ * (two handoffs in one response included) and a timeline of user inputs (`send`, `run`),
+ * interruptions, forced handoffs, `say`/`generateReply` and a close at a random time.
+ *
+ * Each part draws from its own `Prng.fork`, so a new kind of decision added to one part keeps
+ * the other parts of old seeds as they were.
+ */
+import { Prng } from "./Prng.ts"
+import type {
+  Action,
+  AgentSpec,
+  CallSpec,
+  ContextPolicyName,
+  GroupSpec,
+  HookAction,
+  HookSpec,
+  ResponseSpec,
+  ResponseTable,
+  Scenario,
+  TaskSpec,
+  ToolKind,
+  ToolSpec
+} from "./Scenario.ts"
+
+const PREFIX: Record<ToolKind, string> = {
+  immediate: "now",
+  slow: "slow",
+  failing: "fail",
+  dying: "die",
+  typed: "typed",
+  handoff: "to",
+  task: "ask",
+  complete: "done",
+  giveUp: "quit",
+  longRunning: "long",
+  hangUp: "hang_up"
+}
+
+const contextPolicy = (rng: Prng): ContextPolicyName => rng.weighted([[6, "full"], [2, "none"], [2, "last1"]])
+
+const makeTool = (rng: Prng, index: number, kind: ToolKind, fields: Partial<ToolSpec> = {}): ToolSpec => {
+  const target = fields.target
+  const base = `${PREFIX[kind]}${target ? `_${target}` : ""}_${index}`
+  const delay = kind === "immediate" ? 0 : rng.delay(kind === "slow" ? 1500 : 800)
+  return {
+    name: base,
+    kind,
+    delay,
+    ...(target ? { target } : {}),
+    ...(kind === "handoff" ? { context: contextPolicy(rng) } : {}),
+    ...(kind === "failing" && rng.chance(0.5) ? { plainError: true } : {}),
+    ...fields
+  }
+}
+
+const agentTools = (rng: Prng, self: string, agents: ReadonlyArray<string>, tasks: ReadonlyArray<string>): Array<ToolSpec> => {
+  const count = rng.int(1, 5)
+  const others = agents.filter((a) => a !== self)
+  const kinds: Array<readonly [number, ToolKind]> = [
+    [3, "immediate"],
+    [4, "slow"],
+    [2, "failing"],
+    [1, "dying"],
+    [2, "typed"],
+    [5, "handoff"]
+  ]
+  if (tasks.length > 0) kinds.push([2, "task"])
+  const tools: Array<ToolSpec> = []
+  for (let i = 0; i < count; i++) {
+    const kind = rng.weighted(kinds)
+    if (kind === "handoff") {
+      // Now and then a handoff to itself: refused, with an error output.
+      const target = rng.chance(0.05) ? self : rng.pick(others)
+      tools.push(makeTool(rng, i, kind, { target }))
+    } else if (kind === "task") {
+      tools.push(makeTool(rng, i, kind, { target: rng.pick(tasks) }))
+    } else {
+      tools.push(makeTool(rng, i, kind))
+    }
+  }
+  if (!tools.some((t) => t.kind === "handoff") && rng.chance(0.85)) {
+    tools.push(makeTool(rng, count, "handoff", { target: rng.pick(others) }))
+  }
+  return tools
+}
+
+const hook = (rng: Prng, actions: ReadonlyArray<readonly [number, HookAction]>, targets: {
+  readonly tasks: ReadonlyArray<string>
+  readonly groups: ReadonlyArray<string>
+}): HookSpec => {
+  const usable = actions.filter(([, a]) =>
+    (a !== "task" || targets.tasks.length > 0) && (a !== "group" || targets.groups.length > 0)
+  )
+  const action = rng.weighted(usable)
+  const delay = rng.chance(0.25) ? rng.delay(600, 0) : 0
+  const target = action === "task" ? rng.pick(targets.tasks) : action === "group" ? rng.pick(targets.groups) : undefined
+  return { action, delay, ...(target ? { target } : {}) }
+}
+
+const makeAgent = (rng: Prng, name: string, agents: ReadonlyArray<string>, tasks: ReadonlyArray<string>, groups: ReadonlyArray<string>): AgentSpec => {
+  const targets = { tasks, groups }
+  return {
+    name,
+    tools: agentTools(rng, name, agents, tasks),
+    onEnter: rng.chance(0.8)
+      ? hook(rng, [[2, "none"], [6, "reply"], [2, "say"], [1, "task"], [1.5, "group"], [0.4, "fail"]], targets)
+      : undefined,
+    onExit: rng.chance(0.6) ? hook(rng, [[6, "none"], [1, "reply"], [0.4, "fail"]], targets) : undefined,
+    onResume: rng.chance(0.6) ? hook(rng, [[3, "none"], [4, "reply"], [1, "say"]], targets) : undefined,
+    maxToolSteps: rng.int(1, 3)
+  }
+}
+
+const makeTask = (rng: Prng, index: number, name: string, agents: ReadonlyArray<string>, tasks: ReadonlyArray<string>): TaskSpec => {
+  const tools: Array<ToolSpec> = [makeTool(rng, 0, "complete")]
+  if (rng.chance(0.35)) tools.push(makeTool(rng, 1, "giveUp"))
+  const extra = rng.int(0, 2)
+  for (let i = 0; i < extra; i++) {
+    const later = tasks.slice(index + 1)
+    const kinds: Array<readonly [number, ToolKind]> = [[3, "immediate"], [3, "slow"], [2, "failing"], [2, "typed"], [0.7, "handoff"]]
+    // A task can await a later task (never an earlier one: no cycles).
+    if (later.length > 0) kinds.push([0.7, "task"])
+    const kind = rng.weighted(kinds)
+    const target = kind === "handoff" ? rng.pick(agents) : kind === "task" ? rng.pick(later) : undefined
+    tools.push(makeTool(rng, i + 2, kind, target ? { target } : {}))
+  }
+  return {
+    name,
+    tools,
+    onEnter: hook(rng, [[1, "none"], [8, "reply"], [1, "say"]], { tasks: [], groups: [] }),
+    onExit: rng.chance(0.4) ? hook(rng, [[1, "none"]], { tasks: [], groups: [] }) : undefined,
+    onResume: undefined,
+    maxToolSteps: rng.int(1, 2),
+    context: contextPolicy(rng)
+  }
+}
+
+const text = (rng: Prng, name: string): Array<string> => {
+  const n = rng.weighted([[3, 0], [4, 1], [2, 2], [1, 3]] as const)
+  return Array.from({ length: n }, (_, i) => `${name}-${i} `)
+}
+
+const call = (rng: Prng, tool: ToolSpec | undefined): CallSpec => {
+  if (!tool) return { tool: "no_such_tool" }
+  if (tool.kind === "typed" && rng.chance(0.5)) return { tool: tool.name, badArgs: rng.chance(0.7) ? "schema" : "json" }
+  return { tool: tool.name }
+}
+
+const response = (rng: Prng, agent: AgentSpec, calls: number, isTask: boolean): ResponseSpec => {
+  const chosen: Array<CallSpec> = []
+  const handoffs = agent.tools.filter((t) => t.kind === "handoff")
+  const finishers = agent.tools.filter((t) => t.kind === "complete" || t.kind === "giveUp")
+  for (let i = 0; i < calls; i++) {
+    if (rng.chance(0.04)) {
+      chosen.push(call(rng, undefined))
+    } else if (isTask && i === 0 && finishers.length > 0 && rng.chance(0.5)) {
+      chosen.push(call(rng, rng.pick(finishers)))
+    } else {
+      chosen.push(call(rng, rng.pick(agent.tools)))
+    }
+  }
+  // Two handoffs in one batch (the second may repeat the first tool).
+  if (calls > 0 && handoffs.length > 0 && rng.chance(0.15)) chosen.push(call(rng, rng.pick(handoffs)))
+  const words = text(rng, agent.name)
+  return {
+    delay: rng.delay(400),
+    text: words,
+    chunkDelay: words.length > 1 ? rng.delay(150, 0.4) : 0,
+    calls: rng.chance(0.5) ? chosen : rng.shuffle(chosen),
+    ...(rng.chance(0.03) ? { error: true } : {})
+  }
+}
+
+const responses = (rng: Prng, agent: AgentSpec, isTask: boolean): ResponseTable => {
+  const calls = () => rng.weighted([[3, 0], [4, 1], [2, 2], [1.5, 3]] as const)
+  const user = Array.from({ length: rng.int(1, 4) }, () => response(rng, agent, calls(), isTask))
+  const tool = Array.from({ length: rng.int(1, 2) }, () => response(rng, agent, rng.chance(0.25) ? calls() : 0, isTask))
+  const other = Array.from({ length: rng.int(1, 2) }, () => response(rng, agent, rng.chance(0.2) ? calls() : 0, isTask))
+  return { user, tool, other }
+}
+
+const timeline = (rng: Prng, agents: ReadonlyArray<string>): Array<Action> => {
+  const count = rng.int(2, 8)
+  const actions: Array<Action> = []
+  let input = 0
+  let closed = false
+  let afterClose = rng.int(0, 2)
+  const kinds: ReadonlyArray<readonly [number, "run" | "send" | "interrupt" | "handoff" | "say" | "reply" | "idle" | "close"]> = [
+    [5, "run"],
+    [3, "send"],
+    [1.5, "interrupt"],
+    [1.5, "handoff"],
+    [0.5, "say"],
+    [0.5, "reply"],
+    [0.5, "idle"],
+    [0.6, "close"]
+  ]
+  for (let i = 0; i < count; i++) {
+    if (closed && afterClose-- <= 0) break
+    const op = rng.weighted(kinds.filter(([, k]) => !(closed && k === "close")))
+    const after = rng.delay(1500, 0.25)
+    switch (op) {
+      case "run":
+        actions.push({ op, after, input: input++, wait: rng.chance(0.8) })
+        break
+      case "send":
+        actions.push({ op, after, input: input++ })
+        break
+      case "handoff":
+        actions.push({ op, after, target: rng.pick(agents) })
+        break
+      case "close":
+        closed = true
+        actions.push({ op, after })
+        break
+      default:
+        actions.push({ op, after })
+    }
+  }
+  if (!actions.some((a) => a.op === "run" || a.op === "send")) actions.unshift({ op: "run", after: 0, input: input++, wait: true })
+  return actions
+}
+
+/**
+ * Later additions, each from its own fork (so the base scenario of a seed stays as it was):
+ * long-running tools and the calls to them, the user speaking (barge-in), runs that wait for
+ * background tools, a tool that hangs up, and going back to an earlier step of a TaskGroup.
+ */
+const extend = (root: Prng, s: Scenario): Scenario => {
+  const rng = root.fork("extensions-1")
+  const agentNames = s.agents.map((a) => a.name)
+  const responses: Record<string, ResponseTable> = { ...s.responses }
+  // Only answers to the user call the new tools: a reply to a background result that started
+  // the same tool again would loop for ever (the application's loop, not baton's).
+  const addCalls = (name: string, tool: string, chance: number) => {
+    const table = responses[name]!
+    responses[name] = { ...table, user: table.user.map((r) => (rng.chance(chance) ? { ...r, calls: [...r.calls, { tool }] } : r)) }
+  }
+  const agents = s.agents.map((agent) => {
+    const extra: Array<ToolSpec> = []
+    if (rng.chance(0.35)) {
+      const handoff = rng.chance(0.4)
+      const others = agentNames.filter((n) => n !== agent.name)
+      const tool: ToolSpec = {
+        name: `long${handoff ? "_to" : ""}_${agent.tools.length}`,
+        kind: "longRunning",
+        delay: rng.chance(0.7) ? 0 : rng.delay(300, 0),
+        duration: rng.delay(3000, 0),
+        updates: rng.weighted([[5, 0], [2, 1], [1, 2]] as const),
+        onDuplicate: rng.weighted([[5, "allow"], [2, "reject"], [2, "replace"]] as const),
+        ...(handoff ? { target: rng.pick(others) } : {})
+      }
+      extra.push(tool)
+      addCalls(agent.name, tool.name, 0.3)
+    }
+    if (rng.chance(0.05)) {
+      const tool: ToolSpec = { name: `hang_up_${agent.tools.length + extra.length}`, kind: "hangUp", delay: rng.delay(300) }
+      extra.push(tool)
+      addCalls(agent.name, tool.name, 0.1)
+    }
+    return extra.length ? { ...agent, tools: [...agent.tools, ...extra] } : agent
+  })
+  // A task after the first of a group may send the user back to an earlier step.
+  for (const group of s.groups) {
+    for (const task of group.tasks.slice(1)) if (rng.chance(0.3)) addCalls(task, "return_to_earlier_step", 0.15)
+  }
+  // A session tool: a long-running call that outlives handoffs and reports to the holder.
+  const sessionTools: Array<ToolSpec> = []
+  if (rng.chance(0.2)) {
+    const handoff = rng.chance(0.3)
+    sessionTools.push({
+      name: `session${handoff ? "_to" : ""}_job`,
+      kind: "longRunning",
+      delay: 0,
+      duration: rng.delay(3000, 0),
+      updates: rng.weighted([[3, 0], [1, 1]] as const),
+      ...(handoff ? { target: rng.pick(agentNames) } : {})
+    })
+    for (const agent of agents) if (rng.chance(0.5)) addCalls(agent.name, sessionTools[0]!.name, 0.3)
+  }
+  const timeline: Array<Action> = []
+  for (const action of s.timeline) {
+    if (rng.chance(0.12)) timeline.push({ op: "speak", after: rng.delay(800), duration: rng.delay(1500, 0) })
+    timeline.push(action.op === "run" && rng.chance(0.25) ? { ...action, background: true } : action)
+  }
+  return { ...s, agents, responses, timeline, ...(sessionTools.length ? { sessionTools } : {}) }
+}
+
+/** Realtime agents (rules 7 and 8), from their own fork. */
+const realtime = (root: Prng, s: Scenario): Scenario => {
+  const rng = root.fork("realtime-1")
+  if (!rng.chance(0.25)) return s
+  return {
+    ...s,
+    realtime: {
+      capabilities: rng.chance(0.6) ? "openai" : "gemini",
+      ackDelay: rng.delay(300),
+      responseDelay: rng.delay(300),
+      ...(rng.chance(0.25) ? { rejectEvery: rng.int(2, 6) } : {})
+    }
+  }
+}
+
+export const generate = (seed: number): Scenario => {
+  const root = new Prng(seed)
+  const shape = root.fork("shape")
+  const agentNames = Array.from({ length: shape.int(2, 5) }, (_, i) => `a${i}`)
+  const taskNames = Array.from({ length: shape.weighted([[4, 0], [3, 1], [2, 2], [1, 3]] as const) }, (_, i) => `t${i}`)
+  const groups: Array<GroupSpec> = []
+  if (taskNames.length > 0 && shape.chance(0.5)) {
+    const members = shape.shuffle(taskNames).slice(0, shape.int(1, Math.min(3, taskNames.length)))
+    groups.push({ name: "g0", tasks: members })
+  }
+  const groupNames = groups.map((g) => g.name)
+  const agentRng = root.fork("agents")
+  const agents = agentNames.map((name) => makeAgent(agentRng, name, agentNames, taskNames, groupNames))
+  const taskRng = root.fork("tasks")
+  const tasks = taskNames.map((name, i) => makeTask(taskRng, i, name, agentNames, taskNames))
+  const modelRng = root.fork("model")
+  const table: Record<string, ResponseTable> = {}
+  for (const agent of agents) table[agent.name] = responses(modelRng, agent, false)
+  for (const task of tasks) table[task.name] = responses(modelRng, task, true)
+  return realtime(root, extend(root, {
+    seed,
+    agents,
+    tasks,
+    groups,
+    responses: table,
+    timeline: timeline(root.fork("timeline"), agentNames)
+  }))
+}

@@ -1,0 +1,377 @@
+/**
+ * Builds a scenario's agents, tools, hooks and scripted model from its data. Everything the
+ * checker needs to know about what happened outside the event log is recorded in a `World`:
+ * hook calls, model requests (with who held the floor at that instant) and task results seen by
+ * the flows that awaited them.
+ */
+import { Data, Effect, Schema, type Scope } from "effect"
+import type { Prompt } from "effect/ai"
+import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import { Agent, AgentSession, AgentTask, Handoff, TaskGroup, Tool } from "../../src/index.ts"
+import type { ContextPolicy } from "../../src/Handoff.ts"
+import type { AgentSpec, ContextPolicyName, HookSpec, ResponseSpec, Scenario, TaskSpec, ToolSpec, Trigger } from "./Scenario.ts"
+
+export type HookName = "onEnter" | "onExit" | "onResume"
+
+export interface HookCall {
+  readonly agent: string
+  readonly hook: HookName
+  /** The sequence number the next session event will get. */
+  readonly seq: number
+  readonly order: number
+}
+
+export interface ModelRequest {
+  readonly index: number
+  readonly agent: string
+  /** Who held the floor when the request was made. */
+  readonly holder: string | undefined
+  readonly seq: number
+  readonly order: number
+  readonly trigger: Trigger
+  readonly toolChoice: string
+  /** Ids of the tool calls the prompt carries (with their outputs). */
+  readonly callIds: ReadonlyArray<string>
+}
+
+export interface TaskOutcome {
+  readonly caller: string
+  readonly task: string
+  readonly via: "tool" | "hook"
+  readonly ok: boolean
+  readonly detail: string
+  readonly seq: number
+}
+
+/** A long-running call's handler has finished (before its result is delivered). */
+export interface BackgroundFinish {
+  readonly agent: string
+  readonly callId: string
+  readonly tool: string
+  readonly seq: number
+  readonly holder: string | undefined
+}
+
+export interface World {
+  session: AgentSession.AgentSession | undefined
+  /** When a tool hung up (closed the session from inside): sequence number and tick. */
+  hungUp: { readonly seq: number; readonly order: number } | undefined
+  /** Long-running handlers that reported their first progress. */
+  longStarted: number
+  readonly finishes: Array<BackgroundFinish>
+  readonly hooks: Array<HookCall>
+  readonly requests: Array<ModelRequest>
+  readonly taskOutcomes: Array<TaskOutcome>
+  /** Expected refusals seen by hooks and the application (FloorError and the like). */
+  readonly notes: Array<string>
+  readonly seq: () => number
+  /**
+   * A tick for every record of the world and the timeline (requests, hooks, actions, close):
+   * orders records that fall between the same two events.
+   */
+  readonly tick: () => number
+  readonly holder: () => string | undefined
+  /** Flows (tools, hooks) waiting for an AgentTask now. */
+  readonly awaiting: () => number
+  readonly track: (delta: number) => void
+}
+
+export const makeWorld = (): World => {
+  let awaiting = 0
+  let ticks = 0
+  const world: World = {
+    tick: () => ticks++,
+    hungUp: undefined,
+    longStarted: 0,
+    finishes: [],
+    track: (delta) => {
+      awaiting += delta
+    },
+    awaiting: () => awaiting,
+    session: undefined,
+    hooks: [],
+    requests: [],
+    taskOutcomes: [],
+    notes: [],
+    seq: () => {
+      if (!world.session) return 0
+      const log = Effect.runSync(world.session.eventLog)
+      return log.length === 0 ? 0 : log[log.length - 1]!.seq + 1
+    },
+    holder: () => (world.session ? Effect.runSync(world.session.currentAgent)?.name : undefined)
+  }
+  return world
+}
+
+export class SimToolFailure extends Data.TaggedError("SimToolFailure")<{ readonly message: string }> {}
+export class SimHookFailure extends Data.TaggedError("SimHookFailure")<{ readonly message: string }> {}
+
+export interface Built {
+  /** Starts the session (in the Scope of the caller). */
+  readonly start: Effect.Effect<AgentSession.AgentSession, never, Scope.Scope>
+  readonly agents: ReadonlyMap<string, Agent.Agent>
+  readonly rules: ReadonlyArray<ScriptedModel.Rule>
+}
+
+const policy = (name: ContextPolicyName | undefined): ContextPolicy =>
+  name === "none" ? "none" : name === "last1" ? { lastTurns: 1 } : "full"
+
+const sleep = (ms: number) => (ms > 0 ? Effect.sleep(ms) : Effect.void)
+
+const Typed = Schema.Struct({ n: Schema.Int })
+
+/** The owner name of session tools' background calls (in `BackgroundFinish.agent`). */
+export const SESSION = "session"
+
+/**
+ * Model requests a scenario may make before the model answers in words only: a scenario can
+ * script a handoff ping-pong with no delay, an endless loop of the application, not of baton.
+ */
+export const MODEL_BUDGET = 120
+
+export const interpret = (scenario: Scenario, world: World): Built => {
+  const agents = new Map<string, Agent.Agent>()
+  const tasks = new Map<string, AgentTask.AgentTask<string>>()
+  const groups = new Map<string, AgentTask.AgentTask<TaskGroup.TaskGroupResult>>()
+  const agentRef = (name: string) => () => agents.get(name)!
+
+  const outcome = (caller: string, task: string, via: TaskOutcome["via"]) => <A, E extends { readonly message: string }, R>(effect: Effect.Effect<A, E, R>) =>
+    effect.pipe(
+      Effect.tap((value) =>
+        Effect.sync(() => world.taskOutcomes.push({ caller, task, via, ok: true, detail: String(value), seq: world.seq() }))
+      ),
+      Effect.tapError((error) =>
+        Effect.sync(() =>
+          world.taskOutcomes.push({ caller, task, via, ok: false, detail: error.message, seq: world.seq() })
+        )
+      )
+    )
+
+  const awaitTask = (caller: string, name: string, via: TaskOutcome["via"]) => {
+    const target: AgentTask.AgentTask<unknown> | undefined = tasks.get(name) ?? groups.get(name)
+    if (!target) return Effect.succeed(`no task ${name}`)
+    const awaited = Effect.suspend(() => {
+      world.track(1)
+      return AgentTask.run(target).pipe(Effect.ensuring(Effect.sync(() => world.track(-1))))
+    })
+    return awaited.pipe(
+      outcome(caller, name, via),
+      Effect.map((value) => `${name} gave ${typeof value === "string" ? value : JSON.stringify(value)}`),
+      Effect.catch((e) => Effect.succeed(`${name} failed: ${e.message}`))
+    )
+  }
+
+  const tool = (owner: string, spec: ToolSpec): Tool.Tool => {
+    const done = `${spec.name} done`
+    switch (spec.kind) {
+      case "immediate":
+        return Tool.make(spec.name, { description: spec.kind, handler: () => Effect.succeed(done) })
+      case "slow":
+        return Tool.make(spec.name, { description: spec.kind, handler: () => sleep(spec.delay).pipe(Effect.as(done)) })
+      case "failing":
+        return Tool.make(spec.name, {
+          description: spec.kind,
+          handler: () =>
+            sleep(spec.delay).pipe(
+              Effect.andThen(
+                Effect.fail<SimToolFailure | Tool.ToolError>(
+                  spec.plainError ? new SimToolFailure({ message: `${spec.name} broke` }) : new Tool.ToolError({ message: `${spec.name} refused` })
+                )
+              )
+            )
+        })
+      case "dying":
+        return Tool.make(spec.name, {
+          description: spec.kind,
+          handler: () => sleep(spec.delay).pipe(Effect.andThen(Effect.die(new Error(`${spec.name} crashed`))))
+        })
+      case "typed":
+        return Tool.make(spec.name, {
+          description: spec.kind,
+          parameters: Typed,
+          handler: ({ n }) => sleep(spec.delay).pipe(Effect.as(`${spec.name} got ${n * 2}`))
+        })
+      case "handoff":
+        return Tool.make(spec.name, {
+          description: spec.kind,
+          handler: () => sleep(spec.delay).pipe(Effect.as(Handoff.to(agentRef(spec.target!), { context: policy(spec.context) })))
+        })
+      case "task":
+        return Tool.make(spec.name, {
+          description: spec.kind,
+          handler: () => sleep(spec.delay).pipe(Effect.andThen(awaitTask(owner, spec.target!, "tool")))
+        })
+      case "complete":
+        return Tool.make(spec.name, {
+          description: spec.kind,
+          handler: (_, context) => sleep(spec.delay).pipe(Effect.andThen(AgentTask.complete(tasks.get(owner)!, `${owner}:${context.call.id}`)))
+        })
+      case "giveUp":
+        return Tool.make(spec.name, {
+          description: spec.kind,
+          handler: () => sleep(spec.delay).pipe(Effect.andThen(AgentTask.fail(tasks.get(owner)!, `${owner} gave up`)))
+        })
+      case "longRunning":
+        return longRunning(owner, spec)
+      case "hangUp":
+        return Tool.make(spec.name, {
+          description: spec.kind,
+          handler: (_, context) =>
+            sleep(spec.delay).pipe(
+              Effect.andThen(Effect.sync(() => {
+                world.hungUp ??= { seq: world.seq(), order: world.tick() }
+              })),
+              Effect.andThen(context.session.close),
+              Effect.as("bye")
+            )
+        })
+    }
+  }
+
+  /** Progress after `delay`, `updates` more reports, the result (or a handoff) after `duration`. */
+  const longRunning = (owner: string, spec: ToolSpec): Tool.Tool => {
+    const updates = spec.updates ?? 0
+    const step = Math.floor((spec.duration ?? 0) / (updates + 1))
+    return Tool.make(spec.name, {
+      description: spec.kind,
+      ...(spec.onDuplicate ? { onDuplicate: spec.onDuplicate } : {}),
+      handler: (_, context) =>
+        Effect.gen(function*() {
+          yield* sleep(spec.delay)
+          yield* context.progress(`${spec.name} started, please hold on`)
+          world.longStarted++
+          for (let i = 1; i <= updates; i++) {
+            yield* sleep(step)
+            yield* context.progress(`${spec.name} update ${i}`)
+          }
+          yield* sleep((spec.duration ?? 0) - step * updates)
+          world.finishes.push({ agent: owner, callId: context.call.id, tool: spec.name, seq: world.seq(), holder: world.holder() })
+          return spec.target ? Handoff.to(agentRef(spec.target)) : `${spec.name} finished`
+        })
+    })
+  }
+
+  const hook = (owner: string, name: HookName, spec: HookSpec | undefined): Agent.Hook | undefined => {
+    if (!spec) return undefined
+    const action = (): Effect.Effect<unknown, unknown, any> => {
+      switch (spec.action) {
+        case "none":
+          return Effect.void
+        case "reply":
+          return Agent.reply({ instructions: `${name} of ${owner}` })
+        case "say":
+          return Agent.say(`${owner} ${name} says hello`)
+        case "task":
+        case "group":
+          return awaitTask(owner, spec.target!, "hook").pipe(Effect.andThen(Agent.reply({ instructions: `after ${spec.target}` })))
+        case "fail":
+          return Effect.fail(new SimHookFailure({ message: `${name} of ${owner} broke` }))
+      }
+    }
+    return Effect.sync(() => void world.hooks.push({ agent: owner, hook: name, seq: world.seq(), order: world.tick() })).pipe(
+      Effect.andThen(sleep(spec.delay)),
+      Effect.andThen(Effect.suspend(action)),
+      Effect.catchIf(
+        (e): e is { readonly _tag: "FloorError"; readonly message: string } => (e as { _tag?: unknown })?._tag === "FloorError",
+        (e) => Effect.sync(() => void world.notes.push(`${name} of ${owner}: ${e.message}`))
+      ),
+      Effect.asVoid
+    )
+  }
+
+  const agentOptions = (spec: AgentSpec): Agent.AgentOptions => {
+    const onEnter = hook(spec.name, "onEnter", spec.onEnter)
+    const onExit = hook(spec.name, "onExit", spec.onExit)
+    const onResume = hook(spec.name, "onResume", spec.onResume)
+    return {
+      name: spec.name,
+      instructions: `You are ${spec.name}.`,
+      tools: spec.tools.map((t) => tool(spec.name, t)),
+      maxToolSteps: spec.maxToolSteps,
+      ...(onEnter ? { onEnter } : {}),
+      ...(onExit ? { onExit } : {}),
+      ...(onResume ? { onResume } : {})
+    }
+  }
+
+  // Tasks first (agents' tools refer to them), then groups, then agents.
+  for (const spec of scenario.tasks as ReadonlyArray<TaskSpec>) {
+    tasks.set(spec.name, AgentTask.make<string>({ ...agentOptions(spec), context: policy(spec.context) }))
+  }
+  for (const group of scenario.groups) {
+    groups.set(group.name, TaskGroup.make({
+      name: group.name,
+      tasks: group.tasks.flatMap((name, i) => {
+        const task = tasks.get(name)
+        return task ? [{ id: `step${i}`, description: name, task }] : []
+      })
+    }))
+  }
+  for (const spec of scenario.agents) agents.set(spec.name, Agent.make(agentOptions(spec)))
+
+  const specs = new Map<string, AgentSpec>([...scenario.agents, ...scenario.tasks].map((a) => [a.name, a]))
+  const counters = new Map<string, number>()
+  const respond = (request: ScriptedModel.RecordedRequest): ScriptedModel.ScriptedResponse => {
+    const agent = request.agent ?? "?"
+    const trigger: Trigger = request.last.kind === "user" ? "user" : request.last.kind === "tool" ? "tool" : "other"
+    world.requests.push({
+      index: request.index,
+      agent,
+      holder: world.holder(),
+      seq: world.seq(),
+      order: world.tick(),
+      trigger,
+      toolChoice: typeof request.toolChoice === "string" ? request.toolChoice : "tool",
+      callIds: toolCallIds(request.prompt)
+    })
+    if (world.requests.length > MODEL_BUDGET) {
+      if (world.requests.length === MODEL_BUDGET + 1) world.notes.push(`the model budget (${MODEL_BUDGET} requests) ran out`)
+      return { text: "out of budget" }
+    }
+    const list = scenario.responses[agent]?.[trigger] ?? []
+    if (list.length === 0) return {}
+    const key = `${agent}.${trigger}`
+    const n = counters.get(key) ?? 0
+    counters.set(key, n + 1)
+    return scripted(list[n % list.length]!, specs.get(agent), request.toolChoice === "none")
+  }
+
+  const first = agents.get(scenario.agents[0]!.name)!
+  const sessionTools = (scenario.sessionTools ?? []).map((spec) => tool(SESSION, spec))
+  return {
+    start: AgentSession.start(sessionTools.length ? { agent: first, tools: sessionTools } : { agent: first }),
+    agents,
+    rules: [{ when: () => true, reply: respond }]
+  }
+}
+
+const scripted = (spec: ResponseSpec, agent: AgentSpec | undefined, textOnly: boolean): ScriptedModel.ScriptedResponse => {
+  const kinds = new Map((agent?.tools ?? []).map((t) => [t.name, t.kind] as const))
+  const calls = textOnly ? [] : spec.calls.map((call): ScriptedModel.ScriptedToolCall => {
+    const typed = kinds.get(call.tool) === "typed"
+    const args = call.badArgs === "json"
+      ? "{not json"
+      : call.badArgs === "schema"
+      ? { n: "two" }
+      : typed
+      ? { n: 2 }
+      : call.tool === "return_to_earlier_step"
+      ? { step: "step0" }
+      : {}
+    return { name: call.tool, arguments: args }
+  })
+  return {
+    ...(spec.delay > 0 ? { delay: `${spec.delay} millis` } : {}),
+    ...(spec.text.length > 0 ? { text: spec.text } : {}),
+    ...(spec.chunkDelay > 0 ? { chunkDelay: `${spec.chunkDelay} millis` } : {}),
+    ...(calls.length > 0 ? { toolCalls: calls } : {}),
+    ...(spec.error ? { error: "scripted failure" } : {})
+  }
+}
+
+const toolCallIds = (prompt: Prompt.Prompt): Array<string> =>
+  prompt.content.flatMap((message) =>
+    message.role === "assistant"
+      ? message.content.flatMap((part) => (part.type === "tool-call" ? [part.id] : []))
+      : []
+  )

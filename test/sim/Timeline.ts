@@ -1,0 +1,283 @@
+/**
+ * Plays a scenario's timeline against a session: what the application does (send, run,
+ * interrupt, forced handoff, say, generateReply, idle, close) at the times the scenario says,
+ * then waits for everything in flight, checks the session stays quiet once quiescent, and
+ * closes it. Runs inside a fiber the TestClock wakes (see Runner.ts). Every wait has a limit in
+ * test time: a wait that never ends is recorded as a failure, never a hang of the simulation.
+ */
+import { Clock, Effect, Fiber, Option } from "effect"
+import type { AgentSession } from "../../src/index.ts"
+import { Diagnostics } from "../../src/index.ts"
+import type { Built, HookCall, TaskOutcome, World } from "./Interpret.ts"
+import type { Action, Scenario } from "./Scenario.ts"
+
+export interface ActionRecord {
+  readonly index: number
+  /** When it happened among actions and run resolutions. */
+  readonly order: number
+  /** "speak" also marks the end of the user speaking. */
+  readonly op: Action["op"]
+  /** The sequence number the next event would get when the action was made. */
+  readonly seq: number
+  readonly at: number
+}
+
+export interface RunRecord {
+  readonly input: number
+  readonly text: string
+  /** The run also waited for background tools. */
+  readonly background: boolean
+  /** Set once the run resolved. */
+  resolvedSeq: number | undefined
+  resolvedOrder: number
+  /** `session.idle` completed at once when the run resolved. */
+  idleAtResolution: boolean
+  /** The run's result holds the user message of its input. */
+  containsInput: boolean
+  resultSeqs: ReadonlyArray<number>
+  /** The session was closed before the run resolved. */
+  closedBefore: boolean
+  /** Other runs were waiting when it resolved (one of them sends its input next). */
+  othersPending: boolean
+  /** Long-running handlers were still running when it resolved (they report later). */
+  backgroundRunning: boolean
+}
+
+export interface HandoffRecord {
+  readonly target: string
+  readonly seq: number
+  outcome: string | undefined
+  answeredSeq: number | undefined
+}
+
+/** What the session looked like at the final quiescent point, before it was closed. */
+export interface Settled {
+  readonly seq: number
+  readonly hooks: ReadonlyArray<HookCall>
+  readonly taskOutcomes: ReadonlyArray<TaskOutcome>
+  readonly holder: string | undefined
+  readonly diagnostics: Diagnostics.Counts
+  /** Flows (tools, hooks) still waiting for an AgentTask. */
+  readonly awaiting: number
+  /** Realtime connections open then (realtime scenarios). */
+  readonly openConnections: number
+  /** Events that happened during the quiet period after it (should be none). */
+  readonly lateEvents: number
+  readonly order: number
+}
+
+export interface Failure {
+  readonly rule: string
+  readonly message: string
+}
+
+export interface TimelineState {
+  readonly scenario: Scenario
+  readonly world: World
+  readonly built: Built
+  /** Test time a wait may take before it counts as a hang (ms). */
+  readonly limit: number
+  readonly actions: Array<ActionRecord>
+  readonly runs: Array<RunRecord>
+  readonly handoffs: Array<HandoffRecord>
+  readonly failures: Array<Failure>
+  settled: Settled | undefined
+  closeSeq: number | undefined
+  /** The tick when close was asked (see `World.tick`). */
+  closeOrder: number | undefined
+  closedEarly: boolean
+  endTime: number
+}
+
+export const makeTimelineState = (scenario: Scenario, world: World, built: Built, limit: number): TimelineState => ({
+  scenario,
+  world,
+  built,
+  limit,
+  actions: [],
+  runs: [],
+  handoffs: [],
+  failures: [],
+  settled: undefined,
+  closeSeq: undefined,
+  closeOrder: undefined,
+  closedEarly: false,
+  endTime: 0
+})
+
+/** Test time that must pass without any event once the session is quiescent. */
+const QUIET = 20_000
+
+export const inputText = (input: number) => `u${input} please`
+
+const sleep = (ms: number) => (ms > 0 ? Effect.sleep(ms) : Effect.void)
+
+export const playTimeline = (state: TimelineState) =>
+  Effect.gen(function*() {
+    const { world, limit, failures } = state
+    const session = yield* state.built.start
+    world.session = session
+    const pending: Array<{ readonly what: string; readonly fiber: Fiber.Fiber<unknown> }> = []
+    const closed = () => state.closeSeq !== undefined || world.hungUp !== undefined
+
+    /** Waits for `fiber` at most `limit` ms of test time; false (and interrupted) if it did not end. */
+    const awaitFiber = (fiber: Fiber.Fiber<unknown>) =>
+      Fiber.await(fiber).pipe(
+        Effect.timeoutOption(limit),
+        Effect.flatMap((exit) => (Option.isSome(exit) ? Effect.succeed(true) : Fiber.interrupt(fiber).pipe(Effect.as(false))))
+      )
+    const fork = <A, E>(effect: Effect.Effect<A, E>) => Effect.forkChild(effect, { startImmediately: true })
+
+    const idleNow = Effect.gen(function*() {
+      const fiber = yield* fork(session.idle)
+      if (fiber.pollUnsafe()) return true
+      yield* Fiber.interrupt(fiber)
+      return false
+    })
+
+    const run = (input: number, background: boolean) => {
+      const text = inputText(input)
+      const record: RunRecord = {
+        input,
+        text,
+        background,
+        resolvedSeq: undefined,
+        resolvedOrder: -1,
+        idleAtResolution: false,
+        containsInput: false,
+        resultSeqs: [],
+        closedBefore: false,
+        othersPending: false,
+        backgroundRunning: false
+      }
+      state.runs.push(record)
+      return session.run(text, { waitForBackground: background }).pipe(
+        Effect.flatMap((result) =>
+          Effect.gen(function*() {
+            record.resolvedSeq = world.seq()
+            record.resolvedOrder = world.tick()
+            record.closedBefore = closed()
+            record.othersPending = state.runs.some((r) => r !== record && r.resolvedSeq === undefined)
+            record.backgroundRunning = world.longStarted > world.finishes.length
+            record.idleAtResolution = yield* idleNow
+            record.resultSeqs = result.sessionEvents.map((e) => e.seq)
+            record.containsInput = result.events.some((e) => e.type === "message" && e.role === "user" && e.content === text)
+          })
+        )
+      )
+    }
+
+    const close = Effect.gen(function*() {
+      if (state.closeSeq === undefined) {
+        state.closeSeq = world.seq()
+        state.closeOrder = world.tick()
+      }
+      if (!(yield* awaitFiber(yield* fork(session.close)))) failures.push({ rule: "rule 11", message: "session.close did not finish" })
+    })
+
+    const perform = (action: Action): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        switch (action.op) {
+          case "send":
+            return yield* session.send(inputText(action.input))
+          case "run": {
+            const fiber = yield* fork(run(action.input, action.background ?? false))
+            if (!action.wait) return void pending.push({ what: `run u${action.input}`, fiber })
+            if (!(yield* awaitFiber(fiber))) {
+              failures.push({ rule: "rule 10", message: `run u${action.input} did not resolve within ${limit} ms of test time` })
+            }
+            return
+          }
+          case "interrupt":
+            return yield* session.interrupt
+          case "speak": {
+            const speaking = session.setUserSpeaking(true).pipe(
+              Effect.andThen(sleep(action.duration)),
+              Effect.andThen(Clock.currentTimeMillis),
+              Effect.tap((at) => Effect.sync(() => void state.actions.push({ index: -1, order: world.tick(), op: "speak", seq: world.seq(), at }))),
+              Effect.andThen(session.setUserSpeaking(false))
+            )
+            return void pending.push({ what: "the user speaking", fiber: yield* fork(speaking) })
+          }
+          case "handoff":
+            return yield* forcedHandoff(action.target)
+          case "say":
+          case "reply": {
+            const ask: Effect.Effect<unknown, { readonly message: string }> = action.op === "say"
+              ? session.say("the application says hello")
+              : session.generateReply({ instructions: "the application asks for a reply" })
+            const fiber = yield* fork(ask.pipe(Effect.catch((e) => Effect.sync(() => void world.notes.push(`${action.op}: ${e.message}`)))))
+            return void pending.push({ what: action.op, fiber })
+          }
+          case "idle": {
+            if (!(yield* awaitFiber(yield* fork(session.idle)))) {
+              failures.push({ rule: closed() ? "rule 11" : "rule 10", message: `session.idle did not resolve within ${limit} ms of test time` })
+            }
+            return
+          }
+          case "close":
+            state.closedEarly = true
+            return yield* close
+        }
+      })
+
+    const forcedHandoff = (name: string) =>
+      Effect.gen(function*() {
+        const target = state.built.agents.get(name)
+        if (!target) return
+        const record: HandoffRecord = { target: name, seq: world.seq(), outcome: undefined, answeredSeq: undefined }
+        state.handoffs.push(record)
+        const fiber = yield* fork(
+          session.handoff(target).pipe(
+            Effect.tap((outcome) =>
+              Effect.sync(() => {
+                record.outcome = outcome._tag === "Applied" ? `Applied:${outcome.to}` : `NotApplied:${outcome.reason}`
+                record.answeredSeq = world.seq()
+              })
+            )
+          )
+        )
+        pending.push({ what: `handoff to ${name}`, fiber })
+      })
+
+    for (let i = 0; i < state.scenario.timeline.length; i++) {
+      const action = state.scenario.timeline[i]!
+      yield* sleep(action.after)
+      state.actions.push({ index: i, order: world.tick(), op: action.op, seq: world.seq(), at: yield* Clock.currentTimeMillis })
+      yield* perform(action)
+    }
+
+    // Whatever is still in flight must end.
+    for (const { what, fiber } of pending) {
+      if (!(yield* awaitFiber(fiber))) {
+        failures.push({ rule: closed() ? "rule 11" : "rule 10", message: `${what} did not finish within ${limit} ms of test time` })
+      }
+    }
+    if (!closed()) {
+      if (!(yield* awaitFiber(yield* fork(session.idleWithBackground)))) {
+        failures.push({ rule: "rule 10", message: `the session never became quiescent (${limit} ms of test time)` })
+      } else if (!closed()) {
+        const seq = world.seq()
+        const order = world.tick()
+        yield* sleep(QUIET)
+        // A tool may have hung up meanwhile: then there is no quiescent point before the close.
+        if (!closed()) {
+          state.settled = {
+            seq,
+            hooks: [...world.hooks],
+            taskOutcomes: [...world.taskOutcomes],
+            holder: world.holder(),
+            diagnostics: Diagnostics.snapshot(),
+            awaiting: world.awaiting(),
+            openConnections: session.realtime()?.open ?? 0,
+            lateEvents: world.seq() - seq,
+            order
+          }
+        }
+      }
+      if (!closed()) yield* close
+    }
+    state.endTime = yield* Clock.currentTimeMillis
+  })
+
+export type { AgentSession }

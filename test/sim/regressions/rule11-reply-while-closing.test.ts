@@ -1,0 +1,64 @@
+/**
+ * Found by the simulation (seeds 245, 257, 270, 424, 6851 ..., shrunk).
+ *
+ * A tool that ends the call closes the session from inside its actor ("closing may be asked
+ * from inside an actor", AgentSession.ts). Closing closes the actor's Scope; the tool's handler
+ * runs in its own fiber in that Scope (ToolBatch.ts `execute`, `Effect.forkIn(owner.scope)`),
+ * so it is interrupted before the speech fiber that awaits it: the call answers "cancelled",
+ * the batch concludes as usual and, since a cancelled output asks for a reply, the agent makes
+ * a new model call and speaks (or calls more tools) while the session closes (it still holds
+ * the floor until every actor is closed). Closing should end what runs, not start a reply.
+ * The application's own `session.close` during a tool call does the same (seed 1666).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { drive } from "../../../layers/testing/Drive.ts"
+import * as ScriptedModel from "../../../layers/testing/ScriptedModel.ts"
+import * as TextCapture from "../../../layers/testing/TextCapture.ts"
+import { Agent, AgentSession, Handoff, Tool } from "../../../src/index.ts"
+
+const a: Agent.Agent = Agent.make({
+  name: "a",
+  instructions: "A",
+  tools: [Tool.make("end_call", { description: "hang up", handler: (_, { session }) => session.close.pipe(Effect.as("bye")) })]
+})
+
+describe("rule 11: nothing leaks (simulation regression)", () => {
+  it.effect("rule 11: a tool that ends the call closes the session without a model call or words after it", () =>
+    Effect.gen(function*() {
+      const model = yield* ScriptedModel.ScriptedModel
+      const text = yield* TextCapture.TextCapture
+      const session = yield* AgentSession.start({ agent: a })
+      yield* drive(session.run("goodbye"))
+      assert.strictEqual(model.requestsFor("a").length, 1)
+      assert.strictEqual(text.textOf("a"), "Goodbye.")
+      const history = yield* session.history
+      assert.isFalse(history.items.some((i) => i._tag === "Message" && i.text === "Anything else?"))
+    }).pipe(Effect.provide([
+      ScriptedModel.layer([
+        { when: { user: "goodbye" }, reply: { text: ["Good", "bye."], chunkDelay: "70 millis", toolCalls: [{ name: "end_call" }] } },
+        { when: { agent: "a" }, reply: { text: "Anything else?" } }
+      ]),
+      TextCapture.layer
+    ])))
+
+  it.effect("rule 11: closing while a tool runs makes no model call after it", () => {
+    const b: Agent.Agent = Agent.make({ name: "b", instructions: "B" })
+    const greeter: Agent.Agent = Agent.make({
+      name: "greeter",
+      instructions: "Greet, then transfer.",
+      tools: [Tool.make("transfer_slowly", { description: "transfer", handler: () => Effect.sleep("550 millis").pipe(Effect.as(Handoff.to(b))) })],
+      onEnter: Agent.reply({ instructions: "greet" }).pipe(Effect.asVoid)
+    })
+    return Effect.gen(function*() {
+      const model = yield* ScriptedModel.ScriptedModel
+      const session = yield* AgentSession.start({ agent: greeter })
+      // While transfer_slowly runs, the user says something and the application closes.
+      yield* drive(Effect.sleep("140 millis").pipe(Effect.andThen(session.send("hello")), Effect.andThen(session.close)))
+      assert.strictEqual(model.requestsFor("greeter").length, 1)
+    }).pipe(Effect.provide(ScriptedModel.layer([
+      { when: { instructions: "greet" }, reply: { toolCalls: [{ name: "transfer_slowly" }], delay: "110 millis" } },
+      { when: { agent: "greeter" }, reply: { text: "Anything else?" } }
+    ])))
+  })
+})
