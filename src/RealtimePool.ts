@@ -36,20 +36,37 @@ export interface Desired {
 
 export type RevokeReason = "released" | "fallback" | "closed"
 
+export interface Ticket {
+  readonly owner: object
+  abandoned: boolean
+}
+
+/** An event as the lease delivers it: a response's start names the ticket that asked for it
+ * (none when the server started it by itself). */
+export type LeaseEvent = RealtimeEvent & { readonly ticket?: Ticket | undefined }
+
 export interface Lease {
   readonly connectionId: string
   readonly owner: string
   /** The connection came from the previous holder (no new connection was opened). */
   readonly reused: boolean
   readonly capabilities: RealtimeCapabilities
-  readonly events: Queue.Dequeue<RealtimeEvent, Cause.Done>
+  readonly events: Queue.Dequeue<LeaseEvent, Cause.Done>
   readonly revoked: () => RevokeReason | undefined
   /** Waits (a bounded time) until the server has no response running (cancelling a cut one). */
   readonly settle: Effect.Effect<void>
   /** Sends what differs from `desired`, without waiting for acknowledgements. */
   readonly sync: (desired: Desired) => Effect.Effect<void, RealtimeError>
-  /** Asks for a response; the returned function abandons it (it is cancelled and dropped). */
-  readonly createResponse: (options?: { readonly instructions?: string; readonly toolChoice?: RealtimeToolChoice }) => Effect.Effect<() => void, RealtimeError>
+  /**
+   * Asks for a response on behalf of `ticket` (see `ticket`): an abandoned ticket's response is
+   * cancelled when it starts and reaches no one.
+   */
+  readonly createResponse: (
+    options: { readonly instructions?: string; readonly toolChoice?: RealtimeToolChoice },
+    ticket: Ticket
+  ) => Effect.Effect<void, RealtimeError>
+  /** A ticket for one response; `abandoned` may be set at any time, even before it is asked for. */
+  readonly ticket: () => Ticket
   readonly cancelResponse: Effect.Effect<void, RealtimeError>
   readonly sendToolOutput: RealtimeConnection["sendToolOutput"]
   readonly truncate: (itemId: string, audioEndMs: number) => Effect.Effect<void, RealtimeError>
@@ -61,7 +78,7 @@ export interface Lease {
 interface Entry {
   readonly connection: RealtimeConnection
   readonly scope: Scope.Closeable
-  lease: (Lease & { readonly queue: Queue.Queue<RealtimeEvent, Cause.Done>; readonly revoke: (reason: RevokeReason) => void }) | undefined
+  lease: (Lease & { readonly queue: Queue.Queue<LeaseEvent, Cause.Done>; readonly revoke: (reason: RevokeReason) => void }) | undefined
   /** What the server holds, as far as this side has sent it. */
   instructions: string
   toolsKey: string
@@ -70,7 +87,7 @@ interface Entry {
   /** When it was released, to prefer the most recent free connection. */
   releasedAt: number
   /** Who asked for each response not started yet, in order (the server answers in order). */
-  readonly requests: Array<{ readonly owner: object; abandoned: boolean }>
+  readonly requests: Array<Ticket>
   /** The response the server is generating, and whether its asker still wants it. */
   active: { readonly id: string; stale: boolean } | undefined
   /** Waiting for the server to be done with `active`. */
@@ -204,36 +221,36 @@ export const make = (
      * Which lease an event is for. A response asked for by a lease that was released since
      * (or cut) is stale: none of its events reach anyone (rule 8).
      */
-    const track = (entry: Entry, event: RealtimeEvent): boolean => {
+    const track = (entry: Entry, event: RealtimeEvent): LeaseEvent | undefined => {
       switch (event._tag) {
         case "ResponseStarted": {
           const request = entry.requests.shift()
           const stale = request !== undefined && (request.abandoned || request.owner !== entry.lease)
           entry.active = { id: event.responseId, stale }
           if (stale) Effect.runFork(entry.connection.cancelResponse.pipe(Effect.ignore))
-          return !stale
+          return stale ? undefined : { ...event, ticket: request }
         }
         case "TextDelta":
         case "TranscriptDelta":
         case "AudioDelta":
         case "FunctionCall":
-          return !(entry.active?.id === event.responseId && entry.active.stale)
+          return entry.active?.id === event.responseId && entry.active.stale ? undefined : event
         case "ResponseDone": {
           const stale = entry.active?.id === event.responseId && entry.active.stale
           if (entry.active?.id === event.responseId) responseEnded(entry)
-          return !stale
+          return stale ? undefined : event
         }
         case "Interrupted":
           responseEnded(entry)
-          return true
+          return event
         default:
-          return true
+          return event
       }
     }
 
     const makeLease = (entry: Entry, owner: string, reused: boolean): Effect.Effect<Lease> =>
       Effect.gen(function*() {
-        const events = yield* Queue.unbounded<RealtimeEvent, Cause.Done>()
+        const events = yield* Queue.unbounded<LeaseEvent, Cause.Done>()
         let revokedReason: RevokeReason | undefined
         const lease = {
           connectionId: entry.connection.id,
@@ -253,12 +270,13 @@ export const make = (
           },
           sync: (desired: Desired) => guard(lease, () => sync(entry, desired)),
           settle: Effect.suspend(() => (revokedReason ? Effect.void : settle(entry))),
-          createResponse: (options?: { readonly instructions?: string; readonly toolChoice?: RealtimeToolChoice }) =>
+          ticket: () => ({ owner: lease, abandoned: false }),
+          createResponse: (options: { readonly instructions?: string; readonly toolChoice?: RealtimeToolChoice }, request: Ticket) =>
             guard(lease, () =>
               // One response at a time: a cut one is cancelled and waited for first.
               Effect.gen(function*() {
                 yield* settle(entry)
-                const request = { owner: lease, abandoned: false }
+                if (request.abandoned) return
                 entry.requests.push(request)
                 yield* entry.connection.createResponse(options).pipe(
                   Effect.tapError(() => Effect.sync(() => {
@@ -266,9 +284,6 @@ export const make = (
                     if (index >= 0) entry.requests.splice(index, 1)
                   }))
                 )
-                return () => {
-                  request.abandoned = true
-                }
               })),
           cancelResponse: guard({ revoked: () => revokedReason }, () =>
             Effect.suspend(() => {
@@ -322,9 +337,10 @@ export const make = (
         yield* connection.events.pipe(
           Stream.runForEach((event) =>
             Effect.suspend(() => {
-              if (!track(entry, event)) return Effect.logDebug(`realtime ${event._tag} of a stale response: dropped`)
+              const delivered = track(entry, event)
+              if (!delivered) return Effect.logDebug(`realtime ${event._tag} of a stale response: dropped`)
               const lease = entry.lease
-              if (lease) return Queue.offer(lease.queue, event).pipe(Effect.asVoid)
+              if (lease) return Queue.offer(lease.queue, delivered).pipe(Effect.asVoid)
               return Effect.logDebug(`realtime event ${event._tag} arrived with no holder: dropped`)
             })
           ),

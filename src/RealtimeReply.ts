@@ -14,7 +14,7 @@ import type { Actor } from "./Actor.ts"
 import { message } from "./ChatContext.ts"
 import type { ReplyOptions } from "./CurrentAgent.ts"
 import * as Diagnostics from "./Diagnostics.ts"
-import type { Lease, Pool } from "./RealtimePool.ts"
+import type { Lease, LeaseEvent, Pool, Ticket } from "./RealtimePool.ts"
 import type { PendingCall } from "./Reply.ts"
 import type { Speech } from "./Speech.ts"
 import * as ToolBatch from "./ToolBatch.ts"
@@ -25,10 +25,19 @@ export interface RealtimeBinding {
   readonly pool: Pool
   lease: Lease | undefined
   readonly responses: Map<string, ResponseQueue>
-  readonly waiting: Array<Deferred.Deferred<string, RealtimeError>>
+  /** Replies waiting for their response to start, by the ticket that asked for it. */
+  readonly waiting: Map<Ticket, Deferred.Deferred<string, RealtimeError>>
+  /** A reply waiting for the response the server starts by itself (after tool outputs). */
+  expecting: { readonly lease: Lease; readonly started: Deferred.Deferred<string, RealtimeError> } | undefined
 }
 
-export const bind = (pool: Pool): RealtimeBinding => ({ pool, lease: undefined, responses: new Map(), waiting: [] })
+export const bind = (pool: Pool): RealtimeBinding => ({
+  pool,
+  lease: undefined,
+  responses: new Map(),
+  waiting: new Map(),
+  expecting: undefined
+})
 
 const toolsOf = (actor: Actor): ReadonlyArray<RealtimeTool> =>
   [...actor.tools.values()].map((tool) => ({
@@ -71,7 +80,16 @@ const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
     Stream.runForEach((event) => dispatch(actor, binding, event)),
     Effect.ensuring(Effect.sync(() => {
       const why = revoked(`the connection left ${actor.name} (${lease.revoked() ?? "closed"})`)
-      for (const waiter of binding.waiting.splice(0)) Deferred.doneUnsafe(waiter, Exit.fail(why))
+      // Only what was asked on this lease: a retry may already wait on a fresh one.
+      for (const [ticket, waiter] of binding.waiting) {
+        if (ticket.owner !== lease) continue
+        binding.waiting.delete(ticket)
+        Deferred.doneUnsafe(waiter, Exit.fail(why))
+      }
+      if (binding.expecting?.lease === lease) {
+        Deferred.doneUnsafe(binding.expecting.started, Exit.fail(why))
+        binding.expecting = undefined
+      }
       for (const queue of binding.responses.values()) Queue.failCauseUnsafe(queue, Cause.fail(why))
       binding.responses.clear()
       if (binding.lease === lease) binding.lease = undefined
@@ -81,17 +99,28 @@ const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
     Effect.asVoid
   )
 
-const dispatch = (actor: Actor, binding: RealtimeBinding, event: RealtimeEvent): Effect.Effect<void> =>
+const dispatch = (actor: Actor, binding: RealtimeBinding, event: LeaseEvent): Effect.Effect<void> =>
   Effect.suspend(() => {
     switch (event._tag) {
       case "ResponseStarted":
         return Queue.unbounded<RealtimeEvent, Cause.Done | RealtimeError>().pipe(
-          Effect.map((queue) => {
+          Effect.flatMap((queue) => {
+            const ticket = event.ticket
+            const waiter = ticket ? binding.waiting.get(ticket) : binding.expecting?.started
+            if (ticket) binding.waiting.delete(ticket)
+            else binding.expecting = undefined
+            if (ticket && (!waiter || ticket.abandoned)) {
+              // Asked for by a reply that was cut since: no one wants it.
+              ticket.abandoned = true
+              Queue.endUnsafe(queue)
+              return binding.lease ? binding.lease.cancelResponse.pipe(Effect.ignore) : Effect.void
+            }
             binding.responses.set(event.responseId, queue)
-            const waiter = binding.waiting.shift()
-            if (waiter) return void Deferred.doneUnsafe(waiter, Exit.succeed(event.responseId))
+            if (waiter) return Effect.sync(() => void Deferred.doneUnsafe(waiter, Exit.succeed(event.responseId)))
             // A response the server started by itself (its turn detection): a reply follows it.
-            actor.speeches.enqueue("user_turn", {}, (speech) => run(actor, speech, {}, event.responseId))
+            return Effect.sync(() =>
+              void actor.speeches.enqueue("user_turn", {}, (speech) => run(actor, speech, {}, event.responseId))
+            )
           })
         )
       case "TextDelta":
@@ -147,42 +176,45 @@ const request = (
 ): Effect.Effect<{ readonly lease: Lease; readonly responseId: string }, RealtimeError> =>
   Effect.gen(function*() {
     const started = Deferred.makeUnsafe<string, RealtimeError>()
-    // Registered before the outputs are synced: a server that answers them by itself is heard.
-    binding.waiting.push(started)
     const current = binding.lease
     const answersByItself = options.outputsOf !== undefined && current !== undefined && !current.revoked() &&
       current.capabilities.autoToolReply
-    if (answersByItself) {
-      // As tool outputs (not as context, which would interrupt such a model), before the sync.
-      const ids = new Set(options.outputsOf)
-      for (const item of actor.chat.items) {
-        if (item._tag === "FunctionCallOutput" && ids.has(item.callId)) {
-          yield* current.sendToolOutput({ callId: item.callId, name: item.name, output: item.output, isError: item.isError })
+    // Registered before the outputs are sent: a server that answers them by itself is heard.
+    if (answersByItself) binding.expecting = { lease: current, started }
+    let ticket: Ticket | undefined
+    return yield* Effect.gen(function*() {
+      if (answersByItself) {
+        // As tool outputs (not as context, which would interrupt such a model), before the sync.
+        const ids = new Set(options.outputsOf)
+        for (const item of actor.chat.items) {
+          if (item._tag === "FunctionCallOutput" && ids.has(item.callId)) {
+            yield* current.sendToolOutput({ callId: item.callId, name: item.name, output: item.output, isError: item.isError })
+          }
         }
       }
-    }
-    const held = yield* lease(actor, binding).pipe(
-      Effect.onError(() => Effect.sync(() => {
-        const index = binding.waiting.indexOf(started)
-        if (index >= 0) binding.waiting.splice(index, 1)
-      }))
-    )
-    if (answersByItself && held === current) return { lease: held, responseId: yield* Deferred.await(started) }
-    const abandon = yield* held.createResponse({
-      ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
-      ...(options.toolChoice !== undefined ? { toolChoice: options.toolChoice } : {})
-    }).pipe(Effect.provideService(ModelCall, { agent: actor.name, speechId: options.speechId }))
-    // Cut before it started (the user spoke): when it starts it is cancelled and dropped.
-    const responseId = yield* Deferred.await(started).pipe(
-      Effect.onInterrupt(() =>
+      const held = yield* lease(actor, binding)
+      if (answersByItself && held === current) return { lease: held, responseId: yield* Deferred.await(started) }
+      ticket = held.ticket()
+      binding.waiting.set(ticket, started)
+      yield* held.createResponse({
+        ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
+        ...(options.toolChoice !== undefined ? { toolChoice: options.toolChoice } : {})
+      }, ticket).pipe(Effect.provideService(ModelCall, { agent: actor.name, speechId: options.speechId }))
+      return { lease: held, responseId: yield* Deferred.await(started) }
+    }).pipe(
+      // Cut or failed before it started (the user spoke): its response, if it comes, is
+      // cancelled and reaches no one, and the next one is not taken for it.
+      Effect.onExit((exit) =>
         Effect.sync(() => {
-          abandon()
-          const index = binding.waiting.indexOf(started)
-          if (index >= 0) binding.waiting.splice(index, 1)
+          if (exit._tag === "Success") return
+          if (ticket) {
+            ticket.abandoned = true
+            binding.waiting.delete(ticket)
+          }
+          if (binding.expecting?.started === started) binding.expecting = undefined
         })
       )
     )
-    return { lease: held, responseId }
   }).pipe(
     Effect.catchIf(
       (error) => error.reason === "revoked" && attempt === 0 && actor.holdsFloor(),

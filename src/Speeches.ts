@@ -163,7 +163,8 @@ export const make = (host: SpeechHost): Speeches => {
       })
     return next.body(next.speech).pipe(
       Effect.exit,
-      Effect.flatMap((exit) => end(outcomeOf(exit))),
+      // A reply that fails because the session is closing under it was cut, not broken.
+      Effect.flatMap((exit) => end(host.core.closed() && Exit.isFailure(exit) ? { _tag: "Interrupted" } : outcomeOf(exit))),
       Effect.onInterrupt(() => end({ _tag: "Interrupted" })),
       Diagnostics.fiber,
       Effect.forkIn(host.scope, { startImmediately: true }),
