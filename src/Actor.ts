@@ -36,12 +36,29 @@ export interface TaskRole {
   readonly baseline: ReadonlySet<string>
 }
 
+/**
+ * What the actor's realtime model heard from the user, in the server's order: through the
+ * mailbox so that a barge-in's cut (and the partial reply it records) lands before the
+ * transcript of that turn, and the transcript before the server's answer to it.
+ */
+export type Heard =
+  /** The model's turn detection heard the user start: speeches older than turn `userTurn` end. */
+  | { readonly _tag: "SpeechStarted"; readonly userTurn: number }
+  | { readonly _tag: "Transcript"; readonly itemId: string; readonly text: string }
+  /** A response the server started by itself (its turn detection). */
+  | { readonly _tag: "ServerReply"; readonly body: (speech: Speech.Speech) => Effect.Effect<void, unknown> }
+
 export type ActorMessage =
   | { readonly _tag: "UserInput"; readonly text: string }
   | { readonly _tag: "Kick" }
   | { readonly _tag: "Say"; readonly text: string; readonly options: SayOptions; readonly reply: Deferred.Deferred<Speech.SpeechHandle, FloorError> }
   | { readonly _tag: "Reply"; readonly options: ReplyOptions; readonly reply: Deferred.Deferred<Speech.SpeechHandle, FloorError> }
-  | { readonly _tag: "Interrupt"; readonly speech?: Speech.Speech | undefined }
+  | {
+    readonly _tag: "Interrupt"
+    readonly speech?: Speech.Speech | undefined
+    /** A barge-in: the user's turn of that number started; only older speeches are cut. */
+    readonly userTurn?: number | undefined
+  }
   | {
     readonly _tag: "Activate"
     readonly mode: "enter" | "resume"
@@ -68,6 +85,7 @@ export type ActorMessage =
   | { readonly _tag: "SpeechEnded"; readonly speech: Speech.Speech }
   | { readonly _tag: "HookEnded"; readonly holdsInput: boolean }
   | { readonly _tag: "Background"; readonly delivery: Background.Delivery }
+  | { readonly _tag: "Heard"; readonly event: Heard }
 
 export interface Actor {
   readonly agent: Agent
@@ -305,6 +323,22 @@ export const make = Effect.fnUntraced(function*(
     reply: () => void speeches.enqueue("tool_reply", {}, (speech) => Reply.run(actor, speech, {}))
   }
 
+  const heard = (event: Heard): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      switch (event._tag) {
+        case "SpeechStarted":
+          speeches.dropQueued("interrupted by the user", true, event.userTurn)
+          return speeches.interruptCurrent(false, event.userTurn)
+        case "Transcript":
+          if (!actor.chat.has(event.itemId)) actor.commit(message("user", event.text, { id: event.itemId, agent: agent.name }))
+          return Effect.void
+        case "ServerReply":
+          // Not for an actor that has passed the floor since: its connection left with it.
+          if (holdsFloor()) speeches.enqueue("user_turn", {}, event.body)
+          return Effect.void
+      }
+    })
+
   const deliverPending = () => {
     Background.deliver(deliveryHost, pending)
     // A session tool's reports stay the session's until a holder takes them.
@@ -330,10 +364,12 @@ export const make = Effect.fnUntraced(function*(
             : speeches.enqueue("generate_reply", msg.options, (speech) => Reply.reply(actor, speech, msg.options))
           return yield* Deferred.succeed(msg.reply, handle)
         }
+        case "Heard":
+          return yield* heard(msg.event)
         case "Interrupt": {
           if (msg.speech) return yield* speeches.interruptOne(msg.speech)
-          speeches.dropQueued("interrupted", true)
-          return yield* speeches.interruptCurrent(false)
+          speeches.dropQueued("interrupted", true, msg.userTurn)
+          return yield* speeches.interruptCurrent(false, msg.userTurn)
         }
         case "Activate": {
           actor.status = "active"

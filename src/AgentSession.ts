@@ -5,7 +5,7 @@
  */
 import { Cause, Clock, Deferred, Effect, Exit, Fiber, Option, PubSub, Queue, Scope, Semaphore, Stream } from "effect"
 import { LanguageModel } from "effect/ai"
-import { RealtimeModel } from "../services/RealtimeModel.ts"
+import { type RealtimeError, RealtimeModel } from "../services/RealtimeModel.ts"
 import { TextOutput, type TextOutputService } from "../services/TextOutput.ts"
 import type { Agent } from "./Agent.ts"
 import { ChatContext, type ChatItem, nextId } from "./ChatContext.ts"
@@ -15,6 +15,7 @@ import { FloorError } from "./Errors.ts"
 import type { EventInput, SessionEvent } from "./Events.ts"
 import * as Floor from "./Floor.ts"
 import * as RealtimePool from "./RealtimePool.ts"
+import * as RealtimeReply from "./RealtimeReply.ts"
 import type { HandoffOptions } from "./Handoff.ts"
 import { RunResult } from "./RunResult.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
@@ -43,6 +44,12 @@ export interface AgentSession<U = unknown> {
    * are, no speech starts and nothing is told; when they start, the current reply is cut.
    */
   readonly setUserSpeaking: (speaking: boolean) => Effect.Effect<void>
+  /**
+   * The user's audio (PCM16 mono at the model's input rate) for the agent holding the floor,
+   * when it talks through a realtime model; the model's turn detection takes it from there.
+   * Dropped when the holder has no realtime model.
+   */
+  readonly pushAudio: (pcm: Uint8Array) => Effect.Effect<void, RealtimeError>
   readonly say: (text: string, options?: SayOptions) => Effect.Effect<SpeechHandle, FloorError>
   readonly generateReply: (options?: ReplyOptions) => Effect.Effect<SpeechHandle, FloorError>
   /** Interrupts what the agent holding the floor is saying. */
@@ -107,6 +114,7 @@ export const start = <U = undefined>(
     const backgroundScope = yield* Scope.fork(scope)
     const sessionDeliveries: Array<Background.Delivery> = []
     let userSpeaking = false
+    let userTurns = 0
     const state = Floor.makeState()
     const log: Array<SessionEvent> = []
     let seq = 0
@@ -154,8 +162,9 @@ export const start = <U = undefined>(
     const setUserSpeaking = (speaking: boolean) => {
       if (speaking === userSpeaking || closed) return
       userSpeaking = speaking
+      if (speaking) userTurns++
       emit({ type: "user_state_changed", state: speaking ? "speaking" : "listening" })
-      sendToSession({ _tag: "UserSpeaking", speaking })
+      sendToSession({ _tag: "UserSpeaking", speaking, userTurn: userTurns })
     }
     const realtimePool = realtimeModel
       ? yield* RealtimePool.make(realtimeModel, scope, () => clock.currentTimeMillisUnsafe())
@@ -167,6 +176,7 @@ export const start = <U = undefined>(
       background,
       userSpeaking: () => userSpeaking,
       setUserSpeaking,
+      userTurns: () => userTurns,
       realtimePool,
       sessionTools: options.tools ?? [],
       sessionOwner: {
@@ -264,6 +274,7 @@ export const start = <U = undefined>(
       idle: work.idle,
       idleWithBackground,
       setUserSpeaking: (speaking) => Effect.sync(() => setUserSpeaking(speaking)),
+      pushAudio: (pcm) => Effect.suspend(() => (state.holder && !closed ? RealtimeReply.pushAudio(state.holder, pcm) : Effect.void)),
       realtime: () => realtimePool?.stats(),
       say: (text, sayOptions = {}) => ask((reply) => ({ _tag: "Say", text, options: sayOptions, reply })),
       generateReply: (replyOptions = {}) => ask((reply) => ({ _tag: "Reply", options: replyOptions, reply })),

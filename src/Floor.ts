@@ -100,7 +100,8 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
       }
       case "UserSpeaking": {
         // Barge-in: the user starting to speak cuts what the agent is saying.
-        state.holder?.send(msg.speaking ? { _tag: "Interrupt" } : { _tag: "Kick" })
+        // The message may arrive after a reply to this very turn began: that one is not cut.
+        state.holder?.send(msg.speaking ? { _tag: "Interrupt", userTurn: msg.userTurn } : { _tag: "Kick" })
         return
       }
     }

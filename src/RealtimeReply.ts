@@ -4,7 +4,7 @@
  * through the same batches as in the text pipeline (same rules); their outputs reach the
  * server with the next context sync, before any response is asked for.
  */
-import { Cause, Deferred, Effect, Exit, Queue, Stream } from "effect"
+import { Cause, Deferred, Effect, Exit, Queue, Semaphore, Stream } from "effect"
 import { Tool as AiTool } from "effect/ai"
 import { AudioOutput, durationMs } from "../services/AudioOutput.ts"
 import { ModelCall } from "../services/ModelCall.ts"
@@ -23,6 +23,8 @@ type ResponseQueue = Queue.Queue<RealtimeEvent, Cause.Done | RealtimeError>
 
 export interface RealtimeBinding {
   readonly pool: Pool
+  /** One acquisition at a time (a reply and incoming audio may both need the connection). */
+  readonly acquiring: Semaphore.Semaphore
   lease: Lease | undefined
   readonly responses: Map<string, ResponseQueue>
   /** Replies waiting for their response to start, by the ticket that asked for it. */
@@ -33,6 +35,7 @@ export interface RealtimeBinding {
 
 export const bind = (pool: Pool): RealtimeBinding => ({
   pool,
+  acquiring: Semaphore.makeUnsafe(1),
   lease: undefined,
   responses: new Map(),
   waiting: new Map(),
@@ -68,10 +71,25 @@ const lease = (actor: Actor, binding: RealtimeBinding): Effect.Effect<Lease, Rea
       yield* held.sync(desired(actor))
       return held
     }
-    const fresh = yield* binding.pool.acquire(actor.name, desired(actor))
-    binding.lease = fresh
-    yield* route(actor, binding, fresh)
-    return fresh
+    return yield* binding.acquiring.withPermits(1)(Effect.gen(function*() {
+      const again = binding.lease
+      if (again && !again.revoked()) return again
+      const fresh = yield* binding.pool.acquire(actor.name, desired(actor))
+      binding.lease = fresh
+      yield* route(actor, binding, fresh)
+      return fresh
+    }))
+  })
+
+/** The user's audio, to the actor's connection (acquired if it has none yet). */
+export const pushAudio = (actor: Actor, pcm: Uint8Array): Effect.Effect<void, RealtimeError> =>
+  Effect.gen(function*() {
+    const binding = actor.realtime
+    if (!binding || !actor.holdsFloor()) return
+    const held = binding.lease && !binding.lease.revoked()
+      ? binding.lease
+      : yield* lease(actor, binding)
+    yield* held.pushAudio(pcm)
   })
 
 /** Routes the lease's events: responses to their replies, turn events to the session. */
@@ -119,7 +137,7 @@ const dispatch = (actor: Actor, binding: RealtimeBinding, event: LeaseEvent): Ef
             if (waiter) return Effect.sync(() => void Deferred.doneUnsafe(waiter, Exit.succeed(event.responseId)))
             // A response the server started by itself (its turn detection): a reply follows it.
             return Effect.sync(() =>
-              void actor.speeches.enqueue("user_turn", {}, (speech) => run(actor, speech, {}, event.responseId))
+              actor.send({ _tag: "Heard", event: { _tag: "ServerReply", body: (speech) => run(actor, speech, {}, event.responseId) } })
             )
           })
         )
@@ -143,13 +161,16 @@ const dispatch = (actor: Actor, binding: RealtimeBinding, event: LeaseEvent): Ef
         return Effect.void
       }
       case "SpeechStarted":
-        return Effect.sync(() => actor.core.setUserSpeaking(true))
+        return Effect.sync(() => {
+          actor.core.setUserSpeaking(true)
+          actor.send({ _tag: "Heard", event: { _tag: "SpeechStarted", userTurn: actor.core.userTurns() } })
+        })
       case "SpeechStopped":
         return Effect.sync(() => actor.core.setUserSpeaking(false))
-      case "InputTranscript": {
-        if (event.final && !actor.chat.has(event.itemId)) actor.commit(message("user", event.text, { id: event.itemId, agent: actor.name }))
-        return Effect.void
-      }
+      case "InputTranscript":
+        return Effect.sync(() => {
+          if (event.final) actor.send({ _tag: "Heard", event: { _tag: "Transcript", itemId: event.itemId, text: event.text } })
+        })
       case "Error":
         return Effect.sync(() => {
           actor.core.emit({ type: "error", agent: actor.name, source: "realtime", message: event.message, recoverable: !event.fatal })

@@ -64,7 +64,7 @@ export type SessionMessage =
   }
   | { readonly _tag: "CompleteTask"; readonly actor: Actor; readonly result: TaskResult }
   | { readonly _tag: "Background"; readonly delivery: Background.Delivery }
-  | { readonly _tag: "UserSpeaking"; readonly speaking: boolean }
+  | { readonly _tag: "UserSpeaking"; readonly speaking: boolean; readonly userTurn: number }
 
 export interface SessionOptions {
   readonly maxToolSteps?: number
@@ -78,6 +78,8 @@ export interface SessionCore {
   /** The user is speaking (voice): no speech starts and nothing is told meanwhile. */
   readonly userSpeaking: () => boolean
   readonly setUserSpeaking: (speaking: boolean) => void
+  /** How many times the user has started speaking (a barge-in cuts only older speeches). */
+  readonly userTurns: () => number
   /** The realtime connections, when the session has a realtime model. */
   readonly realtimePool: Pool | undefined
   /** Tools given to the session: every agent has them; their background calls belong to the session. */

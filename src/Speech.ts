@@ -40,6 +40,11 @@ export interface Speech {
    * to finish takes it back.
    */
   holdsToken: boolean
+  /**
+   * How many times the user had started speaking when the speech was created: a barge-in cuts
+   * only speeches older than it (a reply to the turn itself is never cut by its own start).
+   */
+  readonly userTurn: number
 }
 
 export const make = (
@@ -47,6 +52,7 @@ export const make = (
     readonly agent: string
     readonly source: SpeechSource
     readonly allowInterruptions: boolean
+    readonly userTurn: number
     readonly interrupt: (speech: Speech) => Effect.Effect<void>
   }
 ): Speech => {
@@ -63,7 +69,8 @@ export const make = (
     allowInterruptions: fields.allowInterruptions,
     phase: "queued",
     skipFollowUp: false,
-    holdsToken: true
+    holdsToken: true,
+    userTurn: fields.userTurn
   }
   return speech
 }

@@ -36,11 +36,12 @@ export interface Speeches {
   ) => Speech.SpeechHandle
   /** Ends a speech as seen from outside (outcome, event, token); idempotent. */
   readonly finish: (speech: Speech.Speech, outcome: Speech.SpeechOutcome) => void
-  readonly dropQueued: (reason: string, onlyInterruptible: boolean) => void
+  /** Drops queued speeches (only those created before user turn `beforeTurn` when given). */
+  readonly dropQueued: (reason: string, onlyInterruptible: boolean, beforeTurn?: number) => void
   /** Drops `speech` if queued, interrupts it if playing. */
   readonly interruptOne: (speech: Speech.Speech) => Effect.Effect<void>
   /** Stops the playing speech (see `interruptCurrent` in the actor). */
-  readonly interruptCurrent: (force: boolean) => Effect.Effect<void>
+  readonly interruptCurrent: (force: boolean, beforeTurn?: number) => Effect.Effect<void>
   readonly startNext: Effect.Effect<void>
   readonly ended: (speech: Speech.Speech) => void
   readonly current: () => Speech.Speech | undefined
@@ -78,10 +79,11 @@ export const make = (host: SpeechHost): Speeches => {
     if (holdsToken) work.release()
   }
 
-  const dropQueued = (reason: string, onlyInterruptible: boolean) => {
+  const dropQueued = (reason: string, onlyInterruptible: boolean, beforeTurn?: number) => {
     for (let i = queue.length - 1; i >= 0; i--) {
       const queued = queue[i]!
       if (onlyInterruptible && !queued.speech.allowInterruptions) continue
+      if (beforeTurn !== undefined && queued.speech.userTurn >= beforeTurn) continue
       queue.splice(i, 1)
       finish(queued.speech, { _tag: "Dropped", reason })
     }
@@ -92,6 +94,7 @@ export const make = (host: SpeechHost): Speeches => {
       agent: host.name,
       source,
       allowInterruptions: options.allowInterruptions ?? true,
+      userTurn: host.core.userTurns(),
       interrupt: (s) => Effect.sync(() => host.interrupt(s))
     })
     work.acquire()
@@ -105,11 +108,12 @@ export const make = (host: SpeechHost): Speeches => {
     return speech.handle
   }
 
-  const interruptCurrent = (force: boolean): Effect.Effect<void> =>
+  const interruptCurrent = (force: boolean, beforeTurn?: number): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (!current) return Effect.void
       const speech = current.queued.speech
       if (!force && !speech.allowInterruptions) return Effect.void
+      if (beforeTurn !== undefined && speech.userTurn >= beforeTurn) return Effect.void
       if (speech.phase === "tools") {
         if (!force) speech.skipFollowUp = true
         return Effect.void

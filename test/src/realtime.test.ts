@@ -135,6 +135,24 @@ describe("realtime", () => {
     }).pipe(Effect.provide(realtime({ capabilities: ScriptedRealtime.geminiLike })))
   })
 
+  it.effect("rule 2: the user's audio goes to the holder's connection only, never to one the outgoing agent had", () => {
+    const { greeter } = pair()
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const session = yield* AgentSession.start({ agent: greeter })
+      yield* drive(session.idle)
+      yield* session.pushAudio(new Uint8Array(4800))
+      yield* drive(session.run("weather please"))
+      yield* session.pushAudio(new Uint8Array(960))
+      // Tools fixed at setup: the weather agent got a fresh connection; the greeter's is closed.
+      assert.strictEqual(rt.connections.length, 2)
+      const pushes = (i: number) => rt.connections[i]!.ops.filter((o) => o.op === "pushAudio")
+      assert.deepStrictEqual(pushes(0).map((o) => o.detail), [4800])
+      assert.deepStrictEqual(pushes(1).map((o) => o.detail), [960])
+      assert.isTrue(rt.connections[0]!.closed)
+    }).pipe(Effect.provide(realtime({ capabilities: ScriptedRealtime.geminiLike })))
+  })
+
   it.effect("rule 7: an error answer to an update falls back to a fresh connection with the context re-seeded", () => {
     const { greeter } = pair()
     return Effect.gen(function*() {

@@ -80,4 +80,15 @@ describe("speech", () => {
       assert.strictEqual((yield* first.wait)._tag, "Finished")
       assert.notStrictEqual((yield* second.wait)._tag, "Finished")
     }).pipe(Effect.provide(layers)))
+
+  it.effect("barge-in: the user starting to speak cuts the reply playing", () =>
+    Effect.gen(function*() {
+      const text = yield* TextCapture.TextCapture
+      const session = yield* AgentSession.start({ agent })
+      const handle = yield* session.generateReply({ userInput: "tell me a story" })
+      yield* until(() => text.textOf("talker").length > 0)
+      yield* session.setUserSpeaking(true)
+      assert.strictEqual((yield* drive(handle.wait))._tag, "Interrupted")
+      assert.isTrue(text.textOf("talker").length < story.join("").length)
+    }).pipe(Effect.provide(layers)))
 })

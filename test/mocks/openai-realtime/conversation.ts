@@ -15,6 +15,8 @@ export interface Entry {
   encoding: AudioEncoding | undefined
   /** What a scripted `userSpeaks` said (the model "hears" it even without input transcription). */
   spoken?: string | undefined
+  /** Set by `conversation.item.truncate`: the server forgot the transcript and the unplayed audio. */
+  truncated?: boolean | undefined
 }
 
 export type Insert =

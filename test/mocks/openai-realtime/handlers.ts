@@ -101,5 +101,6 @@ const truncate = (s: RealtimeState, e: ClientEvent, fail: (error: Parameters<Rea
   // Truncation also deletes the server-side transcript (ON-GA L631).
   const content = entry.item.content!.map((p, i) => (i === e.content_index ? { ...p, transcript: "" } : p))
   entry.item = { ...entry.item, content }
+  entry.truncated = true
   s.emit({ type: "conversation.item.truncated", item_id: e.item_id, content_index: e.content_index, audio_end_ms: e.audio_end_ms })
 }

@@ -248,6 +248,10 @@ export class ResponseRunner {
     const texts = textChunks(out.text)
     let text = ""
     if (audio) {
+      // The part exists (and can be truncated) from its first delta on, as on the real server,
+      // where a cancel and a truncate sent mid-stream apply to what was generated so far.
+      entry.item = { ...entry.item, content: [{ type: "output_audio", transcript: "" }] }
+      entry.audio = new Uint8Array(0)
       const fullText = texts.join("")
       const ms = out.audioMs ?? Math.max(200, fullText.length * 60)
       const chunks = chunkAudio(this.params.encoding, synthesize(this.params.encoding, ms), out.chunkMs ?? 100)
@@ -264,11 +268,11 @@ export class ResponseRunner {
         if (c !== undefined) {
           this.emit({ type: "response.output_audio.delta", ...ids, delta: toBase64(c) })
           played.push(c)
+          entry.audio = concatBytes([entry.audio ?? new Uint8Array(0), c])
           this.host.markAssistantAudio()
         }
       }
-      entry.audio = concatBytes(played)
-      this.outputAudioMs += durationMs(this.params.encoding, entry.audio.byteLength)
+      this.outputAudioMs += durationMs(this.params.encoding, concatBytes(played).byteLength)
       this.emit({ type: "response.output_audio.done", ...ids })
       this.emit({ type: "response.output_audio_transcript.done", ...ids, transcript: text })
       this.emit({ type: "response.content_part.done", ...ids, part: { type: "audio", transcript: text } })
@@ -283,7 +287,9 @@ export class ResponseRunner {
       this.emit({ type: "response.content_part.done", ...ids, part: { type: "text", text } })
     }
     this.outputTextChars += text.length
-    const content = audio ? [{ type: "output_audio", transcript: text }] : [{ type: "output_text", text }]
+    const content = audio
+      ? [{ type: "output_audio", transcript: entry.truncated ? "" : text }]
+      : [{ type: "output_text", text }]
     const item: RealtimeItem = { ...entry.item, status: this.itemStatus(last), content }
     this.finish(k, entry, item)
     return item

@@ -1,0 +1,108 @@
+/**
+ * Voice in, through the real OpenAI Realtime layer and the mock's turn detection: the user's
+ * audio goes to the agent holding the floor (`session.pushAudio`), the server detects the turn,
+ * transcribes it and answers by itself; baton records the user's words and plays the answer.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Redacted } from "effect"
+import { OpenAiRealtime } from "../../layers/openai/OpenAiRealtime.ts"
+import * as TextCapture from "../../layers/testing/TextCapture.ts"
+import { Agent, AgentSession } from "../../src/index.ts"
+import * as OpenAIRealtimeMock from "../mocks/openai-realtime/index.ts"
+import { Plan } from "../mocks/openai-realtime/index.ts"
+import { PCM16_24K, synthesize } from "../mocks/shared/audio.ts"
+
+describe("realtime voice input (OpenAI Realtime layer + mock)", () => {
+  it.live("the user's speech reaches the holder's connection; the server's own answer is played and recorded", () =>
+    Effect.gen(function*() {
+      const mock = yield* OpenAIRealtimeMock.make({
+        transcribe: () => "what is the weather",
+        script: () => Plan.say("It is sunny today.")
+      })
+      const agent = Agent.make({ name: "voice", instructions: "You answer by voice." })
+      yield* Effect.gen(function*() {
+        const text = yield* TextCapture.TextCapture
+        const session = yield* AgentSession.start({ agent })
+        yield* session.idle
+        for (let i = 0; i < 5; i++) yield* session.pushAudio(synthesize(PCM16_24K, 100))
+        // server_vad ends the turn after 500 ms of silence (its default).
+        for (let i = 0; i < 8; i++) yield* session.pushAudio(synthesize(PCM16_24K, 100, { kind: "silence" }))
+        // Wait for the answer the server started by itself.
+        yield* Effect.gen(function*() {
+          while (!text.textOf("voice").includes("It is sunny today.")) yield* Effect.sleep("20 millis")
+        }).pipe(Effect.timeout("10 seconds"))
+        yield* session.idle
+        const history = yield* session.history
+        const said = history.items.flatMap((i) => (i._tag === "Message" ? [`${i.role}: ${i.text}`] : []))
+        assert.include(said, "user: what is the weather")
+        assert.include(said, "assistant: It is sunny today.")
+        const events = yield* session.eventLog
+        assert.isTrue(events.some((e) => e.type === "user_state_changed" && e.state === "speaking"))
+        assert.isFalse(events.some((e) => e.type === "error"))
+        assert.strictEqual(mock.connectionCount(), 1)
+      }).pipe(
+        Effect.provide(Layer.mergeAll(
+          OpenAiRealtime.layer({
+            url: mock.url,
+            apiKey: Redacted.make("sk-test-voice"),
+            inputTranscription: { model: "gpt-4o-mini-transcribe" }
+          }),
+          TextCapture.layer
+        )),
+        Effect.scoped
+      )
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("barge-in: the user speaking over the answer cuts it; history keeps what was played; the next turn is answered", () =>
+    Effect.gen(function*() {
+      let turns = 0
+      let answers = 0
+      const mock = yield* OpenAIRealtimeMock.make({
+        transcribe: () => (++turns === 1 ? "tell me a long story" : "stop please"),
+        script: () =>
+          ++answers === 1
+            ? Plan.say("Once upon a time there was a very long story that went on and on.", { deltaIntervalMs: 40 })
+            : Plan.say("Okay, I stop.")
+      })
+      const agent = Agent.make({ name: "voice", instructions: "You answer by voice." })
+      const speak = (session: AgentSession.AgentSession) =>
+        Effect.gen(function*() {
+          for (let i = 0; i < 3; i++) yield* session.pushAudio(synthesize(PCM16_24K, 100))
+          for (let i = 0; i < 6; i++) yield* session.pushAudio(synthesize(PCM16_24K, 100, { kind: "silence" }))
+        })
+      yield* Effect.gen(function*() {
+        const text = yield* TextCapture.TextCapture
+        const session = yield* AgentSession.start({ agent })
+        yield* session.idle
+        yield* speak(session)
+        yield* Effect.gen(function*() {
+          while (!text.textOf("voice").includes("upon")) yield* Effect.sleep("5 millis")
+        }).pipe(Effect.timeout("10 seconds"))
+        yield* speak(session)
+        yield* Effect.gen(function*() {
+          while (!text.textOf("voice").includes("Okay, I stop.")) yield* Effect.sleep("20 millis")
+        }).pipe(Effect.timeout("10 seconds"))
+        yield* session.idle
+        const history = yield* session.history
+        const said = history.items.flatMap((i) => (i._tag === "Message" ? [{ role: i.role, text: i.text, cut: i.interrupted }] : []))
+        assert.deepStrictEqual(said.map((m) => m.role), ["user", "assistant", "user", "assistant"])
+        assert.isTrue(said[1]!.cut)
+        assert.isTrue(said[1]!.text.length < "Once upon a time there was a very long story that went on and on.".length)
+        assert.deepStrictEqual(said[3], { role: "assistant", text: "Okay, I stop.", cut: false })
+        const finished = (yield* session.eventLog).filter((e) => e.type === "speech_finished")
+        assert.deepStrictEqual(finished.map((e) => e.type === "speech_finished" && e.interrupted), [true, false])
+        assert.isFalse((yield* session.eventLog).some((e) => e.type === "error"))
+        // The server forgot what was not played: the cut item is truncated at the played position.
+        const server = yield* mock.awaitConnection(0)
+        const truncate = server.clientEvents().find((e) => e.type === "conversation.item.truncate")
+        assert.strictEqual(truncate?.item_id, history.items.find((i) => i._tag === "Message" && i.interrupted)?.id)
+        assert.strictEqual(mock.connectionCount(), 1)
+      }).pipe(
+        Effect.provide(Layer.mergeAll(
+          OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice") }),
+          TextCapture.layer
+        )),
+        Effect.scoped
+      )
+    }).pipe(Effect.scoped), 30_000)
+})
