@@ -117,6 +117,12 @@ const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
     Effect.asVoid
   )
 
+/**
+ * Responses the server stopped itself: cancelling them again would, on Gemini, cut the
+ * answer to the very turn that interrupted them.
+ */
+const stoppedByServer = new WeakSet<ResponseQueue>()
+
 const dispatch = (actor: Actor, binding: RealtimeBinding, event: LeaseEvent): Effect.Effect<void> =>
   Effect.suspend(() => {
     switch (event._tag) {
@@ -156,8 +162,14 @@ const dispatch = (actor: Actor, binding: RealtimeBinding, event: LeaseEvent): Ef
         return Effect.void
       }
       case "Interrupted": {
-        for (const queue of binding.responses.values()) Queue.endUnsafe(queue)
-        binding.responses.clear()
+        // The server stopped the answer because the user spoke over it: the reply playing it is
+        // cut (recorded as interrupted, audio cleared, truncated at what was played).
+        for (const [id, queue] of binding.responses) {
+          if (event.responseId !== undefined && id !== event.responseId) continue
+          stoppedByServer.add(queue)
+          Queue.failCauseUnsafe(queue, Cause.interrupt())
+          binding.responses.delete(id)
+        }
         return Effect.void
       }
       case "SpeechStarted":
@@ -312,7 +324,7 @@ const play = (
           if (cut && Exit.hasInterrupts(exit)) {
             // Cut short: the server stops too, and forgets what was not played.
             yield* audio.clear(info)
-            yield* held.cancelResponse.pipe(Effect.ignore)
+            if (!stoppedByServer.has(queue)) yield* held.cancelResponse.pipe(Effect.ignore)
             if (itemId && audioBytes > 0 && held.capabilities.messageTruncation) {
               yield* held.truncate(itemId, Math.round(durationMs(audioBytes, audioRate))).pipe(Effect.ignore)
             }

@@ -5,14 +5,17 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
+import { GeminiLive } from "../../layers/google/GeminiLive.ts"
 import { OpenAiRealtime } from "../../layers/openai/OpenAiRealtime.ts"
 import * as TextCapture from "../../layers/testing/TextCapture.ts"
 import { Agent, AgentSession } from "../../src/index.ts"
 import * as OpenAIRealtimeMock from "../mocks/openai-realtime/index.ts"
 import { Plan } from "../mocks/openai-realtime/index.ts"
-import { PCM16_24K, synthesize } from "../mocks/shared/audio.ts"
+import * as GeminiLiveMock from "../mocks/gemini-live/index.ts"
+import { GeminiPlan } from "../mocks/gemini-live/index.ts"
+import { type AudioEncoding, PCM16_16K, PCM16_24K, synthesize } from "../mocks/shared/audio.ts"
 
-describe("realtime voice input (OpenAI Realtime layer + mock)", () => {
+describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)", () => {
   it.live("the user's speech reaches the holder's connection; the server's own answer is played and recorded", () =>
     Effect.gen(function*() {
       const mock = yield* OpenAIRealtimeMock.make({
@@ -65,20 +68,15 @@ describe("realtime voice input (OpenAI Realtime layer + mock)", () => {
             : Plan.say("Okay, I stop.")
       })
       const agent = Agent.make({ name: "voice", instructions: "You answer by voice." })
-      const speak = (session: AgentSession.AgentSession) =>
-        Effect.gen(function*() {
-          for (let i = 0; i < 3; i++) yield* session.pushAudio(synthesize(PCM16_24K, 100))
-          for (let i = 0; i < 6; i++) yield* session.pushAudio(synthesize(PCM16_24K, 100, { kind: "silence" }))
-        })
       yield* Effect.gen(function*() {
         const text = yield* TextCapture.TextCapture
         const session = yield* AgentSession.start({ agent })
         yield* session.idle
-        yield* speak(session)
+        yield* speak(session, PCM16_24K, 6)
         yield* Effect.gen(function*() {
           while (!text.textOf("voice").includes("upon")) yield* Effect.sleep("5 millis")
         }).pipe(Effect.timeout("10 seconds"))
-        yield* speak(session)
+        yield* speak(session, PCM16_24K, 6)
         yield* Effect.gen(function*() {
           while (!text.textOf("voice").includes("Okay, I stop.")) yield* Effect.sleep("20 millis")
         }).pipe(Effect.timeout("10 seconds"))
@@ -105,4 +103,55 @@ describe("realtime voice input (OpenAI Realtime layer + mock)", () => {
         Effect.scoped
       )
     }).pipe(Effect.scoped), 30_000)
+
+  it.live("barge-in on Gemini Live: the server's `interrupted` ends the answer as interrupted; the next turn is answered", () =>
+    Effect.gen(function*() {
+      let turns = 0
+      let answers = 0
+      const story = "Once upon a time there was a very long story that went on and on."
+      const mock = yield* GeminiLiveMock.make({
+        transcribe: () => (++turns === 1 ? "tell me a long story" : "stop please"),
+        script: () => (++answers === 1 ? GeminiPlan.say(story, { deltaIntervalMs: 40 }) : GeminiPlan.say("Okay, I stop."))
+      })
+      const agent = Agent.make({ name: "voice", instructions: "You answer by voice." })
+      yield* Effect.gen(function*() {
+        const text = yield* TextCapture.TextCapture
+        const session = yield* AgentSession.start({ agent })
+        yield* session.idle
+        // Gemini's activity detection ends a turn after 800 ms of silence (its default here).
+        yield* speak(session, PCM16_16K, 12)
+        yield* Effect.gen(function*() {
+          while (!text.textOf("voice").includes("upon")) yield* Effect.sleep("5 millis")
+        }).pipe(Effect.timeout("10 seconds"))
+        yield* speak(session, PCM16_16K, 12)
+        yield* Effect.gen(function*() {
+          while (!text.textOf("voice").includes("Okay, I stop.")) yield* Effect.sleep("20 millis")
+        }).pipe(Effect.timeout("10 seconds"))
+        yield* session.idle
+        const history = yield* session.history
+        const said = history.items.flatMap((i) => (i._tag === "Message" ? [{ role: i.role, text: i.text, cut: i.interrupted }] : []))
+        assert.deepStrictEqual(said.map((m) => m.role), ["user", "assistant", "user", "assistant"])
+        assert.isTrue(said[1]!.cut)
+        assert.isTrue(said[1]!.text.length < story.length)
+        assert.deepStrictEqual(said[3], { role: "assistant", text: "Okay, I stop.", cut: false })
+        const events = yield* session.eventLog
+        const finished = events.filter((e) => e.type === "speech_finished")
+        assert.deepStrictEqual(finished.map((e) => e.type === "speech_finished" && e.interrupted), [true, false])
+        assert.isFalse(events.some((e) => e.type === "error"))
+        assert.strictEqual(mock.connectionCount(), 1)
+      }).pipe(
+        Effect.provide(Layer.mergeAll(
+          GeminiLive.layer({ url: mock.url, apiKey: Redacted.make("AIza-test-voice") }),
+          TextCapture.layer
+        )),
+        Effect.scoped
+      )
+    }).pipe(Effect.scoped), 30_000)
 })
+
+/** 300 ms of voice, then `silences` × 100 ms of silence. */
+const speak = (session: AgentSession.AgentSession, encoding: AudioEncoding, silences: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 3; i++) yield* session.pushAudio(synthesize(encoding, 100))
+    for (let i = 0; i < silences; i++) yield* session.pushAudio(synthesize(encoding, 100, { kind: "silence" }))
+  })
