@@ -374,6 +374,9 @@ export const make = Effect.fnUntraced(function*(
         case "Activate": {
           actor.status = "active"
           if (msg.merge) actor.chat = actor.chat.merge(msg.merge)
+          // The connection follows the floor now, not at the first reply: the user may speak
+          // into it before then, and the server must hear the new agent's configuration.
+          if (actor.realtime && holdsFloor()) yield* RealtimeReply.take(actor).pipe(Effect.forkIn(actor.scope))
           if (msg.reply && holdsFloor()) speeches.enqueue("generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
           return yield* msg.mode === "enter"
             ? runHook(agent.onEnter, "onEnter", true, { waitFor: msg.after })

@@ -159,7 +159,10 @@ export const start = <U = undefined>(
       }
     }
 
-    const setUserSpeaking = (speaking: boolean) => {
+    /** The realtime connection that reported the user speaking, if one did. */
+    let speakingOn: string | undefined
+    const setUserSpeaking = (speaking: boolean, connectionId?: string) => {
+      speakingOn = speaking ? connectionId : undefined
       if (speaking === userSpeaking || closed) return
       userSpeaking = speaking
       if (speaking) userTurns++
@@ -167,7 +170,9 @@ export const start = <U = undefined>(
       sendToSession({ _tag: "UserSpeaking", speaking, userTurn: userTurns })
     }
     const realtimePool = realtimeModel
-      ? yield* RealtimePool.make(realtimeModel, scope, () => clock.currentTimeMillisUnsafe())
+      ? yield* RealtimePool.make(realtimeModel, scope, () => clock.currentTimeMillisUnsafe(), (connectionId) => {
+        if (speakingOn === connectionId) setUserSpeaking(false)
+      })
       : undefined
 
     const core: SessionCore = {

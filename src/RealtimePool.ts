@@ -126,7 +126,9 @@ export const reusable = (
 export const make = (
   model: RealtimeModel["Service"],
   parent: Scope.Scope,
-  now: () => number
+  now: () => number,
+  /** Told when a connection has gone (closed, broken): what it was saying about the user ends. */
+  ended: (connectionId: string) => void = () => {}
 ): Effect.Effect<Pool> =>
   Effect.sync(() => {
     const entries = new Set<Entry>()
@@ -332,6 +334,7 @@ export const make = (
           entry.broken = true
           entries.delete(entry)
           entry.lease?.revoke("closed")
+          ended(connection.id)
         }))
         // The router: events go to the current lease, or nowhere (late answers are harmless).
         yield* connection.events.pipe(
@@ -350,6 +353,7 @@ export const make = (
           Effect.ensuring(Effect.sync(() => {
             entry.broken = true
             entry.lease?.revoke("closed")
+            ended(connection.id)
           })),
           Diagnostics.fiber,
           Effect.forkIn(scope)

@@ -28,9 +28,9 @@ export interface RealtimeBinding {
   lease: Lease | undefined
   readonly responses: Map<string, ResponseQueue>
   /** Replies waiting for their response to start, by the ticket that asked for it. */
-  readonly waiting: Map<Ticket, Deferred.Deferred<string, RealtimeError>>
+  readonly waiting: Map<Ticket, Deferred.Deferred<ResponseQueue, RealtimeError>>
   /** A reply waiting for the response the server starts by itself (after tool outputs). */
-  expecting: { readonly lease: Lease; readonly started: Deferred.Deferred<string, RealtimeError> } | undefined
+  expecting: { readonly lease: Lease; readonly started: Deferred.Deferred<ResponseQueue, RealtimeError> } | undefined
 }
 
 export const bind = (pool: Pool): RealtimeBinding => ({
@@ -60,21 +60,42 @@ export const release = (binding: RealtimeBinding) => {
   if (lease) binding.pool.release(lease)
 }
 
+/**
+ * Takes a connection for an actor that has just got the floor: the one its predecessor released
+ * when it can serve this actor (its updates sent at once, pipelined), else a fresh one (the old
+ * one closes). A failure here is not the actor's: its next reply tries again.
+ */
+export const take = (actor: Actor): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const binding = actor.realtime
+    if (!binding || (binding.lease && !binding.lease.revoked())) return Effect.void
+    return lease(actor, binding).pipe(
+      Effect.catchCause((cause) => Effect.logDebug(`realtime connection for ${actor.name} not taken: ${Cause.pretty(cause)}`)),
+      Effect.asVoid,
+      Diagnostics.fiber
+    )
+  })
+
 /** The actor's lease, acquired (and its event router started) if it has none. */
 const lease = (actor: Actor, binding: RealtimeBinding): Effect.Effect<Lease, RealtimeError> =>
   Effect.gen(function*() {
-    const held = binding.lease
-    if (held && !held.revoked()) {
+    const current = (): Lease | undefined => (binding.lease && !binding.lease.revoked() ? binding.lease : undefined)
+    const resync = (held: Lease) =>
       // A response still running (one that was cut) ends first: what it left on the server is
       // then seen by the sync.
-      yield* held.settle
-      yield* held.sync(desired(actor))
-      return held
-    }
+      held.settle.pipe(Effect.andThen(held.sync(desired(actor))), Effect.as(held))
+    const held = current()
+    if (held) return yield* resync(held)
     return yield* binding.acquiring.withPermits(1)(Effect.gen(function*() {
-      const again = binding.lease
-      if (again && !again.revoked()) return again
+      // Acquired meanwhile by another flow of this actor (its take, a reply): brought up to date.
+      const again = current()
+      if (again) return yield* resync(again)
       const fresh = yield* binding.pool.acquire(actor.name, desired(actor))
+      if (!actor.holdsFloor()) {
+        // The floor moved on while the connection was being acquired: it is the next holder's.
+        binding.pool.release(fresh)
+        return yield* revoked(`${actor.name} passed the floor while its connection was acquired`)
+      }
       binding.lease = fresh
       yield* route(actor, binding, fresh)
       return fresh
@@ -95,7 +116,7 @@ export const pushAudio = (actor: Actor, pcm: Uint8Array): Effect.Effect<void, Re
 /** Routes the lease's events: responses to their replies, turn events to the session. */
 const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
   Stream.fromQueue(lease.events).pipe(
-    Stream.runForEach((event) => dispatch(actor, binding, event)),
+    Stream.runForEach((event) => dispatch(actor, binding, lease, event)),
     Effect.ensuring(Effect.sync(() => {
       const why = revoked(`the connection left ${actor.name} (${lease.revoked() ?? "closed"})`)
       // Only what was asked on this lease: a retry may already wait on a fresh one.
@@ -123,7 +144,7 @@ const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
  */
 const stoppedByServer = new WeakSet<ResponseQueue>()
 
-const dispatch = (actor: Actor, binding: RealtimeBinding, event: LeaseEvent): Effect.Effect<void> =>
+const dispatch = (actor: Actor, binding: RealtimeBinding, lease: Lease, event: LeaseEvent): Effect.Effect<void> =>
   Effect.suspend(() => {
     switch (event._tag) {
       case "ResponseStarted":
@@ -140,10 +161,12 @@ const dispatch = (actor: Actor, binding: RealtimeBinding, event: LeaseEvent): Ef
               return binding.lease ? binding.lease.cancelResponse.pipe(Effect.ignore) : Effect.void
             }
             binding.responses.set(event.responseId, queue)
-            if (waiter) return Effect.sync(() => void Deferred.doneUnsafe(waiter, Exit.succeed(event.responseId)))
+            // The reply gets the queue itself: the whole response may have come (and left the
+            // routing map) before the reply starts reading it.
+            if (waiter) return Effect.sync(() => void Deferred.doneUnsafe(waiter, Exit.succeed(queue)))
             // A response the server started by itself (its turn detection): a reply follows it.
             return Effect.sync(() =>
-              actor.send({ _tag: "Heard", event: { _tag: "ServerReply", body: (speech) => run(actor, speech, {}, event.responseId) } })
+              actor.send({ _tag: "Heard", event: { _tag: "ServerReply", body: (speech) => run(actor, speech, {}, { lease, queue }) } })
             )
           })
         )
@@ -174,7 +197,7 @@ const dispatch = (actor: Actor, binding: RealtimeBinding, event: LeaseEvent): Ef
       }
       case "SpeechStarted":
         return Effect.sync(() => {
-          actor.core.setUserSpeaking(true)
+          actor.core.setUserSpeaking(true, lease.connectionId)
           actor.send({ _tag: "Heard", event: { _tag: "SpeechStarted", userTurn: actor.core.userTurns() } })
         })
       case "SpeechStopped":
@@ -193,6 +216,12 @@ const dispatch = (actor: Actor, binding: RealtimeBinding, event: LeaseEvent): Ef
     }
   })
 
+/** A response that has started, on the lease it came on. */
+interface Started {
+  readonly lease: Lease
+  readonly queue: ResponseQueue
+}
+
 /** Asks for a response on the actor's lease; on a fallback, once more on a fresh connection. */
 const request = (
   actor: Actor,
@@ -206,9 +235,9 @@ const request = (
     readonly outputsOf?: ReadonlyArray<string> | undefined
   },
   attempt = 0
-): Effect.Effect<{ readonly lease: Lease; readonly responseId: string }, RealtimeError> =>
+): Effect.Effect<Started, RealtimeError> =>
   Effect.gen(function*() {
-    const started = Deferred.makeUnsafe<string, RealtimeError>()
+    const started = Deferred.makeUnsafe<ResponseQueue, RealtimeError>()
     const current = binding.lease
     const answersByItself = options.outputsOf !== undefined && current !== undefined && !current.revoked() &&
       current.capabilities.autoToolReply
@@ -226,14 +255,14 @@ const request = (
         }
       }
       const held = yield* lease(actor, binding)
-      if (answersByItself && held === current) return { lease: held, responseId: yield* Deferred.await(started) }
+      if (answersByItself && held === current) return { lease: held, queue: yield* Deferred.await(started) }
       ticket = held.ticket()
       binding.waiting.set(ticket, started)
       yield* held.createResponse({
         ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
         ...(options.toolChoice !== undefined ? { toolChoice: options.toolChoice } : {})
       }, ticket).pipe(Effect.provideService(ModelCall, { agent: actor.name, speechId: options.speechId }))
-      return { lease: held, responseId: yield* Deferred.await(started) }
+      return { lease: held, queue: yield* Deferred.await(started) }
     }).pipe(
       // Cut or failed before it started (the user spoke): its response, if it comes, is
       // cancelled and reaches no one, and the next one is not taken for it.
@@ -250,7 +279,7 @@ const request = (
     )
   }).pipe(
     Effect.catchIf(
-      (error) => error.reason === "revoked" && attempt === 0 && actor.holdsFloor(),
+      (error) => (error.reason === "revoked" || error.reason === "closed") && attempt === 0 && actor.holdsFloor(),
       () => request(actor, binding, options, attempt + 1)
     )
   )
@@ -341,7 +370,7 @@ export const run = (
   actor: Actor,
   speech: Speech,
   options: ReplyOptions,
-  startedBy?: string
+  startedBy?: Started
 ): Effect.Effect<void, unknown> =>
   Effect.gen(function*() {
     const binding = actor.realtime!
@@ -354,12 +383,9 @@ export const run = (
       if (!actor.holdsFloor()) return
       speech.phase = "generating"
       const choice: RealtimeToolChoice | undefined = step >= actor.agent.maxToolSteps ? "none" : toolChoice
-      const { lease: held, responseId } = existing
-        ? { lease: binding.lease!, responseId: existing }
-        : yield* request(actor, binding, { instructions, toolChoice: choice, speechId: speech.handle.id, outputsOf: answered })
+      const { lease: held, queue } = existing ??
+        (yield* request(actor, binding, { instructions, toolChoice: choice, speechId: speech.handle.id, outputsOf: answered }))
       existing = undefined
-      const queue = binding.responses.get(responseId)
-      if (!queue) return
       const played = yield* play(actor, speech, held, queue).pipe(
         Effect.map((calls) => ({ calls, retry: false })),
         // The connection broke under the reply (an update's error answer): ask again on the

@@ -77,7 +77,11 @@ export interface SessionCore {
   readonly background: Work
   /** The user is speaking (voice): no speech starts and nothing is told meanwhile. */
   readonly userSpeaking: () => boolean
-  readonly setUserSpeaking: (speaking: boolean) => void
+  /**
+   * `connectionId`: the realtime connection whose turn detection says so; if it goes before it
+   * says the user stopped, the user is taken to have stopped (else no reply would ever start).
+   */
+  readonly setUserSpeaking: (speaking: boolean, connectionId?: string) => void
   /** How many times the user has started speaking (a barge-in cuts only older speeches). */
   readonly userTurns: () => number
   /** The realtime connections, when the session has a realtime model. */

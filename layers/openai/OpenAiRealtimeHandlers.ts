@@ -100,6 +100,13 @@ export const makeHandler = (ctx: HandlerContext) => {
             yield* Effect.logDebug(`realtime: ${message} (a cancel raced the end of the response)`)
             return true
           }
+          if (code === "conversation_already_has_active_response") {
+            // A server-VAD response started as the client asked for one (PROTOCOLS.md 5.5): it
+            // answers the same conversation, and responses are matched to requests in order,
+            // so the request is served by it. Nothing is lost: not an error for the agent.
+            yield* Effect.logDebug(`realtime: ${message} (the server's own response serves the request)`)
+            return true
+          }
           yield* ctx.emit({
             _tag: "Error",
             message,

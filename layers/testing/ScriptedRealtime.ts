@@ -80,6 +80,26 @@ export interface Options {
   readonly audio?: boolean
   /** The nth update (counted over the model's life, from 1) gets an error answer. */
   readonly rejectUpdate?: (n: number, kind: "session" | "context") => boolean
+  /** How long an {@link utterance} takes to say (from speech start to speech stop). Default 200 ms. */
+  readonly speechDuration?: Duration.Input
+  /**
+   * Whether the server reports the user's speech start and stop (OpenAI does; Gemini only says
+   * `interrupted` when the user talks over an answer). Default true.
+   */
+  readonly speechEvents?: boolean
+}
+
+const UTTERANCE = "baton-scripted-utterance:"
+
+/**
+ * Audio this model hears as `text` (its turn detection: speech start, the user's transcript,
+ * then an answer it starts by itself; an answer playing is stopped). Other audio is only logged.
+ */
+export const utterance = (text: string): Uint8Array => new TextEncoder().encode(UTTERANCE + text)
+
+const heardText = (pcm: Uint8Array): string | undefined => {
+  const text = new TextDecoder().decode(pcm)
+  return text.startsWith(UTTERANCE) ? text.slice(UTTERANCE.length) : undefined
 }
 
 const sleep = (d: Duration.Input | undefined) => (d === undefined ? Effect.void : Effect.sleep(d))
@@ -195,6 +215,33 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               if (current?.id === responseId) current = undefined
             })))
 
+          // The server's turn detection: the user talking over an answer stops it; at the end of
+          // the turn the transcript comes, then an answer (unless one is in progress).
+          const hear = (text: string) =>
+            Effect.gen(function*() {
+              const speechEvents = options.speechEvents ?? true
+              if (speechEvents) yield* emit({ _tag: "SpeechStarted" })
+              const playing = current
+              if (playing?.started && response && !response.pollUnsafe()) {
+                log("interrupted", playing.id)
+                yield* Fiber.interrupt(response)
+                yield* emit({ _tag: "Interrupted", responseId: playing.id })
+                yield* emit({ _tag: "ResponseDone", responseId: playing.id, status: "cancelled" })
+              }
+              yield* sleep(options.speechDuration ?? "200 millis")
+              if (record.closed) return
+              if (speechEvents) yield* emit({ _tag: "SpeechStopped" })
+              const itemId = nextId("item")
+              log("heard", text)
+              record.items.push({ _tag: "Message", id: itemId, role: "user", text, interrupted: false })
+              yield* emit({ _tag: "InputTranscript", itemId, text, final: true })
+              if (response && !response.pollUnsafe()) return
+              const id = nextId("resp")
+              current = { id, started: false }
+              const answer = yield* respond(undefined, undefined)
+              response = yield* stream(id, answer).pipe(Effect.forkIn(scope))
+            })
+
           return {
             id: record.id,
             provider: options.provider ?? "scripted",
@@ -234,6 +281,10 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
                 Effect.gen(function*() {
                   log("createResponse", opts)
                   if (response && !response.pollUnsafe()) {
+                    // The server started one by itself (its turn detection) an instant before:
+                    // like OpenAI it refuses this one, and the one it started is the answer
+                    // (it sees the same conversation), so the client takes that one instead.
+                    if (current && !current.started) return void log("createResponse absorbed", current.id)
                     return yield* new RealtimeError({ reason: "rejected", message: "a response is already in progress" })
                   }
                   const id = nextId("resp")
@@ -255,7 +306,15 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               })
             ),
             truncate: (itemId, audioEndMs) => live(() => Effect.sync(() => log("truncate", { itemId, audioEndMs }))),
-            pushAudio: (pcm) => live(() => Effect.sync(() => log("pushAudio", pcm.byteLength))),
+            pushAudio: (pcm) =>
+              live(() =>
+                Effect.suspend(() => {
+                  log("pushAudio", pcm.byteLength)
+                  const text = heardText(pcm)
+                  if (text === undefined || !capabilities.serverTurnDetection) return Effect.void
+                  return hear(text).pipe(Effect.forkIn(scope), Effect.asVoid)
+                })
+              ),
             commitAudio: live(() => Effect.sync(() => log("commitAudio"))),
             clearAudio: live(() => Effect.sync(() => log("clearAudio")))
           } satisfies RealtimeConnection

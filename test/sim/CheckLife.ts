@@ -101,6 +101,8 @@ export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
     if (!run.background && (run.backgroundRunning || backgroundPending(ctx, run.resolvedSeq))) continue
     const next = rec.actions.find((a) => a.order > run.resolvedOrder && a.op !== "idle")?.seq ?? rec.settled?.seq ?? rec.closeSeq ?? Infinity
     const late = rec.events.filter((e) => e.seq >= run.resolvedSeq! && e.seq < next)
+    // A spoken turn is the server's until it reports it: what it brings may follow the run.
+    if (late.length > 0 && voiceInFlight(ctx, run.resolvedOrder, late[0]!.at)) continue
     if (late.length > 0) {
       out.push(v("rule 10", `${late.length} event(s) after run ${run.text} resolved, before anything else happened (first: ${late[0]!.type})`, late[0]!.seq))
     }
@@ -122,6 +124,14 @@ export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
 }
 
 /** A long-running handler had finished by `seq` but its result was not recorded yet. */
+/** Whether a spoken input made before `order` may still have been with the server at `at`. */
+const voiceInFlight = (ctx: Ctx, order: number, at: number): boolean => {
+  const rt = ctx.rec.scenario.realtime
+  if (!rt) return false
+  const turn = (rt.speechMs ?? 200) + rt.responseDelay + 10
+  return ctx.rec.actions.some((a) => a.op === "voice" && a.order < order && a.at + turn >= at)
+}
+
 const backgroundPending = (ctx: Ctx, seq: number): boolean =>
   ctx.rec.finishes.some((f) => f.seq < seq && (ctx.outputSeq.get(`${f.callId}:result`) ?? Infinity) >= seq)
 

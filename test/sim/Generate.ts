@@ -292,7 +292,7 @@ const extend = (root: Prng, s: Scenario): Scenario => {
 const realtime = (root: Prng, s: Scenario): Scenario => {
   const rng = root.fork("realtime-1")
   if (!rng.chance(0.25)) return s
-  return {
+  const withRealtime: Scenario = {
     ...s,
     realtime: {
       capabilities: rng.chance(0.6) ? "openai" : "gemini",
@@ -301,6 +301,21 @@ const realtime = (root: Prng, s: Scenario): Scenario => {
       ...(rng.chance(0.25) ? { rejectEvery: rng.int(2, 6) } : {})
     }
   }
+  return voice(root, withRealtime)
+}
+
+/** Spoken inputs into the holder's connection, answered by the server's own turn detection. */
+const voice = (root: Prng, s: Scenario): Scenario => {
+  const rng = root.fork("voice-1")
+  if (!rng.chance(0.5)) return s
+  const timeline: Array<Action> = []
+  let input = 100
+  for (const action of s.timeline) {
+    if (rng.chance(0.3)) timeline.push({ op: "voice", after: rng.delay(1200), input: input++ })
+    timeline.push(action)
+  }
+  if (input === 100) timeline.push({ op: "voice", after: rng.delay(600), input: input++ })
+  return { ...s, realtime: { ...s.realtime!, speechMs: rng.delay(800, 0) }, timeline }
 }
 
 export const generate = (seed: number): Scenario => {

@@ -312,7 +312,8 @@ export const interpret = (scenario: Scenario, world: World): Built => {
   const specs = new Map<string, AgentSpec>([...scenario.agents, ...scenario.tasks].map((a) => [a.name, a]))
   const counters = new Map<string, number>()
   const respond = (request: ScriptedModel.RecordedRequest): ScriptedModel.ScriptedResponse => {
-    const agent = request.agent ?? "?"
+    // A response the server started by itself (voice) is for the agent it is configured for.
+    const agent = request.agent ?? /^You are (.+)\.$/.exec(request.instructions ?? "")?.[1] ?? "?"
     const trigger: Trigger = request.last.kind === "user" ? "user" : request.last.kind === "tool" ? "tool" : "other"
     world.requests.push({
       index: request.index,

@@ -168,7 +168,9 @@ const realtimeLayer = (scenario: Scenario, built: Built) => {
     capabilities: spec.capabilities === "openai" ? ScriptedRealtime.openAiLike : ScriptedRealtime.geminiLike,
     ...(spec.ackDelay > 0 ? { ackDelay: `${spec.ackDelay} millis` } : {}),
     ...(spec.responseDelay > 0 ? { responseDelay: `${spec.responseDelay} millis` } : {}),
-    ...(spec.rejectEvery ? { rejectUpdate: (n: number) => n % spec.rejectEvery! === 0 } : {})
+    ...(spec.rejectEvery ? { rejectUpdate: (n: number) => n % spec.rejectEvery! === 0 } : {}),
+    ...(spec.speechMs !== undefined ? { speechDuration: `${spec.speechMs} millis` } : {}),
+    speechEvents: spec.capabilities === "openai"
   })
 }
 

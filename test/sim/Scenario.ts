@@ -100,6 +100,8 @@ export type Action =
   /** The user speaks for `duration` ms (barge-in: nothing starts, the current reply is cut). */
   | { readonly op: "speak"; readonly after: number; readonly duration: number }
   | { readonly op: "interrupt"; readonly after: number }
+  /** Realtime scenarios: the user says input n into the holder's connection (the server's turn detection answers it). */
+  | { readonly op: "voice"; readonly after: number; readonly input: number }
   | { readonly op: "handoff"; readonly after: number; readonly target: string }
   | { readonly op: "say"; readonly after: number }
   | { readonly op: "reply"; readonly after: number }
@@ -114,6 +116,8 @@ export interface RealtimeSpec {
   readonly responseDelay: number
   /** Every n-th update gets an error answer (the holder falls back to a fresh connection). */
   readonly rejectEvery?: number | undefined
+  /** How long a spoken input takes (voice actions). */
+  readonly speechMs?: number | undefined
 }
 
 export interface Scenario {
@@ -175,6 +179,8 @@ export const formatAction = (a: Action): string => {
       return `${at} run u${a.input}${a.wait ? "" : " (no wait)"}${a.background ? " (waits for background)" : ""}`
     case "speak":
       return `${at} user speaks ${a.duration}ms`
+    case "voice":
+      return `${at} user says u${a.input} (audio)`
     case "handoff":
       return `${at} handoff ${a.target}`
     default:

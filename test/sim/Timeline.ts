@@ -8,6 +8,7 @@
 import { Clock, Effect, Fiber, Option } from "effect"
 import type { AgentSession } from "../../src/index.ts"
 import { Diagnostics } from "../../src/index.ts"
+import * as ScriptedRealtime from "../../layers/testing/ScriptedRealtime.ts"
 import type { Built, HookCall, TaskOutcome, World } from "./Interpret.ts"
 import type { Action, Scenario } from "./Scenario.ts"
 
@@ -190,6 +191,11 @@ export const playTimeline = (state: TimelineState) =>
           }
           case "interrupt":
             return yield* session.interrupt
+          case "voice":
+            lastVoiceAt = yield* Clock.currentTimeMillis
+            return yield* session.pushAudio(ScriptedRealtime.utterance(inputText(action.input))).pipe(
+              Effect.catch((e) => Effect.sync(() => void world.notes.push(`voice: ${e.message}`)))
+            )
           case "speak": {
             const speaking = session.setUserSpeaking(true).pipe(
               Effect.andThen(sleep(action.duration)),
@@ -221,6 +227,9 @@ export const playTimeline = (state: TimelineState) =>
         }
       })
 
+    /** When the user last spoke into a connection (the server answers on its own time). */
+    let lastVoiceAt: number | undefined
+
     const forcedHandoff = (name: string) =>
       Effect.gen(function*() {
         const target = state.built.agents.get(name)
@@ -245,6 +254,14 @@ export const playTimeline = (state: TimelineState) =>
       yield* sleep(action.after)
       state.actions.push({ index: i, order: world.tick(), op: action.op, seq: world.seq(), at: yield* Clock.currentTimeMillis })
       yield* perform(action)
+    }
+
+    // A spoken turn is the server's until it reports it (speech, transcript, then its answer):
+    // quiescence is judged once the last one has had the time to come back.
+    const rt = state.scenario.realtime
+    if (lastVoiceAt !== undefined && rt) {
+      const back = lastVoiceAt + (rt.speechMs ?? 200) + rt.responseDelay + 10 - (yield* Clock.currentTimeMillis)
+      if (back > 0) yield* sleep(back)
     }
 
     // Whatever is still in flight must end.

@@ -287,6 +287,22 @@ describe("OpenAiRealtime", () => {
       expect(yield* events.waitFor((e) => e._tag === "TextDelta")).toEqual({ _tag: "TextDelta", responseId: "resp_t", itemId: "item_t", delta: "txt" })
     }))
 
+  it.live("a response.create refused because the server's own response is active is no Error event (that response serves it)", () =>
+    Effect.gen(function*() {
+      const long = Plan.say("a b c d e f", { audioMs: 1000, deltaIntervalMs: 20 })
+      const mock = yield* OpenAIRealtimeMock.make({ script: [long, long] })
+      const { connection, events, server } = yield* open(mock)
+      // The server answers a spoken turn by itself; the client asks for a response meanwhile.
+      yield* server.userSpeaks({ durationMs: 300, transcript: "hello" })
+      yield* events.waitFor((e) => e._tag === "ResponseStarted")
+      yield* connection.createResponse()
+      const refused = yield* server.awaitSent((f) => f.type === "error")
+      expect(refused.json).toMatchObject({ error: { code: "conversation_already_has_active_response" } })
+      yield* events.waitFor((e) => e._tag === "ResponseDone")
+      expect(events.tags()).not.toContain("Error")
+      expect(events.tags().filter((t) => t === "ResponseStarted")).toHaveLength(1)
+    }))
+
   it.live("layerConfig: key from OPENAI_API_KEY (never logged), URL from OPENAI_REALTIME_URL; missing key refused", () =>
     Effect.gen(function*() {
       const lines: Array<string> = []
