@@ -46,17 +46,22 @@ const model = (options: Partial<ScriptedRealtime.Options>) =>
     TextCapture.layer
   )
 
+/** The user speaks to a0; the floor moves to a2 (which does not speak first) before the server answers. */
+const spokenThenHandedOff = Effect.gen(function*() {
+  const rt = yield* ScriptedRealtime.ScriptedRealtime
+  const text = yield* TextCapture.TextCapture
+  const session = yield* AgentSession.start({ agent: a0 })
+  yield* drive(session.idle)
+  yield* session.pushAudio(ScriptedRealtime.utterance("hello there"))
+  yield* session.handoff(a2, { reply: false })
+  yield* drive(Effect.sleep("2 seconds").pipe(Effect.andThen(session.idle)))
+  return { rt, text, session }
+})
+
 describe("rule 2: spoken turns across handoffs (simulation regression)", () => {
   it.effect("rule 2: a turn spoken just before a handoff is never answered with the outgoing agent's configuration (Gemini)", () =>
     Effect.gen(function*() {
-      const rt = yield* ScriptedRealtime.ScriptedRealtime
-      const text = yield* TextCapture.TextCapture
-      const session = yield* AgentSession.start({ agent: a0 })
-      yield* drive(session.idle)
-      yield* session.pushAudio(ScriptedRealtime.utterance("hello there"))
-      // a2 does not speak first: only the user's turn is left to answer.
-      yield* session.handoff(a2, { reply: false })
-      yield* drive(Effect.sleep("2 seconds").pipe(Effect.andThen(session.idle)))
+      const { rt, text, session } = yield* spokenThenHandedOff
       const first = rt.connections[0]!
       // a0's connection closed at the handoff (its instructions cannot change): it answered nothing.
       assert.isTrue(first.closed)
@@ -70,13 +75,7 @@ describe("rule 2: spoken turns across handoffs (simulation regression)", () => {
 
   it.effect("rule 2: a moved connection answers the turn as the new agent (OpenAI)", () =>
     Effect.gen(function*() {
-      const rt = yield* ScriptedRealtime.ScriptedRealtime
-      const text = yield* TextCapture.TextCapture
-      const session = yield* AgentSession.start({ agent: a0 })
-      yield* drive(session.idle)
-      yield* session.pushAudio(ScriptedRealtime.utterance("hello there"))
-      yield* session.handoff(a2, { reply: false })
-      yield* drive(Effect.sleep("2 seconds").pipe(Effect.andThen(session.idle)))
+      const { rt, text, session } = yield* spokenThenHandedOff
       assert.strictEqual(rt.connections.length, 1)
       assert.deepStrictEqual(rt.connections[0]!.responses.map((r) => r.instructions), ["You are a2."])
       assert.strictEqual(text.textOf("a0"), "")
