@@ -79,7 +79,7 @@ describe("generator", () => {
       "complete", "dying", "failing", "giveUp", "handoff", "hangUp", "immediate", "longRunning", "slow", "task", "typed"
     ])
     assert.deepStrictEqual([...actions].sort(), ["fail", "group", "none", "reply", "say", "task"])
-    assert.deepStrictEqual([...ops].sort(), ["close", "handoff", "idle", "interrupt", "reply", "run", "say", "send", "speak"])
+    assert.deepStrictEqual([...ops].sort(), ["close", "handoff", "idle", "interrupt", "reply", "run", "say", "send", "speak", "voice"])
     assert.isAbove(twoHandoffs, 20)
     assert.isAbove(extras.deferredHandoffs, 20)
     assert.isAbove(extras.backgroundRuns, 20)

@@ -107,10 +107,10 @@ describe("OpenAiRealtime faults", () => {
       expect(server.items().map((i) => i.id)).toEqual(["msg_1"])
       // an error naming no pending request surfaces as a non-fatal Error event
       yield* connection.createResponse({ toolChoice: { tool: "get_weather" } })
-      yield* server.addFault({ kind: "reject", match: "response.create", times: 1, with: { code: "conversation_already_has_active_response", message: "busy" } })
+      yield* server.addFault({ kind: "reject", match: "response.create", times: 1, with: { code: "unknown_parameter", message: "Unknown parameter: 'response.foo'." } })
       yield* connection.createResponse()
       const error = yield* events.waitFor((e) => e._tag === "Error")
-      expect(error).toMatchObject({ code: "conversation_already_has_active_response", fatal: false })
+      expect(error).toMatchObject({ code: "unknown_parameter", fatal: false })
       // account errors are fatal; a cancel racing the end of a response is not an error at all
       yield* server.perform({ type: "error", error: { code: "response_cancel_not_active", message: "Cancellation failed: no active response found" } })
       yield* server.perform({ type: "error", error: { code: "insufficient_quota", message: "You exceeded your current quota." } })
