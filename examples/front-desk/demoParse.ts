@@ -13,7 +13,11 @@ const KNOWN_CITIES = [
 const capitalize = (text: string) =>
   text.split(/\s+/).map((word) => word.charAt(0).toUpperCase() + word.slice(1)).join(" ")
 
-const NOT_CITIES = new Set(["the", "weather", "it", "there", "general", "today", "tomorrow", "me", "a", "an"])
+// Words a bare reply may be that are not places ("Bye", "Thanks").
+const NOT_CITIES = new Set([
+  "the", "weather", "it", "there", "general", "today", "tomorrow", "me", "a", "an",
+  "bye", "goodbye", "thanks", "hello", "hi", "yes", "no", "ok", "okay", "done", "back"
+])
 
 /** A city named in the text: a known city anywhere, or a capitalised word after "in", "for", "about", "at". */
 export const findCity = (text: string): string | undefined => {

@@ -117,6 +117,8 @@ describe("example: front desk on the demo model", () => {
     assert.strictEqual(findCity("What's the weather in Paris?"), "Paris")
     assert.strictEqual(findCity("how about new york"), "New York")
     assert.strictEqual(findCity("Reykjavik"), "Reykjavik")
+    assert.strictEqual(findCity("Bye"), undefined)
+    assert.strictEqual(findCity("Thanks!"), undefined)
     assert.strictEqual(findCity("what's the weather like?"), undefined)
     assert.strictEqual(findDate("next Friday"), "next Friday")
     assert.strictEqual(findDate("on 2025-06-12 please"), "2025-06-12")
