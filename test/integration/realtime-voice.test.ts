@@ -31,9 +31,7 @@ describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)"
         // server_vad ends the turn after 500 ms of silence (its default).
         for (let i = 0; i < 8; i++) yield* session.pushAudio(synthesize(PCM16_24K, 100, { kind: "silence" }))
         // Wait for the answer the server started by itself.
-        yield* Effect.gen(function*() {
-          while (!text.textOf("voice").includes("It is sunny today.")) yield* Effect.sleep("20 millis")
-        }).pipe(Effect.timeout("10 seconds"))
+        yield* until(() => text.textOf("voice").includes("It is sunny today."))
         yield* session.idle
         const history = yield* session.history
         const said = history.items.flatMap((i) => (i._tag === "Message" ? [`${i.role}: ${i.text}`] : []))
@@ -62,44 +60,17 @@ describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)"
       let answers = 0
       const mock = yield* OpenAIRealtimeMock.make({
         transcribe: () => (++turns === 1 ? "tell me a long story" : "stop please"),
-        script: () =>
-          ++answers === 1
-            ? Plan.say("Once upon a time there was a very long story that went on and on.", { deltaIntervalMs: 40 })
-            : Plan.say("Okay, I stop.")
+        script: () => (++answers === 1 ? Plan.say(STORY, { deltaIntervalMs: 40 }) : Plan.say("Okay, I stop."))
       })
-      const agent = Agent.make({ name: "voice", instructions: "You answer by voice." })
       yield* Effect.gen(function*() {
-        const text = yield* TextCapture.TextCapture
-        const session = yield* AgentSession.start({ agent })
-        yield* session.idle
-        yield* speak(session, PCM16_24K, 6)
-        yield* Effect.gen(function*() {
-          while (!text.textOf("voice").includes("upon")) yield* Effect.sleep("5 millis")
-        }).pipe(Effect.timeout("10 seconds"))
-        yield* speak(session, PCM16_24K, 6)
-        yield* Effect.gen(function*() {
-          while (!text.textOf("voice").includes("Okay, I stop.")) yield* Effect.sleep("20 millis")
-        }).pipe(Effect.timeout("10 seconds"))
-        yield* session.idle
-        const history = yield* session.history
-        const said = history.items.flatMap((i) => (i._tag === "Message" ? [{ role: i.role, text: i.text, cut: i.interrupted }] : []))
-        assert.deepStrictEqual(said.map((m) => m.role), ["user", "assistant", "user", "assistant"])
-        assert.isTrue(said[1]!.cut)
-        assert.isTrue(said[1]!.text.length < "Once upon a time there was a very long story that went on and on.".length)
-        assert.deepStrictEqual(said[3], { role: "assistant", text: "Okay, I stop.", cut: false })
-        const finished = (yield* session.eventLog).filter((e) => e.type === "speech_finished")
-        assert.deepStrictEqual(finished.map((e) => e.type === "speech_finished" && e.interrupted), [true, false])
-        assert.isFalse((yield* session.eventLog).some((e) => e.type === "error"))
+        const history = yield* bargeIn(PCM16_24K, 6)
         // The server forgot what was not played: the cut item is truncated at the played position.
         const server = yield* mock.awaitConnection(0)
         const truncate = server.clientEvents().find((e) => e.type === "conversation.item.truncate")
         assert.strictEqual(truncate?.item_id, history.items.find((i) => i._tag === "Message" && i.interrupted)?.id)
         assert.strictEqual(mock.connectionCount(), 1)
       }).pipe(
-        Effect.provide(Layer.mergeAll(
-          OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice") }),
-          TextCapture.layer
-        )),
+        Effect.provide(Layer.mergeAll(OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice") }), TextCapture.layer)),
         Effect.scoped
       )
     }).pipe(Effect.scoped), 30_000)
@@ -108,46 +79,55 @@ describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)"
     Effect.gen(function*() {
       let turns = 0
       let answers = 0
-      const story = "Once upon a time there was a very long story that went on and on."
       const mock = yield* GeminiLiveMock.make({
         transcribe: () => (++turns === 1 ? "tell me a long story" : "stop please"),
-        script: () => (++answers === 1 ? GeminiPlan.say(story, { deltaIntervalMs: 40 }) : GeminiPlan.say("Okay, I stop."))
+        script: () => (++answers === 1 ? GeminiPlan.say(STORY, { deltaIntervalMs: 40 }) : GeminiPlan.say("Okay, I stop."))
       })
-      const agent = Agent.make({ name: "voice", instructions: "You answer by voice." })
       yield* Effect.gen(function*() {
-        const text = yield* TextCapture.TextCapture
-        const session = yield* AgentSession.start({ agent })
-        yield* session.idle
         // Gemini's activity detection ends a turn after 800 ms of silence (its default here).
-        yield* speak(session, PCM16_16K, 12)
-        yield* Effect.gen(function*() {
-          while (!text.textOf("voice").includes("upon")) yield* Effect.sleep("5 millis")
-        }).pipe(Effect.timeout("10 seconds"))
-        yield* speak(session, PCM16_16K, 12)
-        yield* Effect.gen(function*() {
-          while (!text.textOf("voice").includes("Okay, I stop.")) yield* Effect.sleep("20 millis")
-        }).pipe(Effect.timeout("10 seconds"))
-        yield* session.idle
-        const history = yield* session.history
-        const said = history.items.flatMap((i) => (i._tag === "Message" ? [{ role: i.role, text: i.text, cut: i.interrupted }] : []))
-        assert.deepStrictEqual(said.map((m) => m.role), ["user", "assistant", "user", "assistant"])
-        assert.isTrue(said[1]!.cut)
-        assert.isTrue(said[1]!.text.length < story.length)
-        assert.deepStrictEqual(said[3], { role: "assistant", text: "Okay, I stop.", cut: false })
-        const events = yield* session.eventLog
-        const finished = events.filter((e) => e.type === "speech_finished")
-        assert.deepStrictEqual(finished.map((e) => e.type === "speech_finished" && e.interrupted), [true, false])
-        assert.isFalse(events.some((e) => e.type === "error"))
+        yield* bargeIn(PCM16_16K, 12)
         assert.strictEqual(mock.connectionCount(), 1)
       }).pipe(
-        Effect.provide(Layer.mergeAll(
-          GeminiLive.layer({ url: mock.url, apiKey: Redacted.make("AIza-test-voice") }),
-          TextCapture.layer
-        )),
+        Effect.provide(Layer.mergeAll(GeminiLive.layer({ url: mock.url, apiKey: Redacted.make("AIza-test-voice") }), TextCapture.layer)),
         Effect.scoped
       )
     }).pipe(Effect.scoped), 30_000)
 })
+
+const STORY = "Once upon a time there was a very long story that went on and on."
+
+/**
+ * The user asks for the story, talks over it once it has begun, and is answered: the story is
+ * kept as far as it was played, marked interrupted, and nothing is reported as an error.
+ */
+const bargeIn = (encoding: AudioEncoding, silences: number) =>
+  Effect.gen(function*() {
+    const text = yield* TextCapture.TextCapture
+    const session = yield* AgentSession.start({ agent: Agent.make({ name: "voice", instructions: "You answer by voice." }) })
+    yield* session.idle
+    yield* speak(session, encoding, silences)
+    yield* until(() => text.textOf("voice").includes("upon"))
+    yield* speak(session, encoding, silences)
+    yield* until(() => text.textOf("voice").includes("Okay, I stop."))
+    yield* session.idle
+    const history = yield* session.history
+    const said = history.items.flatMap((i) => (i._tag === "Message" ? [{ role: i.role, text: i.text, cut: i.interrupted }] : []))
+    assert.deepStrictEqual(said.map((m) => m.role), ["user", "assistant", "user", "assistant"])
+    assert.isTrue(said[1]!.cut)
+    assert.isTrue(said[1]!.text.length < STORY.length)
+    assert.deepStrictEqual(said[3], { role: "assistant", text: "Okay, I stop.", cut: false })
+    const events = yield* session.eventLog
+    const finished = events.filter((e) => e.type === "speech_finished")
+    assert.deepStrictEqual(finished.map((e) => e.type === "speech_finished" && e.interrupted), [true, false])
+    assert.isFalse(events.some((e) => e.type === "error"))
+    return history
+  })
+
+/** Polls (live clock) until `done`, for at most 10 seconds. */
+const until = (done: () => boolean) =>
+  Effect.gen(function*() {
+    while (!done()) yield* Effect.sleep("5 millis")
+  }).pipe(Effect.timeout("10 seconds"))
 
 /** 300 ms of voice, then `silences` × 100 ms of silence. */
 const speak = (session: AgentSession.AgentSession, encoding: AudioEncoding, silences: number) =>
