@@ -6,7 +6,7 @@
  * (rule 2).
  */
 import { Cause, Context, Deferred, Effect, Exit, Layer, Queue, Scope } from "effect"
-import { LanguageModel, type Toolkit } from "effect/ai"
+import { LanguageModel, type Tool as AiTool, type Toolkit } from "effect/ai"
 import { makeHandle } from "./ActorHandle.ts"
 import type { Agent } from "./Agent.ts"
 import * as Background from "./Background.ts"
@@ -96,6 +96,8 @@ export interface Actor {
   readonly task: TaskRole | undefined
   readonly tools: ReadonlyMap<string, Tool>
   readonly toolkit: Toolkit.WithHandler<any>
+  /** The toolkit's definitions, in order (what a model request lists). */
+  readonly definitions: ReadonlyArray<AiTool.Any>
   status: ActorStatus
   chat: ChatContext
   /** The floor is being passed on: nothing new starts until the session has answered. */
@@ -219,12 +221,13 @@ export const make = Effect.fnUntraced(function*(
 
   /** Held user input goes on once nothing holds it: here, or to whoever holds the floor now. */
   const releaseHeld = (): Effect.Effect<void> =>
-    Effect.gen(function*() {
-      while (heldInputs.length > 0 && (!holdsFloor() || !busyForInput())) {
-        const text = heldInputs.shift()!
-        yield* handleUserInput(text)
-        work.release()
-      }
+    Effect.suspend(() => {
+      if (heldInputs.length === 0 || (holdsFloor() && busyForInput())) return Effect.void
+      const text = heldInputs.shift()!
+      return handleUserInput(text).pipe(
+        Effect.andThen(Effect.sync(() => work.release())),
+        Effect.andThen(releaseHeld())
+      )
     })
 
   const forwardHeld = () => {
@@ -235,22 +238,26 @@ export const make = Effect.fnUntraced(function*(
   }
 
   const handleUserInput = (text: string): Effect.Effect<void> =>
-    Effect.gen(function*() {
+    Effect.suspend(() => {
       if (!holdsFloor()) {
         core.send({ _tag: "Input", text })
-        return
+        return Effect.void
       }
       if (busyForInput()) {
         work.acquire()
         heldInputs.push(text)
         const current = speeches.current()
         if (current?.phase === "tools") current.skipFollowUp = true
-        return
+        return Effect.void
       }
-      yield* speeches.interruptCurrent(false)
-      speeches.dropQueued("interrupted by the user", true)
-      actor.commit(message("user", text, { agent: agent.name }))
-      speeches.enqueue("user_turn", {}, (speech) => Reply.run(actor, speech, {}))
+      return Effect.andThen(
+        speeches.interruptCurrent(false),
+        Effect.sync(() => {
+          speeches.dropQueued("interrupted by the user", true)
+          actor.commit(message("user", text, { agent: agent.name }))
+          speeches.enqueue("user_turn", {}, (speech) => Reply.run(actor, speech, {}))
+        })
+      )
     })
 
   /**
@@ -345,80 +352,96 @@ export const make = Effect.fnUntraced(function*(
     if (holdsFloor()) Background.deliver(deliveryHost, core.sessionDeliveries)
   }
 
+  // A message is mostly bookkeeping: plain code, with an effect only where one is needed.
   const handle = (msg: ActorMessage): Effect.Effect<void> =>
-    Effect.gen(function*() {
+    Effect.suspend((): Effect.Effect<void> => {
       switch (msg._tag) {
         case "UserInput":
-          return yield* handleUserInput(msg.text)
+          return handleUserInput(msg.text)
         case "Kick":
+          return Effect.void
         case "SpeechEnded":
-          if (msg._tag === "SpeechEnded") speeches.ended(msg.speech)
-          return
+          speeches.ended(msg.speech)
+          return Effect.void
         case "Say":
         case "Reply": {
           if (!holdsFloor()) {
-            return yield* Deferred.fail(msg.reply, new FloorError({ agent: agent.name, message: `${agent.name} does not hold the floor` }))
+            return Deferred.fail(msg.reply, new FloorError({ agent: agent.name, message: `${agent.name} does not hold the floor` }))
           }
           const handle = msg._tag === "Say"
             ? speeches.enqueue("say", msg.options, (speech) => Reply.say(actor, speech, msg.text, msg.options))
             : speeches.enqueue("generate_reply", msg.options, (speech) => Reply.reply(actor, speech, msg.options))
-          return yield* Deferred.succeed(msg.reply, handle)
+          return Deferred.succeed(msg.reply, handle)
         }
         case "Heard":
-          return yield* heard(msg.event)
+          return heard(msg.event)
         case "Interrupt": {
-          if (msg.speech) return yield* speeches.interruptOne(msg.speech)
+          if (msg.speech) return speeches.interruptOne(msg.speech)
           speeches.dropQueued("interrupted", true, msg.userTurn)
-          return yield* speeches.interruptCurrent(false, msg.userTurn)
+          return speeches.interruptCurrent(false, msg.userTurn)
         }
         case "Activate": {
           actor.status = "active"
           if (msg.merge) actor.chat = actor.chat.merge(msg.merge)
           // The connection follows the floor now, not at the first reply: the user may speak
           // into it before then, and the server must hear the new agent's configuration.
-          if (actor.realtime && holdsFloor()) yield* RealtimeReply.take(actor).pipe(Effect.forkIn(actor.scope))
-          if (msg.reply && holdsFloor()) speeches.enqueue("generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
-          return yield* msg.mode === "enter"
-            ? runHook(agent.onEnter, "onEnter", true, { waitFor: msg.after })
-            : runHook(agent.onResume, "onResume", true, { waitFor: msg.after })
+          const take = actor.realtime && holdsFloor() ? RealtimeReply.take(actor).pipe(Effect.forkIn(actor.scope)) : Effect.void
+          return Effect.andThen(
+            take,
+            Effect.suspend(() => {
+              if (msg.reply && holdsFloor()) speeches.enqueue("generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
+              return msg.mode === "enter"
+                ? runHook(agent.onEnter, "onEnter", true, { waitFor: msg.after })
+                : runHook(agent.onResume, "onResume", true, { waitFor: msg.after })
+            })
+          )
         }
         case "Deactivate": {
           actor.status = msg.final ? "closed" : "paused"
           actor.passing = false
-          yield* speeches.interruptCurrent(true)
-          // The connection goes back to the pool: this actor can neither use it nor hear it now.
-          if (actor.realtime) RealtimeReply.release(actor.realtime)
-          speeches.dropQueued(`${agent.name} passed the floor`, false)
-          forwardHeld()
-          const then = Effect.sync(msg.then)
-          return yield* runHook(agent.onExit, "onExit", false, { after: msg.final ? Effect.andThen(then, closeSelf) : then })
+          return Effect.andThen(
+            speeches.interruptCurrent(true),
+            Effect.suspend(() => {
+              // The connection goes back to the pool: this actor can neither use it nor hear it now.
+              if (actor.realtime) RealtimeReply.release(actor.realtime)
+              speeches.dropQueued(`${agent.name} passed the floor`, false)
+              forwardHeld()
+              const then = Effect.sync(msg.then)
+              return runHook(agent.onExit, "onExit", false, { after: msg.final ? Effect.andThen(then, closeSelf) : then })
+            })
+          )
         }
         case "Lend": {
           actor.passing = false
           if (actor.realtime) RealtimeReply.release(actor.realtime)
-          return forwardHeld()
+          forwardHeld()
+          return Effect.void
         }
         case "Release": {
           // A handoff asked from outside: what this actor is saying ends (and is recorded)
           // before the floor moves.
           actor.passing = true
-          yield* speeches.interruptCurrent(true)
-          const current = speeches.current()
-          if (current?.phase === "tools") current.skipFollowUp = true
-          core.send({ _tag: "Handoff", from: actor, target: msg.target, options: msg.options, reply: msg.reply })
-          return
+          return Effect.andThen(
+            speeches.interruptCurrent(true),
+            Effect.sync(() => {
+              const current = speeches.current()
+              if (current?.phase === "tools") current.skipFollowUp = true
+              core.send({ _tag: "Handoff", from: actor, target: msg.target, options: msg.options, reply: msg.reply })
+            })
+          )
         }
         case "Return": {
           actor.chat = actor.chat.merge(msg.merge)
-          return Tasks.wake(work, msg.role.handover, msg.role.result, msg.result)
+          Tasks.wake(work, msg.role.handover, msg.role.result, msg.result)
+          return Effect.void
         }
         case "HookEnded": {
           if (msg.holdsInput) inputHoldingHooks--
-          return
+          return Effect.void
         }
         case "Background": {
           pending.push(msg.delivery)
-          return
+          return Effect.void
         }
       }
     })
@@ -439,14 +462,17 @@ export const make = Effect.fnUntraced(function*(
     )
     : Effect.void
 
-  const afterEach = Effect.gen(function*() {
-    yield* releaseHeld()
-    deliverPending()
-    speeches.reconcile(holdsFloor())
-    yield* speeches.startNext
+  const afterEach = Effect.andThen(
+    Effect.suspend(releaseHeld),
+    Effect.suspend(() => {
+      deliverPending()
+      speeches.reconcile(holdsFloor())
+      return speeches.startNext
+    })
+  ).pipe(Effect.andThen(Effect.sync(() => {
     if (holdsFloor() && !speeches.current() && inputHoldingHooks === 0 && actor.status === "active") setState("listening")
     speeches.notifySettled()
-  })
+  })))
 
   const loop = Effect.gen(function*() {
     yield* loadModel
@@ -467,6 +493,7 @@ export const make = Effect.fnUntraced(function*(
     task,
     tools: named,
     toolkit,
+    definitions: Object.values(toolkit.tools),
     status: "starting",
     chat: initial,
     passing: false,

@@ -217,6 +217,34 @@ const parseJson = (text: string): unknown => {
 }
 
 /**
+ * What an item becomes in a prompt, kept per item: items are immutable, and building an
+ * `effect/ai` part or message costs about a microsecond, which every model call would
+ * otherwise pay again for the whole history.
+ */
+const converted = new WeakMap<ChatItem, Prompt.Message | Prompt.Part>()
+const systemMessages = new Map<string, Prompt.SystemMessage>()
+
+const cached = <A extends Prompt.Message | Prompt.Part>(item: ChatItem, make: () => A): A => {
+  let value = converted.get(item) as A | undefined
+  if (value === undefined) {
+    value = make()
+    converted.set(item, value)
+  }
+  return value
+}
+
+/** Agents' instructions recur on every call; a bounded cache keeps the few in use. */
+const systemMessage = (content: string): Prompt.SystemMessage => {
+  let value = systemMessages.get(content)
+  if (value === undefined) {
+    if (systemMessages.size >= 256) systemMessages.clear()
+    value = Prompt.makeMessage("system", { content })
+    systemMessages.set(content, value)
+  }
+  return value
+}
+
+/**
  * Converts a context to an `effect/ai` prompt: the agent's instructions first, then the items;
  * `extraInstructions` (per-reply instructions) go last. Handoff records are not sent; a call
  * without an output (still running) and an output without its call are left out, so the prompt
@@ -227,11 +255,13 @@ export const toPrompt = (
   options: { readonly instructions?: string | undefined; readonly extraInstructions?: string | undefined } = {}
 ): Prompt.Prompt => {
   const messages: Array<Prompt.Message> = []
-  if (options.instructions) messages.push(Prompt.makeMessage("system", { content: options.instructions }))
-  const outputs = new Set(
-    context.items.flatMap((item) => (item._tag === "FunctionCallOutput" ? [item.callId] : []))
-  )
-  const calls = new Set(context.items.flatMap((item) => (item._tag === "FunctionCall" ? [item.callId] : [])))
+  if (options.instructions) messages.push(systemMessage(options.instructions))
+  const outputs = new Set<string>()
+  const calls = new Set<string>()
+  for (const item of context.items) {
+    if (item._tag === "FunctionCallOutput") outputs.add(item.callId)
+    else if (item._tag === "FunctionCall") calls.add(item.callId)
+  }
   let assistant: Array<Prompt.AssistantMessagePart> | undefined
   let tool: Array<Prompt.ToolMessagePart> | undefined
   const flush = () => {
@@ -247,29 +277,29 @@ export const toPrompt = (
           if (tool) flush()
           if (item.text === "") break
           assistant ??= []
-          assistant.push(Prompt.makePart("text", { text: item.text }))
+          assistant.push(cached(item, () => Prompt.makePart("text", { text: item.text })))
           break
         }
         flush()
-        if (item.role === "user") {
-          messages.push(Prompt.makeMessage("user", { content: [Prompt.makePart("text", { text: item.text })] }))
-        } else {
-          messages.push(Prompt.makeMessage("system", { content: item.text }))
-        }
+        messages.push(cached(item, () =>
+          item.role === "user"
+            ? Prompt.makeMessage("user", { content: [Prompt.makePart("text", { text: item.text })] })
+            : Prompt.makeMessage("system", { content: item.text })
+        ))
         break
       }
       case "FunctionCall": {
         if (!outputs.has(item.callId)) break
         if (tool) flush()
         assistant ??= []
-        assistant.push(
+        assistant.push(cached(item, () =>
           Prompt.makePart("tool-call", {
             id: item.callId,
             name: item.name,
             params: parseArguments(item.arguments),
             providerExecuted: false
           })
-        )
+        ))
         break
       }
       case "FunctionCallOutput": {
@@ -279,7 +309,7 @@ export const toPrompt = (
           assistant = undefined
         }
         tool ??= []
-        tool.push(
+        tool.push(cached(item, () =>
           Prompt.makePart("tool-result", {
             id: item.callId,
             name: item.name,
@@ -287,7 +317,7 @@ export const toPrompt = (
             result: item.output,
             providerExecuted: false
           })
-        )
+        ))
         break
       }
       case "AgentHandoff":
@@ -295,6 +325,6 @@ export const toPrompt = (
     }
   }
   flush()
-  if (options.extraInstructions) messages.push(Prompt.makeMessage("system", { content: options.extraInstructions }))
+  if (options.extraInstructions) messages.push(systemMessage(options.extraInstructions))
   return Prompt.fromMessages(messages)
 }

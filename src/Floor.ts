@@ -44,65 +44,62 @@ export const makeState = (): FloorState => ({
 })
 
 export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.suspend((): Effect.Effect<void> => {
     switch (msg._tag) {
-      case "Start": {
-        const actor = yield* spawn(core, state, msg.agent, ChatContext.empty)
-        state.actors.set(msg.agent, actor)
-        pass(core, state, undefined, actor, "start", false, undefined)
-        actor.send({ _tag: "Activate", mode: "enter" })
-        return
-      }
+      case "Start":
+        return Effect.map(spawn(core, state, msg.agent, ChatContext.empty), (actor) => {
+          state.actors.set(msg.agent, actor)
+          pass(core, state, undefined, actor, "start", false, undefined)
+          actor.send({ _tag: "Activate", mode: "enter" })
+        })
       case "Input": {
         if (!state.holder) {
           core.emit({ type: "error", agent: undefined, source: "input", message: "no agent holds the floor", recoverable: true })
-          return
+          return Effect.void
         }
         state.holder.send({ _tag: "UserInput", text: msg.text })
-        return
+        return Effect.void
       }
       case "Say":
       case "Reply": {
-        if (!state.holder) {
-          yield* Deferred.fail(msg.reply, new FloorError({ agent: "", message: "no agent holds the floor" }))
-          return
-        }
+        if (!state.holder) return Deferred.fail(msg.reply, new FloorError({ agent: "", message: "no agent holds the floor" }))
         state.holder.send(msg)
-        return
+        return Effect.void
       }
       case "Interrupt": {
         state.holder?.send({ _tag: "Interrupt" })
-        return
+        return Effect.void
       }
       case "Handoff":
-        return yield* handoff(core, state, msg)
+        return handoff(core, state, msg)
       case "StartTask": {
         if (msg.caller.status === "closed") {
-          return Tasks.wake(core.work, msg.handover, msg.result, {
+          Tasks.wake(core.work, msg.handover, msg.result, {
             _tag: "Failure",
             error: cancelled(msg.task, `${msg.caller.name} is closed`)
           })
+          return Effect.void
         }
         if (state.holder !== msg.caller) {
           const queue = state.pending.get(msg.caller) ?? []
           queue.push(msg)
           state.pending.set(msg.caller, queue)
-          return
+          return Effect.void
         }
-        return yield* startTask(core, state, msg)
+        return startTask(core, state, msg)
       }
       case "CompleteTask":
-        return yield* completeTask(core, state, msg.actor, msg.result)
+        return completeTask(core, state, msg.actor, msg.result)
       case "Background": {
         core.sessionDeliveries.push(msg.delivery)
         state.holder?.send({ _tag: "Kick" })
-        return
+        return Effect.void
       }
       case "UserSpeaking": {
         // Barge-in: the user starting to speak cuts what the agent is saying.
         // The message may arrive after a reply to this very turn began: that one is not cut.
         state.holder?.send(msg.speaking ? { _tag: "Interrupt", userTurn: msg.userTurn } : { _tag: "Kick" })
-        return
+        return Effect.void
       }
     }
   })
@@ -144,7 +141,7 @@ const handoff = (
   state: FloorState,
   msg: Extract<SessionMessage, { readonly _tag: "Handoff" }>
 ): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     const holder = state.holder
     const refuse = (reason: string) => {
       if (msg.from) {
@@ -153,6 +150,7 @@ const handoff = (
       }
       core.emit({ type: "handoff_not_applied", agent: msg.from?.name ?? holder?.name ?? "", to: msg.target.name, reason })
       Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "NotApplied", reason }))
+      return Effect.void
     }
     if (!holder) return refuse("no agent holds the floor")
     if (msg.from && msg.from !== holder) return refuse(`${msg.from.name} no longer holds the floor (${holder.name} does)`)
@@ -162,24 +160,26 @@ const handoff = (
     if (!msg.from) {
       // Asked from outside: the holder first ends what it is saying, then asks itself.
       holder.send({ _tag: "Release", target: msg.target, options: msg.options, reply: msg.reply })
-      return
+      return Effect.void
     }
     const selected = applyContextPolicy(msg.options.context ?? "full", holder.chat)
     const existing = state.actors.get(msg.target)
     const resumed = existing !== undefined && existing.status !== "closed"
-    const actor = resumed ? existing : yield* spawn(core, state, msg.target, selected)
-    state.actors.set(msg.target, actor)
-    pass(core, state, holder, actor, "handoff", resumed, msg.options.reason)
-    // No reply when a task of the new holder is waiting to start: it takes the floor at once.
-    const reply = !state.pending.get(actor)?.length &&
-      (msg.options.reply ?? !(resumed ? msg.target.onResume : msg.target.onEnter))
-    // The new holder's onEnter/onResume waits for the old holder's onExit (hooks in order).
-    // (With no onExit there is nothing to wait for.)
-    const exited = holder.agent.onExit ? Deferred.makeUnsafe<void>() : undefined
-    holder.send({ _tag: "Deactivate", final: false, then: () => exited && Deferred.doneUnsafe(exited, Effect.void) })
-    actor.send({ _tag: "Activate", mode: resumed ? "resume" : "enter", merge: resumed ? selected : undefined, reply, after: exited })
-    Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
-    yield* startPending(core, state, actor)
+    const target = resumed ? Effect.succeed(existing) : spawn(core, state, msg.target, selected)
+    return Effect.flatMap(target, (actor) => {
+      state.actors.set(msg.target, actor)
+      pass(core, state, holder, actor, "handoff", resumed, msg.options.reason)
+      // No reply when a task of the new holder is waiting to start: it takes the floor at once.
+      const reply = !state.pending.get(actor)?.length &&
+        (msg.options.reply ?? !(resumed ? msg.target.onResume : msg.target.onEnter))
+      // The new holder's onEnter/onResume waits for the old holder's onExit (hooks in order).
+      // (With no onExit there is nothing to wait for.)
+      const exited = holder.agent.onExit ? Deferred.makeUnsafe<void>() : undefined
+      holder.send({ _tag: "Deactivate", final: false, then: () => exited && Deferred.doneUnsafe(exited, Effect.void) })
+      actor.send({ _tag: "Activate", mode: resumed ? "resume" : "enter", merge: resumed ? selected : undefined, reply, after: exited })
+      Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
+      return startPending(core, state, actor)
+    })
   })
 
 const startTask = (core: SessionCore, state: FloorState, msg: StartTask): Effect.Effect<void> =>

@@ -6,6 +6,7 @@
 import { Effect, Exit, Stream } from "effect"
 import type { LanguageModel, Response } from "effect/ai"
 import { ModelCall } from "../services/ModelCall.ts"
+import * as ModelParts from "../services/ModelParts.ts"
 import type { Actor } from "./Actor.ts"
 import { message, toPrompt } from "./ChatContext.ts"
 import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
@@ -95,46 +96,51 @@ const generate = (
   let text = ""
   let started = false
   actor.setState("thinking")
-  const stream = model.streamText({
-    prompt,
-    toolkit: actor.toolkit,
-    toolChoice,
-    disableToolCallResolution: true,
-    toolCallValidation: "deferred"
-  }) as Stream.Stream<Response.StreamPart<any>, unknown>
-  return stream.pipe(
-    Stream.runForEach((part: Response.StreamPart<any>) =>
-      Effect.suspend(() => {
-        if (!actor.holdsFloor()) return Effect.interrupt
-        switch (part.type) {
-          case "text-delta": {
-            if (part.delta === "") return Effect.void
-            const open = started ? Effect.void : Effect.sync(() => {
-              started = true
-              actor.setState("speaking")
-            }).pipe(Effect.andThen(out.start(info)))
-            return open.pipe(
-              Effect.andThen(out.write(part.delta, info)),
-              Effect.andThen(Effect.sync(() => {
-                text += part.delta
-              }))
-            )
-          }
-          case "tool-call": {
-            calls.push({
-              callId: part.id,
-              name: part.name,
-              arguments: typeof part.params === "string" ? part.params : JSON.stringify(part.params ?? {})
-            })
-            return Effect.void
-          }
-          case "error":
-            return Effect.fail(part.error)
-          default:
-            return Effect.void
-        }
-      })
-    ),
+  // Both streams carry the fields read here in the same shape (tool-call params undecoded).
+  const onPart = (part: Response.StreamPartEncoded | Response.StreamPart<any>): Effect.Effect<void, unknown> => {
+    if (!actor.holdsFloor()) return Effect.interrupt
+    switch (part.type) {
+      case "text-delta": {
+        if (part.delta === "") return Effect.void
+        const open = started ? Effect.void : Effect.sync(() => {
+          started = true
+          actor.setState("speaking")
+        }).pipe(Effect.andThen(out.start(info)))
+        return open.pipe(
+          Effect.andThen(out.write(part.delta, info)),
+          Effect.andThen(Effect.sync(() => {
+            text += part.delta
+          }))
+        )
+      }
+      case "tool-call": {
+        calls.push({
+          callId: part.id,
+          name: part.name,
+          arguments: typeof part.params === "string" ? part.params : JSON.stringify(part.params ?? {})
+        })
+        return Effect.void
+      }
+      case "error":
+        return Effect.fail(part.error)
+      default:
+        return Effect.void
+    }
+  }
+  const parts = ModelParts.partsOf(model)
+  const steps: Effect.Effect<void, unknown> = parts
+    ? ModelParts.run(parts, { prompt, tools: actor.definitions, toolChoice }, onPart)
+    : Stream.runForEach(
+      model.streamText({
+        prompt,
+        toolkit: actor.toolkit,
+        toolChoice,
+        disableToolCallResolution: true,
+        toolCallValidation: "deferred"
+      }) as Stream.Stream<Response.StreamPart<any>, unknown>,
+      onPart
+    )
+  return steps.pipe(
     Effect.onExit((exit) =>
       Effect.suspend(() => {
         const interrupted = Exit.isFailure(exit)

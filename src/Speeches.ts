@@ -49,6 +49,8 @@ export interface Speeches {
   /** Completes when nothing is queued and nothing is being generated (see `Actor`). */
   readonly settled: Effect.Effect<void>
   readonly notifySettled: () => void
+  /** Whether a flow waits for `settled`. */
+  readonly waiting: () => boolean
   /**
    * Queued speeches hold work tokens only while their actor holds the floor: one waiting for
    * the floor to come back is not work the session can do now (rule 10).
@@ -212,6 +214,7 @@ export const make = (host: SpeechHost): Speeches => {
         }
       }
     },
+    waiting: () => waiters.length > 0,
     notifySettled: () => {
       if (waiters.length === 0 || !isSettled()) return
       for (const waiter of waiters) Deferred.doneUnsafe(waiter, Effect.void)

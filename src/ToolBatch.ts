@@ -31,7 +31,8 @@ export type Next = "reply" | "done" | "passed"
 export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<PendingCall>): Effect.Effect<Next> =>
   Effect.suspend(() => {
     speech.phase = "tools"
-    actor.send({ _tag: "Kick" })
+    // A flow waiting for the actor to settle (a task about to start) may go on now.
+    if (actor.speeches.waiting()) actor.send({ _tag: "Kick" })
     const calls = pending.map((call) =>
       functionCall({ callId: call.callId, name: call.name, arguments: call.arguments, agent: actor.name, id: call.itemId })
     )
@@ -102,85 +103,90 @@ const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effec
       output: `${tool.name} is already running (call ${ids}); wait for its result${tool.options.cancellable ? " or cancel it" : ""}.`
     })
   }
-  return Effect.gen(function*() {
-    if (duplicate === "replace") {
-      for (const earlier of running) yield* Background.cancel(earlier, `replaced by a newer call (${call.callId})`)
-    }
-    const core = actor.core
-    const first = yield* Deferred.make<CallResult>()
-    const token: WorkTokenCell = { held: true }
-    let background: Background.BackgroundCall | undefined
-    let fiber: Fiber.Fiber<unknown, unknown> | undefined
-    const context: Tool.ToolContext<any> = {
-      call: { id: call.callId, name: call.name, arguments: call.arguments },
-      agent: actor.agent,
-      session: core.session(),
-      userdata: core.userdata,
-      speech: speech.handle,
-      progress: (text) =>
-        Effect.sync(() => {
-          if (background) return owner.report({ _tag: "Progress", call: background, text })
-          // The first report answers the call; the handler goes on in the background.
-          background = {
-            callId: call.callId,
-            name: call.name,
-            arguments: call.arguments,
-            tool,
-            startedAt: core.now(),
-            owner,
-            fiber,
-            updates: 0,
-            cancelReason: undefined,
-            answered: false
-          }
-          owner.running.set(call.callId, background)
-          core.background.acquire()
-          token.held = false
-          const started = background
-          Deferred.doneUnsafe(first, Exit.succeed<CallResult>({
-            _tag: "Progress",
-            output: text,
-            answered: () => {
-              started.answered = true
-              // What it reported meanwhile may be told now.
-              if (owner.kind === "agent") actor.send({ _tag: "Kick" })
-              else core.holder()?.send({ _tag: "Kick" })
+  const replaced = duplicate === "replace"
+    ? Effect.forEach(running, (earlier) => Background.cancel(earlier, `replaced by a newer call (${call.callId})`), { discard: true })
+    : Effect.void
+  return Effect.andThen(
+    replaced,
+    Effect.suspend(() => {
+      const core = actor.core
+      const first = Deferred.makeUnsafe<CallResult>()
+      const token: WorkTokenCell = { held: true }
+      let background: Background.BackgroundCall | undefined
+      let fiber: Fiber.Fiber<unknown, unknown> | undefined
+      const context: Tool.ToolContext<any> = {
+        call: { id: call.callId, name: call.name, arguments: call.arguments },
+        agent: actor.agent,
+        session: core.session(),
+        userdata: core.userdata,
+        speech: speech.handle,
+        progress: (text) =>
+          Effect.sync(() => {
+            if (background) return owner.report({ _tag: "Progress", call: background, text })
+            // The first report answers the call; the handler goes on in the background.
+            background = {
+              callId: call.callId,
+              name: call.name,
+              arguments: call.arguments,
+              tool,
+              startedAt: core.now(),
+              owner,
+              fiber,
+              updates: 0,
+              cancelReason: undefined,
+              answered: false
             }
-          }))
+            owner.running.set(call.callId, background)
+            core.background.acquire()
+            token.held = false
+            const started = background
+            Deferred.doneUnsafe(first, Exit.succeed<CallResult>({
+              _tag: "Progress",
+              output: text,
+              answered: () => {
+                started.answered = true
+                // What it reported meanwhile may be told now.
+                if (owner.kind === "agent") actor.send({ _tag: "Kick" })
+                else core.holder()?.send({ _tag: "Kick" })
+              }
+            }))
+          })
+      }
+      const finished = (result: CallResult) => {
+        if (!background) return void Deferred.doneUnsafe(first, Exit.succeed(result))
+        owner.running.delete(background.callId)
+        owner.report({ _tag: "Final", call: background, result })
+        core.background.release()
+      }
+      return Tool.decodeArguments(tool, call.arguments).pipe(
+        Effect.flatMap((params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>)),
+        Effect.provideService(CurrentAgent, actor.handle),
+        Effect.provideService(WorkToken, token),
+        Effect.provideService(CurrentCall, { actor, callId: call.callId }),
+        Effect.exit,
+        Effect.flatMap((exit) =>
+          Effect.sync(() => {
+            const { result, event } = classify(tool.name, exit)
+            if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
+            finished(result)
+          })
+        ),
+        Effect.onInterrupt(() =>
+          Effect.sync(() => finished(background ? Background.interrupted(background) : cancelled(`${tool.name} was cancelled.`)))
+        ),
+        Diagnostics.fiber,
+        Effect.forkIn(owner.scope, { startImmediately: true }),
+        Effect.flatMap((handler) => {
+          fiber = handler
+          if (background) background.fiber = handler
+          return Deferred.await(first).pipe(
+            // The batch is cut (the session closes): a call still in the foreground goes with it.
+            Effect.onInterrupt(() => (background ? Effect.void : Fiber.interrupt(handler)))
+          )
         })
-    }
-    const finished = (result: CallResult) => {
-      if (!background) return void Deferred.doneUnsafe(first, Exit.succeed(result))
-      owner.running.delete(background.callId)
-      owner.report({ _tag: "Final", call: background, result })
-      core.background.release()
-    }
-    fiber = yield* Tool.decodeArguments(tool, call.arguments).pipe(
-      Effect.flatMap((params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>)),
-      Effect.provideService(CurrentAgent, actor.handle),
-      Effect.provideService(WorkToken, token),
-      Effect.provideService(CurrentCall, { actor, callId: call.callId }),
-      Effect.exit,
-      Effect.flatMap((exit) =>
-        Effect.sync(() => {
-          const { result, event } = classify(tool.name, exit)
-          if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
-          finished(result)
-        })
-      ),
-      Effect.onInterrupt(() =>
-        Effect.sync(() => finished(background ? Background.interrupted(background) : cancelled(`${tool.name} was cancelled.`)))
-      ),
-      Diagnostics.fiber,
-      Effect.forkIn(owner.scope, { startImmediately: true })
-    )
-    if (background) background.fiber = fiber
-    const handler = fiber
-    return yield* Deferred.await(first).pipe(
-      // The batch is cut (the session closes): a call still in the foreground goes with it.
-      Effect.onInterrupt(() => (background ? Effect.void : Fiber.interrupt(handler)))
-    )
-  })
+      )
+    })
+  )
 }
 
 interface Resolved {
@@ -253,7 +259,7 @@ const conclude = (
   calls: ReadonlyArray<FunctionCall>,
   settled: ReadonlyArray<CallResult | undefined>
 ): Effect.Effect<Next> =>
-  Effect.gen(function*() {
+  Effect.suspend((): Effect.Effect<Next> => {
     const { outputs, winner, reply } = record(actor, calls, settled)
     const completion = firstCompletion(actor, calls)
     actor.core.emit({
@@ -270,20 +276,20 @@ const conclude = (
       actor.passing = true
       actor.core.send({ _tag: "CompleteTask", actor, result: completion })
       actor.speeches.finish(speech, { _tag: "Finished" })
-      return "passed"
+      return Effect.succeed("passed")
     }
     if (winner) {
       actor.passing = true
-      const reply = yield* Deferred.make<HandoffOutcome>()
-      actor.core.send({ _tag: "Handoff", from: actor, target: winner.target, options: winner.handoff.options, reply })
+      const answer = Deferred.makeUnsafe<HandoffOutcome>()
+      actor.core.send({ _tag: "Handoff", from: actor, target: winner.target, options: winner.handoff.options, reply: answer })
       actor.speeches.finish(speech, { _tag: "Finished" })
-      const answer = yield* Deferred.await(reply)
-      if (answer._tag === "Applied") return "passed"
-      actor.passing = false
-      return "done"
+      return Effect.map(Deferred.await(answer), (outcome): Next => {
+        if (outcome._tag === "Applied") return "passed"
+        actor.passing = false
+        return "done"
+      })
     }
-    if (!reply || speech.skipFollowUp || !actor.holdsFloor()) return "done"
-    return "reply"
+    return Effect.succeed(!reply || speech.skipFollowUp || !actor.holdsFloor() ? "done" : "reply")
   })
 
 /** The deliberately broken variants of `conclude` (see Faults.ts). */

@@ -2,23 +2,25 @@
  * Where the handoff's time goes (a profiling aid, not part of `npm run bench`):
  *   node --expose-gc bench/baton/phases.ts
  * Runs the handoff scenario of handoff.ts with timestamps at each step (through a wrapping
- * LanguageModel and a TextOutput, no change to baton) and prints the median of each phase, for
- * three models that stream the same parts:
- *   scripted  layers/testing/ScriptedModel (what the benchmark uses)
- *   make      a provider built with effect/ai `LanguageModel.make` that streams the parts as is
- *   direct    a LanguageModel whose streamText returns the decoded parts directly: no effect/ai
- *             request/response processing, so what is left is baton's own machinery
+ * model and a TextOutput, no change to baton) and prints the median of each phase, for three
+ * models that stream the same parts:
+ *   scripted    layers/testing/ScriptedModel (what the benchmark uses); baton reads its parts
+ *               directly (services/ModelParts.ts), as it does those of layers/openai
+ *   streamText  a provider built with effect/ai `LanguageModel.make` and nothing else: baton
+ *               goes through `streamText`, as it does for any other provider
+ *   bare        fixed parts read directly: what is left is baton's own machinery
  */
 import { Context, Effect, Layer, Stream } from "effect"
 import { LanguageModel, type Response } from "effect/ai"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import * as ModelParts from "../../services/ModelParts.ts"
 import { TextOutput } from "../../services/TextOutput.ts"
 import { Agent, AgentSession, Handoff, Tool } from "../../src/index.ts"
 import { envInt, quantile } from "./stats.ts"
 
 const usage = { inputTokens: { total: 0 }, outputTokens: { total: 0 } }
-const partsA: ReadonlyArray<unknown> = [{ type: "tool-call", id: "call_1", name: "transfer", params: {} }, { type: "finish", reason: "tool-calls", usage }]
-const partsB: ReadonlyArray<unknown> = [
+const partsA: ReadonlyArray<Response.StreamPartEncoded> = [{ type: "tool-call", id: "call_1", name: "transfer", params: {} }, { type: "finish", reason: "tool-calls", usage }]
+const partsB: ReadonlyArray<Response.StreamPartEncoded> = [
   { type: "text-start", id: "text_0" },
   { type: "text-delta", id: "text_0", delta: "Hello from AgentB" },
   { type: "text-end", id: "text_0" },
@@ -29,7 +31,7 @@ const rules: ReadonlyArray<ScriptedModel.Rule> = [
   { when: { instructions: "greet", agent: "AgentB" }, reply: { text: "Hello from AgentB" } }
 ]
 
-type Variant = "scripted" | "make" | "direct"
+type Variant = "scripted" | "streamText" | "bare"
 const STEPS = ["runCall", "modelACall", "modelAEnd", "toolStart", "onEnter", "modelBCall", "textStart", "textEnd", "replyDone", "runDone"] as const
 type Step = (typeof STEPS)[number]
 
@@ -37,13 +39,9 @@ const buildModel = (variant: Variant) =>
   Effect.gen(function*() {
     if (variant === "scripted") return Context.get(yield* Layer.build(ScriptedModel.layer(rules)), LanguageModel.LanguageModel)
     let calls = 0
-    const made = yield* LanguageModel.make({
-      streamText: () => Stream.fromIterable((calls++ === 0 ? partsA : partsB) as Array<Response.StreamPartEncoded>),
-      generateText: () => Effect.die("not used")
-    })
-    if (variant === "make") return made
-    let direct = 0
-    return { ...made, streamText: () => Stream.fromIterable(direct++ === 0 ? partsA : partsB) } as unknown as LanguageModel.LanguageModel
+    const fixed = () => Stream.fromIterable(calls++ === 0 ? partsA : partsB)
+    const made = yield* LanguageModel.make({ streamText: fixed, generateText: () => Effect.die("not used") })
+    return variant === "streamText" ? made : ModelParts.withParts(made, fixed)
   })
 
 const once = (variant: Variant) =>
@@ -67,14 +65,15 @@ const once = (variant: Variant) =>
     })
     const model = yield* buildModel(variant)
     let calls = 0
-    const timed = {
-      ...model,
-      streamText: (options: any) => {
-        const [call, end]: [Step, Step] = calls++ === 0 ? ["modelACall", "modelAEnd"] : ["modelBCall", "textEnd"]
-        stamp(call)
-        return (model.streamText(options) as Stream.Stream<unknown, unknown>).pipe(Stream.ensuring(Effect.sync(() => stamp(end))))
-      }
-    } as LanguageModel.LanguageModel
+    const timing = <A, E>(stream: Stream.Stream<A, E>) => {
+      const [call, end]: [Step, Step] = calls++ === 0 ? ["modelACall", "modelAEnd"] : ["modelBCall", "textEnd"]
+      stamp(call)
+      return stream.pipe(Stream.ensuring(Effect.sync(() => stamp(end))))
+    }
+    const parts = ModelParts.partsOf(model)
+    const timed = parts
+      ? ModelParts.withParts(model, (options) => timing(parts(options)))
+      : { ...model, streamText: (options: any) => timing(model.streamText(options) as Stream.Stream<unknown, unknown>) } as LanguageModel.LanguageModel
     const textOutput = { start: () => Effect.sync(() => stamp("textStart")), write: () => Effect.void, end: () => Effect.void }
     const session = yield* AgentSession.start({ agent: agentA }).pipe(
       Effect.provideService(LanguageModel.LanguageModel, timed),
@@ -90,8 +89,8 @@ const once = (variant: Variant) =>
 
 const n = envInt("N", 1000)
 const warmup = envInt("WARMUP", 300)
-const rows: Record<Variant, Array<Record<Step, number>>> = { scripted: [], make: [], direct: [] }
-const variants: ReadonlyArray<Variant> = ["scripted", "make", "direct"]
+const rows: Record<Variant, Array<Record<Step, number>>> = { scripted: [], streamText: [], bare: [] }
+const variants: ReadonlyArray<Variant> = ["scripted", "streamText", "bare"]
 // Interleaved so that machine noise hits every variant alike.
 for (let i = 0; i < warmup + n; i++) {
   for (const variant of variants) {

@@ -51,7 +51,7 @@ import {
   Schedule,
   Stream
 } from "effect"
-import { AiError, LanguageModel, type Response, Telemetry } from "effect/ai"
+import { AiError, IdGenerator, LanguageModel, type Response, Telemetry } from "effect/ai"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import {
   aiError,
@@ -61,6 +61,7 @@ import {
   reasonFromResponse,
   reasonFromStreamError
 } from "./ChatErrors.ts"
+import * as ModelParts from "../../services/ModelParts.ts"
 import { decodeChatStream } from "./ChatStream.ts"
 import { makeRequestBody, parseErrorBody, type RequestSettings, type WireRequestBody } from "./ChatWire.ts"
 
@@ -245,11 +246,16 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       })
     }))
 
-  return yield* LanguageModel.make({
-    streamText: (options) => stream("streamText", options),
+  const streamText = (options: LanguageModel.ProviderOptions) => stream("streamText", options)
+  const model = yield* LanguageModel.make({
+    streamText,
     generateText: (options) =>
       stream("generateText", options).pipe(Stream.runCollect, Effect.map(collectParts))
   })
+  // baton reads the parts directly (services/ModelParts.ts); `streamText` serves everyone else.
+  // Call ids the server leaves out come from the same generator `LanguageModel.make` uses.
+  const ids = Option.getOrElse(yield* Effect.serviceOption(IdGenerator.IdGenerator), () => IdGenerator.defaultIdGenerator)
+  return ModelParts.withParts(model, (options) => streamText(options).pipe(Stream.provideService(IdGenerator.IdGenerator, ids)))
 })
 
 /** Folds stream parts into the non-streaming part list used by `generateText`. */

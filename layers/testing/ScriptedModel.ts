@@ -9,6 +9,7 @@
 import { Context, Duration, Effect, Layer, Stream } from "effect"
 import { AiError, LanguageModel, type Prompt, type Response } from "effect/ai"
 import { ModelCall } from "../../services/ModelCall.ts"
+import * as ModelParts from "../../services/ModelParts.ts"
 
 export type Text = string | RegExp
 
@@ -170,8 +171,7 @@ export const layer = (rules: ReadonlyArray<Rule>): Layer.Layer<LanguageModel.Lan
       let calls = 0
       const nextId = () => `call_${++calls}`
       const answer = (options: LanguageModel.ProviderOptions) =>
-        Effect.gen(function*() {
-          const info = yield* ModelCall
+        Effect.map(Effect.service(ModelCall), (info) => {
           const first = options.prompt.content[0]
           const request: RecordedRequest = {
             index: requests.length,
@@ -200,8 +200,9 @@ export const layer = (rules: ReadonlyArray<Rule>): Layer.Layer<LanguageModel.Lan
           const response = typeof rule.reply === "function" ? rule.reply(request) : rule.reply
           return responseParts(response, nextId)
         })
-      const model = yield* LanguageModel.make({
-        streamText: (options) => Stream.unwrap(answer(options)),
+      const streamText = (options: LanguageModel.ProviderOptions) => Stream.unwrap(answer(options))
+      const made = yield* LanguageModel.make({
+        streamText,
         generateText: (options) =>
           Stream.unwrap(answer(options)).pipe(
             Stream.runCollect,
@@ -213,6 +214,8 @@ export const layer = (rules: ReadonlyArray<Rule>): Layer.Layer<LanguageModel.Lan
             })
           )
       })
+      // baton reads the parts directly (services/ModelParts.ts); `streamText` serves everyone else.
+      const model = ModelParts.withParts(made, streamText)
       const recorder: ScriptedModelService = {
         requests,
         requestsFor: (agent) => requests.filter((r) => r.agent === agent)

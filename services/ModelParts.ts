@@ -1,0 +1,65 @@
+/**
+ * A fast path a `LanguageModel` may carry: its provider's stream of parts, as the provider
+ * encodes them, without `effect/ai`'s per-request pass. `LanguageModel.streamText` scans the
+ * prompt for tool approvals, resolves the toolkit, builds a response schema for it and
+ * Schema-decodes every part. baton needs none of that: it resolves, decodes and validates tool
+ * calls itself (unknown tools and bad arguments become error outputs, see ToolBatch). So when
+ * the model carries this capability (baton's own layers do: `OpenAiChat`, `ScriptedModel`) a
+ * reply step reads the provider's parts directly; any other `LanguageModel` goes through
+ * `streamText` with deferred validation, which yields the same parts.
+ */
+import { Effect, Stream } from "effect"
+import type { AiError, LanguageModel, Response, Tool } from "effect/ai"
+
+const TypeId = Symbol.for("baton/ModelParts")
+
+/** The provider's part stream for one request (what `LanguageModel.make`'s `streamText` gets). */
+export type StreamParts = (
+  options: LanguageModel.ProviderOptions
+) => Stream.Stream<Response.StreamPartEncoded, AiError.AiError>
+
+/** `model` with its provider's part stream attached (the same function it was made with). */
+export const withParts = (model: LanguageModel.LanguageModel, parts: StreamParts): LanguageModel.LanguageModel =>
+  Object.assign(Object.create(Object.getPrototypeOf(model)), model, { [TypeId]: parts })
+
+/** The part stream `model` carries, if any. */
+export const partsOf = (model: LanguageModel.LanguageModel): StreamParts | undefined =>
+  (model as { readonly [TypeId]?: StreamParts })[TypeId]
+
+export interface Request {
+  readonly prompt: LanguageModel.ProviderOptions["prompt"]
+  readonly tools: ReadonlyArray<Tool.Any>
+  readonly toolChoice: LanguageModel.ToolChoice<string>
+}
+
+/**
+ * Runs one text request through `parts`, handing each part to `onPart`, under a
+ * `LanguageModel.streamText` client span, with the provider options `streamText` would have
+ * built (text output, no incremental prompt, deferred tool-call validation, tools narrowed by a
+ * `oneOf` tool choice, and tool choice `"none"` when there are no tools at all).
+ */
+export const run = <E, R>(
+  parts: StreamParts,
+  request: Request,
+  onPart: (part: Response.StreamPartEncoded) => Effect.Effect<void, E, R>
+): Effect.Effect<void, E | AiError.AiError, R> =>
+  Effect.useSpan("LanguageModel.streamText", { kind: "client" }, (span) => {
+    const none = request.tools.length === 0
+    const choice = none ? "none" : request.toolChoice
+    const tools = typeof choice === "object" && "oneOf" in choice
+      ? request.tools.filter((tool) => choice.oneOf.includes(tool.name))
+      : request.tools
+    span.attribute("gen_ai.output.type", "text")
+    span.attribute("effect.ai.tool_choice", typeof choice === "string" ? choice : JSON.stringify(choice))
+    const stream = parts({
+      prompt: request.prompt,
+      tools,
+      toolChoice: choice,
+      responseFormat: { type: "text" },
+      span,
+      previousResponseId: undefined,
+      incrementalPrompt: undefined,
+      toolCallValidation: "deferred"
+    })
+    return Stream.runForEach(stream, onPart)
+  })
