@@ -154,6 +154,8 @@ export const make = Effect.fnUntraced(function*(
   let model: LanguageModel.LanguageModel | undefined = core.defaultModel
   let terminated = false
   let flushed = false
+  /** The loop is handling a message: it will call `startNext` before it takes the next one. */
+  let startsNext = false
 
   const named = new Map<string, Tool>()
   for (const tool of [...agent.tools, ...extraTools, ...core.sessionTools]) if (!named.has(tool.name)) named.set(tool.name, tool)
@@ -212,7 +214,10 @@ export const make = Effect.fnUntraced(function*(
     mayStart: () => actor.status === "active" && !actor.passing && holdsFloor() && !core.userSpeaking(),
     closed: () => actor.status === "closed" || terminated,
     ended: (speech) => send({ _tag: "SpeechEnded", speech }),
-    kick: () => send({ _tag: "Kick" }),
+    // Within a message, the loop starts the next speech itself once the message is handled.
+    kick: () => {
+      if (!startsNext) send({ _tag: "Kick" })
+    },
     interrupt: (speech) => send({ _tag: "Interrupt", speech })
   })
 
@@ -467,6 +472,7 @@ export const make = Effect.fnUntraced(function*(
     Effect.suspend(() => {
       deliverPending()
       speeches.reconcile(holdsFloor())
+      startsNext = false
       return speeches.startNext
     })
   ).pipe(Effect.andThen(Effect.sync(() => {
@@ -478,9 +484,13 @@ export const make = Effect.fnUntraced(function*(
     yield* loadModel
     while (true) {
       const msg = yield* Queue.take(mailbox)
+      startsNext = true
       yield* handle(msg).pipe(
         Effect.andThen(afterEach),
-        Effect.ensuring(Effect.sync(() => work.release()))
+        Effect.ensuring(Effect.sync(() => {
+          startsNext = false
+          work.release()
+        }))
       )
     }
   })

@@ -74,7 +74,8 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
             work.release()
           })
       )
-    return Effect.forEach(calls, runOne, { concurrency: "unbounded", discard: true }).pipe(
+    // One call runs on the speech's own fiber; several run side by side.
+    return Effect.forEach(calls, runOne, { concurrency: calls.length > 1 ? "unbounded" : 1, discard: true }).pipe(
       Effect.onInterrupt(() =>
         Effect.sync(() => {
           record(actor, calls, settled, "the session closed before the call finished")
