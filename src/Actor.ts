@@ -131,15 +131,28 @@ export const CurrentCall = Context.Reference<{ readonly actor: Actor; readonly c
   { defaultValue: () => undefined }
 )
 
-export const make = Effect.fnUntraced(function*(
+export const make = (
   core: SessionCore,
   agent: Agent,
   initial: ChatContext,
   task?: TaskRole,
   extraTools: ReadonlyArray<Tool> = []
-) {
-  const scope = yield* Diagnostics.forkScope(core.scope, "actors")
-  const mailbox = yield* Queue.unbounded<ActorMessage, Cause.Done>()
+): Effect.Effect<Actor> =>
+  Effect.flatMap(
+    Effect.zip(Diagnostics.forkScope(core.scope, "actors"), Queue.unbounded<ActorMessage, Cause.Done>()),
+    ([scope, mailbox]) => build(core, agent, initial, task, extraTools, scope, mailbox)
+  )
+
+/** The actor's state and behaviour: plain closures over its Scope and mailbox. */
+const build = (
+  core: SessionCore,
+  agent: Agent,
+  initial: ChatContext,
+  task: TaskRole | undefined,
+  extraTools: ReadonlyArray<Tool>,
+  scope: Scope.Closeable,
+  mailbox: Queue.Queue<ActorMessage, Cause.Done>
+): Effect.Effect<Actor> => {
   const work = core.work
   const heldInputs: Array<string> = []
   const pending: Array<Background.Delivery> = []
@@ -451,8 +464,10 @@ export const make = Effect.fnUntraced(function*(
       }
     })
 
-  const loadModel = agent.model
-    ? Layer.buildWithScope(agent.model, scope).pipe(
+  // The model layer's own requirements come from the session's context (the loop is forked
+  // from the session's fiber); `Agent.model` leaves them open.
+  const loadModel: Effect.Effect<void> = agent.model
+    ? (Layer.buildWithScope(agent.model, scope) as Effect.Effect<Context.Context<LanguageModel.LanguageModel>, unknown>).pipe(
       Effect.map((context) => Context.get(context, LanguageModel.LanguageModel)),
       Effect.tap((service) => Effect.sync(() => {
         model = service
@@ -523,21 +538,20 @@ export const make = Effect.fnUntraced(function*(
   }
   ;(actor as { handle: AgentHandle }).handle = makeHandle(actor)
 
-  yield* Scope.addFinalizer(
-    scope,
-    Effect.gen(function*() {
-      terminated = true
-      actor.status = "closed"
-      speeches.dropQueued(`${agent.name} is closed`, false)
-      for (const msg of yield* Queue.clear(mailbox)) {
-        rejectLate(msg)
-        work.release()
-      }
-      Background.flush(actor, pending)
-      flushed = true
-      forwardHeld()
-    })
+  const finalizer = Effect.gen(function*() {
+    terminated = true
+    actor.status = "closed"
+    speeches.dropQueued(`${agent.name} is closed`, false)
+    for (const msg of yield* Queue.clear(mailbox)) {
+      rejectLate(msg)
+      work.release()
+    }
+    Background.flush(actor, pending)
+    flushed = true
+    forwardHeld()
+  })
+  return Scope.addFinalizer(scope, finalizer).pipe(
+    Effect.andThen(loop.pipe(Diagnostics.fiber, Effect.forkIn(scope))),
+    Effect.as(actor)
   )
-  yield* loop.pipe(Diagnostics.fiber, Effect.forkIn(scope))
-  return actor
-})
+}

@@ -30,13 +30,11 @@ export const fiber = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A,
 
 /** A child scope of `parent`, counted until it closes. */
 export const forkScope = (parent: Scope.Scope, kind: "sessions" | "actors"): Effect.Effect<Scope.Closeable> =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.fork(parent)
+  Effect.tap(Scope.fork(parent), (scope) => {
     counts.scopes++
     counts[kind]++
-    yield* Scope.addFinalizer(scope, Effect.sync(() => {
+    return Scope.addFinalizer(scope, Effect.sync(() => {
       counts.scopes--
       counts[kind]--
     }))
-    return scope
   })

@@ -132,7 +132,7 @@ const spawn = (
   role?: Actor.TaskRole,
   extraTools?: ReadonlyArray<Tool>
 ): Effect.Effect<Actor.Actor> =>
-  (Actor.make(core, agent, initial, role, extraTools) as Effect.Effect<Actor.Actor>).pipe(
+  Actor.make(core, agent, initial, role, extraTools).pipe(
     Effect.tap((actor) => Effect.sync(() => state.live.add(actor)))
   )
 
