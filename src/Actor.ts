@@ -114,6 +114,8 @@ export interface Actor {
   readonly realtime: RealtimeReply.RealtimeBinding | undefined
   /** Where a call of `tool` runs once it reports progress (this actor, or the session). */
   readonly ownerOf: (tool: Tool) => Background.Owner
+  /** Starts the loop of an actor made with `startLater`, on the caller's turn. */
+  readonly start: Effect.Effect<void>
 }
 
 /** Whether a fiber holds a work token of its own (hooks, tool calls of a batch: see Work.ts). */
@@ -136,11 +138,12 @@ export const make = (
   agent: Agent,
   initial: ChatContext,
   task?: TaskRole,
-  extraTools: ReadonlyArray<Tool> = []
+  extraTools: ReadonlyArray<Tool> = [],
+  startLater = false
 ): Effect.Effect<Actor> =>
   Effect.flatMap(
     Effect.zip(Diagnostics.forkScope(core.scope, "actors"), Queue.unbounded<ActorMessage, Cause.Done>()),
-    ([scope, mailbox]) => build(core, agent, initial, task, extraTools, scope, mailbox)
+    ([scope, mailbox]) => build(core, agent, initial, task, extraTools, scope, mailbox, startLater)
   )
 
 /** The actor's state and behaviour: plain closures over its Scope and mailbox. */
@@ -151,7 +154,8 @@ const build = (
   task: TaskRole | undefined,
   extraTools: ReadonlyArray<Tool>,
   scope: Scope.Closeable,
-  mailbox: Queue.Queue<ActorMessage, Cause.Done>
+  mailbox: Queue.Queue<ActorMessage, Cause.Done>,
+  startLater: boolean
 ): Effect.Effect<Actor> => {
   const work = core.work
   const heldInputs: Array<string> = []
@@ -403,7 +407,7 @@ const build = (
           if (msg.merge) actor.chat = actor.chat.merge(msg.merge)
           // The connection follows the floor now, not at the first reply: the user may speak
           // into it before then, and the server must hear the new agent's configuration.
-          const take = actor.realtime && holdsFloor() ? RealtimeReply.take(actor).pipe(Effect.forkIn(actor.scope)) : Effect.void
+          const take = actor.realtime && holdsFloor() ? RealtimeReply.take(actor).pipe(Effect.forkIn(actor.scope, { startImmediately: true })) : Effect.void
           return Effect.andThen(
             take,
             Effect.suspend(() => {
@@ -534,8 +538,14 @@ const build = (
     speeches,
     realtime: core.realtimePool && !agent.model ? RealtimeReply.bind(core.realtimePool) : undefined,
     ownerOf: (tool) => (sessionTools.has(tool) ? core.sessionOwner : owner),
-    handle: undefined as unknown as AgentHandle
+    handle: undefined as unknown as AgentHandle,
+    start: Effect.suspend(() => {
+      if (started || terminated) return Effect.void
+      started = true
+      return Effect.asVoid(loop.pipe(Diagnostics.fiber, Effect.forkIn(scope, { startImmediately: true })))
+    })
   }
+  let started = false
   ;(actor as { handle: AgentHandle }).handle = makeHandle(actor)
 
   const finalizer = Effect.gen(function*() {
@@ -550,6 +560,8 @@ const build = (
     flushed = true
     forwardHeld()
   })
+  if (startLater) return Effect.as(Scope.addFinalizer(scope, finalizer), actor)
+  started = true
   return Scope.addFinalizer(scope, finalizer).pipe(
     Effect.andThen(loop.pipe(Diagnostics.fiber, Effect.forkIn(scope))),
     Effect.as(actor)

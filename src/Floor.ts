@@ -130,9 +130,10 @@ const spawn = (
   agent: Agent,
   initial: ChatContext,
   role?: Actor.TaskRole,
-  extraTools?: ReadonlyArray<Tool>
+  extraTools?: ReadonlyArray<Tool>,
+  startLater?: boolean
 ): Effect.Effect<Actor.Actor> =>
-  Actor.make(core, agent, initial, role, extraTools).pipe(
+  Actor.make(core, agent, initial, role, extraTools, startLater).pipe(
     Effect.tap((actor) => Effect.sync(() => state.live.add(actor)))
   )
 
@@ -165,7 +166,7 @@ const handoff = (
     const selected = applyContextPolicy(msg.options.context ?? "full", holder.chat)
     const existing = state.actors.get(msg.target)
     const resumed = existing !== undefined && existing.status !== "closed"
-    const target = resumed ? Effect.succeed(existing) : spawn(core, state, msg.target, selected)
+    const target = resumed ? Effect.succeed(existing) : spawn(core, state, msg.target, selected, undefined, undefined, true)
     return Effect.flatMap(target, (actor) => {
       state.actors.set(msg.target, actor)
       pass(core, state, holder, actor, "handoff", resumed, msg.options.reason)
@@ -178,7 +179,8 @@ const handoff = (
       holder.send({ _tag: "Deactivate", final: false, then: () => exited && Deferred.doneUnsafe(exited, Effect.void) })
       actor.send({ _tag: "Activate", mode: resumed ? "resume" : "enter", merge: resumed ? selected : undefined, reply, after: exited })
       Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
-      return startPending(core, state, actor)
+      // A new actor's loop runs now, on this turn, with its Activate already in its mailbox.
+      return Effect.andThen(startPending(core, state, actor), actor.start)
     })
   })
 

@@ -393,6 +393,12 @@ export const run = (
         Effect.catchIf(
           (error) => error instanceof RealtimeError && held.revoked() === "fallback" && !retried && actor.holdsFloor(),
           () => Effect.succeed({ calls: [] as ReadonlyArray<PendingCall>, retry: true })
+        ),
+        // The connection was released under the reply (the floor went to a task and back while
+        // this answer waited): the answer went with it, cut like any reply of a passed floor.
+        Effect.catchIf(
+          (error) => error instanceof RealtimeError && error.reason === "revoked" && held.revoked() === "released",
+          () => Effect.interrupt
         )
       )
       if (played.retry) {
@@ -414,4 +420,11 @@ export const run = (
       toolChoice = undefined
       answered = calls.map((call) => call.callId)
     }
-  })
+  }).pipe(
+    // The connection left because the floor did (a handoff, a task taking it): the reply was
+    // cut by the floor change, like a text reply whose holder passed the floor (rule 2).
+    Effect.catchIf(
+      (error) => error instanceof RealtimeError && error.reason === "revoked" && !actor.holdsFloor(),
+      () => Effect.interrupt
+    )
+  )
