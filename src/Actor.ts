@@ -114,7 +114,7 @@ export interface Actor {
   readonly realtime: RealtimeReply.RealtimeBinding | undefined
   /** Where a call of `tool` runs once it reports progress (this actor, or the session). */
   readonly ownerOf: (tool: Tool) => Background.Owner
-  /** Starts the loop of an actor made with `startLater`, on the caller's turn. */
+  /** Starts the loop of an actor made with `startLater`, on the caller's turn (once). */
   readonly start: Effect.Effect<void>
 }
 
@@ -133,17 +133,20 @@ export const CurrentCall = Context.Reference<{ readonly actor: Actor; readonly c
   { defaultValue: () => undefined }
 )
 
-export const make = (
-  core: SessionCore,
-  agent: Agent,
-  initial: ChatContext,
-  task?: TaskRole,
-  extraTools: ReadonlyArray<Tool> = [],
-  startLater = false
-): Effect.Effect<Actor> =>
+export interface MakeOptions {
+  /** The actor runs a task for this caller. */
+  readonly task?: TaskRole | undefined
+  /** Tools the actor has on top of its agent's (a task's `extraTools`). */
+  readonly extraTools?: ReadonlyArray<Tool> | undefined
+  /** The loop waits for `start` instead of being scheduled now. */
+  readonly startLater?: boolean | undefined
+}
+
+export const make = (core: SessionCore, agent: Agent, initial: ChatContext, options: MakeOptions = {}): Effect.Effect<Actor> =>
   Effect.flatMap(
     Effect.zip(Diagnostics.forkScope(core.scope, "actors"), Queue.unbounded<ActorMessage, Cause.Done>()),
-    ([scope, mailbox]) => build(core, agent, initial, task, extraTools, scope, mailbox, startLater)
+    ([scope, mailbox]) =>
+      build(core, agent, initial, options.task, options.extraTools ?? [], scope, mailbox, options.startLater ?? false)
   )
 
 /** The actor's state and behaviour: plain closures over its Scope and mailbox. */

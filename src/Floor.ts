@@ -22,7 +22,6 @@ import { applyContextPolicy } from "./Handoff.ts"
 import * as RealtimeReply from "./RealtimeReply.ts"
 import * as Tasks from "./Tasks.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
-import type { Tool } from "./Tool.ts"
 
 type StartTask = Extract<SessionMessage, { readonly _tag: "StartTask" }>
 
@@ -129,11 +128,9 @@ const spawn = (
   state: FloorState,
   agent: Agent,
   initial: ChatContext,
-  role?: Actor.TaskRole,
-  extraTools?: ReadonlyArray<Tool>,
-  startLater?: boolean
+  options?: Actor.MakeOptions
 ): Effect.Effect<Actor.Actor> =>
-  Actor.make(core, agent, initial, role, extraTools, startLater).pipe(
+  Actor.make(core, agent, initial, options).pipe(
     Effect.tap((actor) => Effect.sync(() => state.live.add(actor)))
   )
 
@@ -166,7 +163,7 @@ const handoff = (
     const selected = applyContextPolicy(msg.options.context ?? "full", holder.chat)
     const existing = state.actors.get(msg.target)
     const resumed = existing !== undefined && existing.status !== "closed"
-    const target = resumed ? Effect.succeed(existing) : spawn(core, state, msg.target, selected, undefined, undefined, true)
+    const target = resumed ? Effect.succeed(existing) : spawn(core, state, msg.target, selected, { startLater: true })
     return Effect.flatMap(target, (actor) => {
       state.actors.set(msg.target, actor)
       pass(core, state, holder, actor, "handoff", resumed, msg.options.reason)
@@ -189,11 +186,14 @@ const startTask = (core: SessionCore, state: FloorState, msg: StartTask): Effect
     const spec = msg.task.task!
     const selected = applyContextPolicy(spec.context, msg.caller.chat)
     const actor = yield* spawn(core, state, msg.task, selected, {
-      caller: msg.caller,
-      result: msg.result,
-      handover: msg.handover,
-      baseline: new Set(selected.items.map((item) => item.id))
-    }, msg.extraTools)
+      task: {
+        caller: msg.caller,
+        result: msg.result,
+        handover: msg.handover,
+        baseline: new Set(selected.items.map((item) => item.id))
+      },
+      extraTools: msg.extraTools
+    })
     pass(core, state, msg.caller, actor, "task", false, undefined)
     msg.caller.send({ _tag: "Lend" })
     actor.send({ _tag: "Activate", mode: "enter", reply: !msg.task.onEnter })

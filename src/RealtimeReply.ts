@@ -129,7 +129,10 @@ const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
         Deferred.doneUnsafe(binding.expecting.started, Exit.fail(why))
         binding.expecting = undefined
       }
-      for (const queue of binding.responses.values()) Queue.failCauseUnsafe(queue, Cause.fail(why))
+      // A response of a lease released by a floor change was cut with the floor (rule 2), not
+      // broken: its reply ends interrupted, like any reply of an agent that passed the floor.
+      const cut = lease.revoked() === "released" ? Cause.interrupt() : Cause.fail(why)
+      for (const queue of binding.responses.values()) Queue.failCauseUnsafe(queue, cut)
       binding.responses.clear()
       if (binding.lease === lease) binding.lease = undefined
     })),
@@ -393,12 +396,6 @@ export const run = (
         Effect.catchIf(
           (error) => error instanceof RealtimeError && held.revoked() === "fallback" && !retried && actor.holdsFloor(),
           () => Effect.succeed({ calls: [] as ReadonlyArray<PendingCall>, retry: true })
-        ),
-        // The connection was released under the reply (the floor went to a task and back while
-        // this answer waited): the answer went with it, cut like any reply of a passed floor.
-        Effect.catchIf(
-          (error) => error instanceof RealtimeError && error.reason === "revoked" && held.revoked() === "released",
-          () => Effect.interrupt
         )
       )
       if (played.retry) {
@@ -420,11 +417,4 @@ export const run = (
       toolChoice = undefined
       answered = calls.map((call) => call.callId)
     }
-  }).pipe(
-    // The connection left because the floor did (a handoff, a task taking it): the reply was
-    // cut by the floor change, like a text reply whose holder passed the floor (rule 2).
-    Effect.catchIf(
-      (error) => error instanceof RealtimeError && error.reason === "revoked" && !actor.holdsFloor(),
-      () => Effect.interrupt
-    )
-  )
+  })

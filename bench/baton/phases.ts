@@ -73,6 +73,7 @@ const once = (variant: Variant) =>
     const parts = ModelParts.partsOf(model)
     const timed = parts
       ? ModelParts.withParts(model, (options) => timing(parts(options)))
+      // `streamText` is overloaded on the toolkit: the wrapper forwards whatever it is given.
       : { ...model, streamText: (options: any) => timing(model.streamText(options) as Stream.Stream<unknown, unknown>) } as LanguageModel.LanguageModel
     const textOutput = { start: () => Effect.sync(() => stamp("textStart")), write: () => Effect.void, end: () => Effect.void }
     const session = yield* AgentSession.start({ agent: agentA }).pipe(
