@@ -219,6 +219,14 @@ const build = (
   }
 
   const holdsFloor = () => core.holder() === actor
+  /**
+   * The connection follows the floor the moment it arrives (a handoff, a resume, a task's
+   * return), not at the first reply: the user may be speaking into it, and only a lease hears
+   * the end of their turn (a reply waits for it) and makes the server answer with this agent's
+   * configuration.
+   */
+  const takeConnection = () =>
+    actor.realtime && holdsFloor() ? RealtimeReply.take(actor).pipe(Effect.forkIn(actor.scope, { startImmediately: true })) : Effect.void
 
   const setState = (next: AgentState) => {
     if (next === state) return
@@ -408,11 +416,8 @@ const build = (
         case "Activate": {
           actor.status = "active"
           if (msg.merge) actor.chat = actor.chat.merge(msg.merge)
-          // The connection follows the floor now, not at the first reply: the user may speak
-          // into it before then, and the server must hear the new agent's configuration.
-          const take = actor.realtime && holdsFloor() ? RealtimeReply.take(actor).pipe(Effect.forkIn(actor.scope, { startImmediately: true })) : Effect.void
           return Effect.andThen(
-            take,
+            takeConnection(),
             Effect.suspend(() => {
               if (msg.reply && holdsFloor()) speeches.enqueue("generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
               return msg.mode === "enter"
@@ -458,7 +463,8 @@ const build = (
         case "Return": {
           actor.chat = actor.chat.merge(msg.merge)
           Tasks.wake(work, msg.role.handover, msg.role.result, msg.result)
-          return Effect.void
+          // The floor came back from the task: so does a connection (see takeConnection).
+          return takeConnection()
         }
         case "HookEnded": {
           if (msg.holdsInput) inputHoldingHooks--

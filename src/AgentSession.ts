@@ -232,13 +232,16 @@ export const start = <U = undefined>(
       // Innermost first: tasks before their callers, then the agents.
       const actors = [...state.live].reverse()
       for (const actor of actors) yield* Scope.close(actor.scope, Exit.void)
-      yield* Scope.close(backgroundScope, Exit.void)
+      // What session tools reported before the close (taken by no holder yet, or still in the
+      // mailbox) is recorded before the cancelled results the close makes them report (rule 9).
       Background.flush({ name: "session", commit: (item) => core.record(item, undefined) }, sessionDeliveries)
       state.holder = undefined
       for (const msg of yield* Queue.clear(mailbox)) {
         rejectClosed(msg)
         work.release()
       }
+      // From here a report is recorded as it comes (rejectClosed).
+      yield* Scope.close(backgroundScope, Exit.void)
       emit({ type: "close", reason: "closed" })
       yield* Scope.close(scope, Exit.void)
       yield* Deferred.succeed(closedSignal, undefined)

@@ -12,6 +12,11 @@
  * to one of them breaks the connection: the lease is revoked with reason "fallback" and the
  * holder opens a fresh connection seeded with its context. Otherwise the free connections are
  * closed and a fresh one is opened.
+ *
+ * The user does not stop talking for a handoff. What the server says about the user (speech
+ * start and stop, transcripts) between a release and the next lease is kept for the next holder,
+ * and the user's transcripts follow it to a fresh connection: a turn said into the gap is heard,
+ * and a reply waiting for the user to stop speaking does not wait forever.
  */
 import { Cause, Deferred, Effect, Exit, Queue, Scope, Stream } from "effect"
 import type {
@@ -92,6 +97,8 @@ interface Entry {
   active: { readonly id: string; stale: boolean } | undefined
   /** Waiting for the server to be done with `active`. */
   idle: Array<Deferred.Deferred<void>>
+  /** What the server said about the user while no lease held the connection: the next holder's. */
+  readonly heldForNext: Array<RealtimeEvent>
 }
 
 export interface Pool {
@@ -110,6 +117,10 @@ const toolsKey = (tools: ReadonlyArray<RealtimeTool>) =>
 const contextIds = (context: ChatContext) =>
   context.items.filter((item) => item._tag !== "AgentHandoff").map((item) => item.id)
 
+/** Events about the user, not about a response: they matter to whoever holds the floor next. */
+const aboutTheUser = (event: RealtimeEvent): boolean =>
+  event._tag === "SpeechStarted" || event._tag === "SpeechStopped" || event._tag === "InputTranscript"
+
 const isPrefix = (prefix: ReadonlyArray<string>, of: ReadonlyArray<string>) =>
   prefix.length <= of.length && prefix.every((id, i) => of[i] === id)
 
@@ -127,7 +138,10 @@ export const make = (
   model: RealtimeModel["Service"],
   parent: Scope.Scope,
   now: () => number,
-  /** Told when a connection has gone (closed, broken): what it was saying about the user ends. */
+  /**
+   * Told when what a connection was saying about the user ends: it has gone (closed, broken), or
+   * it heard the user stop speaking while no one held it.
+   */
   ended: (connectionId: string) => void = () => {}
 ): Effect.Effect<Pool> =>
   Effect.sync(() => {
@@ -250,9 +264,16 @@ export const make = (
       }
     }
 
-    const makeLease = (entry: Entry, owner: string, reused: boolean): Effect.Effect<Lease> =>
+    const makeLease = (
+      entry: Entry,
+      owner: string,
+      reused: boolean,
+      carried: ReadonlyArray<RealtimeEvent> = []
+    ): Effect.Effect<Lease> =>
       Effect.gen(function*() {
         const events = yield* Queue.unbounded<LeaseEvent, Cause.Done>()
+        // Heard between holders: the new holder hears it before anything newer.
+        Queue.offerAllUnsafe(events, [...carried, ...entry.heldForNext.splice(0)])
         let revokedReason: RevokeReason | undefined
         const lease = {
           connectionId: entry.connection.id,
@@ -327,7 +348,8 @@ export const make = (
           releasedAt: 0,
           requests: [],
           active: undefined,
-          idle: []
+          idle: [],
+          heldForNext: []
         }
         entries.add(entry)
         yield* Scope.addFinalizer(scope, Effect.sync(() => {
@@ -344,6 +366,11 @@ export const make = (
               if (!delivered) return Effect.logDebug(`realtime ${event._tag} of a stale response: dropped`)
               const lease = entry.lease
               if (lease) return Queue.offer(lease.queue, delivered).pipe(Effect.asVoid)
+              if (aboutTheUser(event)) {
+                entry.heldForNext.push(event)
+                if (event._tag === "SpeechStopped") ended(connection.id)
+                return Effect.void
+              }
               return Effect.logDebug(`realtime event ${event._tag} arrived with no holder: dropped`)
             })
           ),
@@ -371,17 +398,22 @@ export const make = (
       Effect.gen(function*() {
         const free = [...entries].filter((e) => !e.lease && !e.broken).sort((a, b) => b.releasedAt - a.releasedAt)
         const candidate = free.find((e) => reusable(e.connection.capabilities, e, desired))
+        // What the user said into connections that close now is not lost with them (their
+        // speech start and stop end with the connection).
+        const carried = free.filter((e) => e !== candidate).reverse().flatMap((e) =>
+          e.heldForNext.splice(0).filter((event) => event._tag === "InputTranscript" && event.final)
+        )
         // Connections nobody can use close in the background: opening a new one does not wait.
         for (const entry of free) if (entry !== candidate) yield* closeEntry(entry).pipe(Effect.forkIn(parent))
         if (candidate) {
           // What the old holder asked for ends before the new holder's configuration goes out.
           yield* settle(candidate)
-          const lease = yield* makeLease(candidate, owner, true)
+          const lease = yield* makeLease(candidate, owner, true, carried)
           yield* lease.sync(desired)
           return lease
         }
         const entry = yield* open(desired)
-        return yield* makeLease(entry, owner, false)
+        return yield* makeLease(entry, owner, false, carried)
       })
 
     return {

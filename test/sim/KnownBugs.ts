@@ -48,7 +48,12 @@ export interface KnownBugPattern {
  * - rule 7, a connection whose context cannot be edited was kept after it went out of sync
  *   (rule7-realtime-context-out-of-sync);
  * - rule 7, a fallback under a playing reply failed that reply (rule7-realtime-fallback-drops-reply);
- * - rule 2, an ending TaskGroup took held input as its own turn (rule2-group-replies-while-completing).
+ * - rule 2, an ending TaskGroup took held input as its own turn (rule2-group-replies-while-completing);
+ * - rules 2 and 10, a caller the floor came back to from a task did not take its connection, and
+ *   the end of a turn said while a connection moved between holders was dropped
+ *   (rule10-spoken-turn-while-the-connection-moves);
+ * - rule 9, a session tool's progress reported before the close was recorded after the cancelled
+ *   result the close gave it (rule9-session-report-after-result-at-close).
  */
 export const KnownBugs = {} satisfies Record<string, KnownBugPattern>
 
