@@ -234,7 +234,14 @@ const completeTask = (
     // Requests of flows that die with the task (its scope closes) are dropped with it.
     state.pending.delete(actor)
     pass(core, state, actor, caller, "return", true, undefined)
-    actor.send({ _tag: "Deactivate", final: true, then: () => caller.send({ _tag: "Return", merge, role, result }) })
+    actor.send({
+      _tag: "Deactivate",
+      final: true,
+      // The caller holds the floor from now on: its connection too, before the task's onExit
+      // ends (the user may be speaking). Its flow resumes after the onExit.
+      released: () => caller.send({ _tag: "TakeConnection" }),
+      then: () => caller.send({ _tag: "Return", merge, role, result })
+    })
     yield* startPending(core, state, caller)
   })
 
@@ -252,6 +259,7 @@ const abandon = (
     task.send({
       _tag: "Deactivate",
       final: true,
+      released: () => caller.send({ _tag: "TakeConnection" }),
       then: () =>
         caller.send({
           _tag: "Return",
