@@ -73,8 +73,6 @@ export type ActorMessage =
     readonly final: boolean
     /** Runs once this actor's onExit has finished: the next holder's activation. */
     readonly then: () => void
-    /** Runs once this actor's connection is back in the pool, before its onExit. */
-    readonly released?: (() => void) | undefined
   }
   /** The floor came back to this actor (a task returned): its connection comes with it. */
   | { readonly _tag: "TakeConnection" }
@@ -208,7 +206,6 @@ const build = (
       case "Reply":
         return void Deferred.doneUnsafe(msg.reply, Exit.fail(new FloorError({ agent: agent.name, message: `${agent.name} is closed` })))
       case "Deactivate":
-        msg.released?.()
         return msg.then()
       case "Release":
         return core.send({ _tag: "Handoff", from: undefined, target: msg.target, options: msg.options, reply: msg.reply })
@@ -226,9 +223,9 @@ const build = (
   const holdsFloor = () => core.holder() === actor
   /**
    * The connection follows the floor the moment it arrives (a handoff, a resume, a task's
-   * return as soon as the task has let go of its connection), not at the first reply: the user may be speaking into it, and only a lease hears
-   * the end of their turn (a reply waits for it) and makes the server answer with this agent's
-   * configuration.
+   * return, before the task's onExit has run), not at the first reply: the user may be speaking
+   * into it, and only a lease hears the end of their turn (a reply waits for it) and makes the
+   * server answer with this agent's configuration.
    */
   const takeConnection = () =>
     actor.realtime && holdsFloor() ? RealtimeReply.take(actor).pipe(Effect.forkIn(actor.scope, { startImmediately: true })) : Effect.void
@@ -439,7 +436,6 @@ const build = (
             Effect.suspend(() => {
               // The connection goes back to the pool: this actor can neither use it nor hear it now.
               if (actor.realtime) RealtimeReply.release(actor.realtime)
-              msg.released?.()
               speeches.dropQueued(`${agent.name} passed the floor`, false)
               forwardHeld()
               const then = Effect.sync(msg.then)

@@ -234,14 +234,11 @@ const completeTask = (
     // Requests of flows that die with the task (its scope closes) are dropped with it.
     state.pending.delete(actor)
     pass(core, state, actor, caller, "return", true, undefined)
-    actor.send({
-      _tag: "Deactivate",
-      final: true,
-      // The caller holds the floor from now on: its connection too, before the task's onExit
-      // ends (the user may be speaking). Its flow resumes after the onExit.
-      released: () => caller.send({ _tag: "TakeConnection" }),
-      then: () => caller.send({ _tag: "Return", merge, role, result })
-    })
+    actor.send({ _tag: "Deactivate", final: true, then: () => caller.send({ _tag: "Return", merge, role, result }) })
+    // The caller holds the floor from now on, and the task's connection is free (pass): the
+    // caller takes one now, not after the task's onExit (the user may be speaking). Its flow
+    // resumes after the onExit.
+    caller.send({ _tag: "TakeConnection" })
     yield* startPending(core, state, caller)
   })
 
@@ -256,10 +253,10 @@ const abandon = (
   Effect.sync(() => {
     state.live.delete(task)
     pass(core, state, task, caller, "return", true, reason)
+    caller.send({ _tag: "TakeConnection" })
     task.send({
       _tag: "Deactivate",
       final: true,
-      released: () => caller.send({ _tag: "TakeConnection" }),
       then: () =>
         caller.send({
           _tag: "Return",
