@@ -62,6 +62,11 @@ const checkContextReached = (ctx: Ctx, batch: FunctionToolsExecuted, target: str
   if ((tool.context ?? "full") !== "full") return []
   const pass = ctx.handoffs.find((e) => e.seq > batch.seq && e.from === batch.agent)
   if (!pass || pass.to !== target || pass.kind !== "handoff") return []
+  // That pass is this batch's only if the batch's handoff was applied: not refused (the agent had
+  // lent the floor to a task meanwhile), and no later batch of the agent came first.
+  const between = (seq: number) => seq > batch.seq && seq < pass.seq
+  if (ctx.rec.events.some((e) => e.type === "handoff_not_applied" && e.agent === batch.agent && between(e.seq))) return []
+  if (ctx.batches.some((b) => b.agent === batch.agent && between(b.seq))) return []
   const until = ctx.handoffs.find((e) => e.seq > pass.seq)?.seq ?? Infinity
   const request = ctx.rec.requests.find((r) => r.agent === target && r.seq > pass.seq && r.seq < until)
   if (!request) return []

@@ -301,6 +301,9 @@ export const interpret = (scenario: Scenario, world: World): Built => {
   for (const group of scenario.groups) {
     groups.set(group.name, TaskGroup.make({
       name: group.name,
+      // Named like every agent, so an answer the server starts by itself (voice) while the group
+      // holds the floor between steps is known to be the group's.
+      instructions: `You are ${group.name}.`,
       tasks: group.tasks.flatMap((name, i) => {
         const task = tasks.get(name)
         return task ? [{ id: `step${i}`, description: name, task }] : []
