@@ -200,6 +200,7 @@ export const start = <U = undefined>(
       defaultModel,
       session: () => session,
       send: sendToSession,
+      handleNow: () => Queue.flushUnsafe(mailbox),
       // A closing session has no holder: nothing starts a reply or a model call any more.
       holder: () => (closed ? undefined : state.holder),
       closed: () => closed,

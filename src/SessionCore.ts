@@ -99,6 +99,13 @@ export interface SessionCore {
   readonly session: () => AgentSession<any>
   /** Sends a message to the supervisor (holds a work token until it is handled). */
   readonly send: (message: SessionMessage) => void
+  /**
+   * If the supervisor is waiting for a message, it handles its mailbox now, on the caller's
+   * turn, not on the next turn of the event loop (an Effect queue wakes its taker there). For a
+   * sender that waits for the answer next, such as a batch handing the floor on. The order of
+   * messages does not change.
+   */
+  readonly handleNow: () => void
   /** The actor holding the floor (undefined before start and after close). */
   readonly holder: () => Actor | undefined
   readonly closed: () => boolean
