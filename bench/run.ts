@@ -8,7 +8,8 @@
  *   --no-peer       measure baton only
  *   --no-realtime   skip the realtime reuse benchmark (seed 001, bench/realtime.ts: ~2-5 min)
  *
- * Environment, shared with the agents-js side: N (200), WARMUP (20), LIFECYCLE_N (20),
+ * Environment, shared with the agents-js side: N (200), WARMUP (20), WARM_AFTER (500: the same N
+ * runs measured again after this many in all; 0 skips them), LIFECYCLE_N (20),
  * LIFECYCLE_WARMUP (3), IDLE_SESSIONS (1000), SAMPLES (1; 0 leaves raw samples out of the JSON),
  * ITER_TIMEOUT_MS (10000), SECTIONS (handoff,lifecycle,idleHeap).
  * Exits with 1 only when a baton measurement failed.

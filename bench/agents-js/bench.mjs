@@ -9,7 +9,7 @@
 // Set-up, identical for every measurement: AgentSession without a room (text-only), LLM =
 // voice.testing.FakeLLM with zero ttft/duration, vad: null, no STT/TTS, framework logger silent.
 //
-// Env knobs: N (200), WARMUP (20), LIFECYCLE_N (20), LIFECYCLE_WARMUP (3), IDLE_SESSIONS (1000),
+// Env knobs: N (200), WARMUP (20), WARM_AFTER (500: N more runs measured after this many), LIFECYCLE_N (20), LIFECYCLE_WARMUP (3), IDLE_SESSIONS (1000),
 //            IDLE_BUDGET_S (120), SAMPLES (1 = include raw samples, 0 = omit),
 //            ITER_TIMEOUT_MS (10000), SECTIONS (comma list of handoff,lifecycle,idleHeap; default all),
 //            CLOSE_BATCH (50): handoff sessions are closed in batches of this many, between
@@ -42,6 +42,8 @@ const envInt = (name, dflt) => {
 };
 const N = envInt('N', 200);
 const WARMUP = envInt('WARMUP', 20);
+// The same measurement once the JIT has optimized the path (0: not measured).
+const WARM_AFTER = envInt('WARM_AFTER', 500);
 const LIFECYCLE_N = envInt('LIFECYCLE_N', 20);
 const LIFECYCLE_WARMUP = envInt('LIFECYCLE_WARMUP', 3);
 const IDLE_SESSIONS = envInt('IDLE_SESSIONS', 1000);
@@ -254,10 +256,13 @@ async function benchHandoff() {
     if (bad) throw new BenchFailure(`session.close() failed: ${bad.reason?.stack ?? bad.reason}`);
   };
   const rows = [];
+  const warmRows = [];
+  const total = WARM_AFTER > WARMUP + N ? WARM_AFTER + N : WARMUP + N;
   try {
-    for (let i = 0; i < WARMUP + N; i++) {
+    for (let i = 0; i < total; i++) {
       const row = await handoffOnce(i < WARMUP ? `warmup ${i}` : i - WARMUP, open);
-      if (i >= WARMUP) rows.push(row);
+      if (i >= WARMUP && i < WARMUP + N) rows.push(row);
+      if (total > WARMUP + N && i >= WARM_AFTER) warmRows.push(row);
       if (open.length >= CLOSE_BATCH) await closeOpen();
     }
     await closeOpen();
@@ -265,7 +270,13 @@ async function benchHandoff() {
     await closeOpen().catch((e2) => log('also failed to close sessions:', e2?.message ?? e2));
     throw e;
   }
-  const col = (k) => summarize(rows.map((r) => r[k]));
+  const col = (k, of = rows) => summarize(of.map((r) => r[k]));
+  const times = (of) => ({
+    toolToReplyDone: col('toolToReplyDone', of),
+    runToResolved: col('runToResolved', of),
+    toolToOnEnter: col('toolToOnEnter', of),
+    onEnterToReplyDone: col('onEnterToReplyDone', of),
+  });
   const out = {
     n: N,
     warmup: WARMUP,
@@ -276,10 +287,12 @@ async function benchHandoff() {
     onEnterToReplyDone: col('onEnterToReplyDone'),
     // how many measured iterations had AgentB's reply done before run.wait() resolved
     replyDoneBeforeRunResolved: rows.filter((r) => r.replyBeforeRunResolved).length,
+    warm: warmRows.length > 0 ? { after: WARM_AFTER, ...times(warmRows) } : undefined,
     wallMs: r3(performance.now() - t0),
   };
   log(
-    `handoff: tool->reply done median ${out.toolToReplyDone.medianMs} ms, run()->resolved median ${out.runToResolved.medianMs} ms (N=${N}, ${out.wallMs.toFixed(0)} ms wall)`,
+    `handoff: tool->reply done median ${out.toolToReplyDone.medianMs} ms, run()->resolved median ${out.runToResolved.medianMs} ms (N=${N}` +
+      `${out.warm ? `; after ${WARM_AFTER} runs: ${out.warm.toolToReplyDone.medianMs} ms` : ''}, ${out.wallMs.toFixed(0)} ms wall)`,
   );
   return out;
 }

@@ -17,14 +17,19 @@ import { Agent, AgentSession, Handoff, type SpeechFinished, Tool } from "../../s
 import type { SpeechOutcome } from "../../src/Speech.ts"
 import { envInt, log, r3, type Summary, summarize } from "./stats.ts"
 
-export interface HandoffResult {
-  readonly n: number
-  readonly warmup: number
+export interface HandoffTimes {
   readonly toolToReplyDone: Summary
   readonly runToResolved: Summary
   readonly toolToOnEnter: Summary
   readonly onEnterToReplyDone: Summary
+}
+
+export interface HandoffResult extends HandoffTimes {
+  readonly n: number
+  readonly warmup: number
   readonly replyDoneBeforeRunResolved: number
+  /** The same N runs again once the process is warm: after `after` runs in all (WARM_AFTER). */
+  readonly warm?: HandoffTimes & { readonly after: number } | undefined
   readonly wallMs: number
 }
 
@@ -134,10 +139,14 @@ export const handoffOnce = (iter: string | number): Effect.Effect<Row, Error> =>
 export const benchHandoff: Effect.Effect<HandoffResult, Error> = Effect.gen(function*() {
   const n = envInt("N", 200)
   const warmup = envInt("WARMUP", 20)
+  // The same measurement once the JIT has optimized the path (0: not measured).
+  const warmAfter = envInt("WARM_AFTER", 500)
   const timeoutMs = envInt("ITER_TIMEOUT_MS", 10_000)
   const t0 = performance.now()
   const rows: Array<Row> = []
-  for (let i = 0; i < warmup + n; i++) {
+  const warmRows: Array<Row> = []
+  const total = warmAfter > warmup + n ? warmAfter + n : warmup + n
+  for (let i = 0; i < total; i++) {
     const iter = i < warmup ? `warmup ${i}` : i - warmup
     const row = yield* handoffOnce(iter).pipe(
       Effect.timeoutOrElse({
@@ -145,21 +154,29 @@ export const benchHandoff: Effect.Effect<HandoffResult, Error> = Effect.gen(func
         orElse: () => Effect.fail(new Error(`handoff run ${iter}: timeout after ${timeoutMs} ms`))
       })
     )
-    if (i >= warmup) rows.push(row)
+    if (i >= warmup && i < warmup + n) rows.push(row)
+    if (total > warmup + n && i >= warmAfter) warmRows.push(row)
   }
-  const col = (k: Exclude<keyof Row, "replyBeforeRunResolved">) => summarize(rows.map((r) => r[k]))
+  const times = (of: ReadonlyArray<Row>): HandoffTimes => {
+    const col = (k: Exclude<keyof Row, "replyBeforeRunResolved">) => summarize(of.map((r) => r[k]))
+    return {
+      toolToReplyDone: col("toolToReplyDone"),
+      runToResolved: col("runToResolved"),
+      toolToOnEnter: col("toolToOnEnter"),
+      onEnterToReplyDone: col("onEnterToReplyDone")
+    }
+  }
   const out: HandoffResult = {
     n,
     warmup,
-    toolToReplyDone: col("toolToReplyDone"),
-    runToResolved: col("runToResolved"),
-    toolToOnEnter: col("toolToOnEnter"),
-    onEnterToReplyDone: col("onEnterToReplyDone"),
+    ...times(rows),
     replyDoneBeforeRunResolved: rows.filter((r) => r.replyBeforeRunResolved).length,
+    warm: warmRows.length > 0 ? { after: warmAfter, ...times(warmRows) } : undefined,
     wallMs: r3(performance.now() - t0)
   }
   log(
-    `handoff: tool->reply done median ${out.toolToReplyDone.medianMs} ms, run()->resolved median ${out.runToResolved.medianMs} ms (N=${n}, ${out.wallMs.toFixed(0)} ms wall)`
+    `handoff: tool->reply done median ${out.toolToReplyDone.medianMs} ms, run()->resolved median ${out.runToResolved.medianMs} ms (N=${n}` +
+      `${out.warm ? `; after ${warmAfter} runs: ${out.warm.toolToReplyDone.medianMs} ms` : ""}, ${out.wallMs.toFixed(0)} ms wall)`
   )
   return out
 })
