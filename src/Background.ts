@@ -129,22 +129,28 @@ const refusal = (host: DeliveryHost, target: Agent): string | undefined => {
 /**
  * Takes what can be taken of `pending` (mutated: taken deliveries are removed), in order.
  * Nothing of a call is told before the call's own output is in history (its batch may still
- * be waiting for a sibling), and a handoff result decides the floor before anything after it.
+ * be waiting for a sibling, or for a task), and a handoff result decides the floor before
+ * anything after it. A call whose output is not in history yet holds back its own reports only:
+ * the reports of other calls go past them (each call's reports keep their order).
  */
 export const deliver = (host: DeliveryHost, pending: Array<Delivery>): void => {
-  // Only a prefix whose calls are answered can go: later reports wait behind earlier ones.
-  let ready = 0
-  while (ready < pending.length && pending[ready]!.call.answered) ready++
-  if (ready === 0) return
-  const handoffIndex = pending.slice(0, ready).findIndex((d) => d._tag === "Final" && d.result._tag === "Handoff")
+  const ready = pending.filter((d) => d.call.answered)
+  if (ready.length === 0) return
+  const take = (taken: ReadonlyArray<Delivery>) => {
+    const gone = new Set(taken)
+    let kept = 0
+    for (const d of pending) if (!gone.has(d)) pending[kept++] = d
+    pending.length = kept
+    return taken
+  }
+  const handoffIndex = ready.findIndex((d) => d._tag === "Final" && d.result._tag === "Handoff")
   if (handoffIndex >= 0) {
-    const delivery = pending[handoffIndex]! as Extract<Delivery, { _tag: "Final" }>
+    const delivery = ready[handoffIndex]! as Extract<Delivery, { _tag: "Final" }>
     const result = delivery.result as Extract<CallResult, { _tag: "Handoff" }>
     const reason = refusal(host, result.target)
     if (reason) {
       // Recorded now, after everything reported before it, without a reply.
-      const taken = pending.splice(0, handoffIndex + 1)
-      const pairs = taken.map((d) =>
+      const pairs = take(ready.slice(0, handoffIndex + 1)).map((d) =>
         d === delivery
           ? pair(host.name, d, { output: `Not transferred to ${result.target.name}: ${reason}.`, isError: true, status: "error" })
           : pair(host.name, d)
@@ -156,14 +162,14 @@ export const deliver = (host: DeliveryHost, pending: Array<Delivery>): void => {
     }
     if (!host.readyForHandoff()) return
     // Everything reported so far is recorded first; the handoff is last, like in a batch.
-    const pairs = pending.splice(0, handoffIndex + 1).map((d) => pair(host.name, d))
+    const pairs = take(ready.slice(0, handoffIndex + 1)).map((d) => pair(host.name, d))
     record(host, pairs)
     host.executed(pairs, result.target.name)
     host.requestHandoff(result.target, result.handoff.options)
     return
   }
   if (!host.holdsFloor() || !host.readyToTell()) return
-  const pairs = pending.splice(0, ready).map((d) => pair(host.name, d))
+  const pairs = take(ready).map((d) => pair(host.name, d))
   record(host, pairs)
   host.executed(pairs, undefined)
   if (pairs.some((p) => p.reply)) host.reply()

@@ -53,7 +53,9 @@ export interface KnownBugPattern {
  *   the end of a turn said while a connection moved between holders was dropped
  *   (rule10-spoken-turn-while-the-connection-moves);
  * - rule 9, a session tool's progress reported before the close was recorded after the cancelled
- *   result the close gave it (rule9-session-report-after-result-at-close).
+ *   result the close gave it (rule9-session-report-after-result-at-close);
+ * - rule 9, a report of a call whose output waited for a task held back every other call's later
+ *   reports (rule9-report-held-behind-another-call).
  */
 export const KnownBugs = {} satisfies Record<string, KnownBugPattern>
 
