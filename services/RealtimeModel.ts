@@ -139,7 +139,12 @@ export interface RealtimeConnection {
     readonly instructions?: string
     readonly toolChoice?: RealtimeToolChoice
   }) => Effect.Effect<void, RealtimeError>
-  readonly cancelResponse: Effect.Effect<void, RealtimeError>
+  /**
+   * Cancels the response `responseId` (when not given: the one in progress, where the provider
+   * has no ids). A cancel that reaches the server after that response ended does nothing: it
+   * can never cut the next response, such as the answer to the turn that interrupted it.
+   */
+  readonly cancelResponse: (responseId?: string) => Effect.Effect<void, RealtimeError>
   /** Cuts an assistant item at the audio actually played. */
   readonly truncate: (itemId: string, audioEndMs: number) => Effect.Effect<void, RealtimeError>
   readonly pushAudio: (pcm: Uint8Array) => Effect.Effect<void, RealtimeError>

@@ -220,7 +220,7 @@ export const make = (
         if (!entry.active && entry.requests.length === 0) return Effect.void
         const waiter = Deferred.makeUnsafe<void>()
         entry.idle.push(waiter)
-        return (entry.active ? entry.connection.cancelResponse.pipe(Effect.ignore) : Effect.void).pipe(
+        return (entry.active ? entry.connection.cancelResponse(entry.active.id).pipe(Effect.ignore) : Effect.void).pipe(
           Effect.andThen(Deferred.await(waiter)),
           Effect.timeoutOption("3 seconds"),
           Effect.asVoid
@@ -243,7 +243,7 @@ export const make = (
           const request = entry.requests.shift()
           const stale = request !== undefined && (request.abandoned || request.owner !== entry.lease)
           entry.active = { id: event.responseId, stale }
-          if (stale) Effect.runFork(entry.connection.cancelResponse.pipe(Effect.ignore))
+          if (stale) Effect.runFork(entry.connection.cancelResponse(event.responseId).pipe(Effect.ignore))
           return stale ? undefined : { ...event, ticket: request }
         }
         case "TextDelta":
@@ -310,9 +310,11 @@ export const make = (
               })),
           cancelResponse: guard({ revoked: () => revokedReason }, () =>
             Effect.suspend(() => {
-              // Cut by its asker: what is left of it reaches no one.
+              // Cut by its asker: what is left of it reaches no one. Named, so a cancel that
+              // arrives late cannot cut the server's next answer; not started yet, the one in
+              // progress.
               if (entry.active) entry.active.stale = true
-              return entry.connection.cancelResponse
+              return entry.connection.cancelResponse(entry.active?.id)
             })),
           sendToolOutput: (output: Parameters<RealtimeConnection["sendToolOutput"]>[0]) =>
             guard(lease, () => entry.connection.sendToolOutput(output)),
@@ -427,7 +429,7 @@ export const make = (
             // What the old holder asked for is no one's now: cancelled, and dropped if it comes.
             if (entry.active) entry.active.stale = true
             for (const request of entry.requests) request.abandoned = true
-            if (entry.active) Effect.runFork(entry.connection.cancelResponse.pipe(Effect.ignore))
+            if (entry.active) Effect.runFork(entry.connection.cancelResponse(entry.active.id).pipe(Effect.ignore))
           }
         }
       },

@@ -319,7 +319,8 @@ export const connectGemini = Effect.fn("GeminiLive.connect")(function*(
           send(live, ClientMessages.clientContent(turns, true))
         }),
     // a `clientContent` interrupts the current generation (PROTOCOLS.md 2.3)
-    cancelResponse: exec("clientContent (cancel)", (live) => void send(live, ClientMessages.clientContent([], false))),
+    // Gemini has no response ids: this cuts the model's current turn, whichever it is.
+    cancelResponse: () => exec("clientContent (cancel)", (live) => void send(live, ClientMessages.clientContent([], false))),
     truncate: () => unsupported("a model turn cannot be truncated"),
     pushAudio: (pcm) =>
       exec("realtimeInput.audio", (live) => {

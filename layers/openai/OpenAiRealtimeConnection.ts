@@ -364,7 +364,8 @@ export const connectOpenAi = Effect.fn("OpenAiRealtime.connect")(function*(
           send(live, ClientEvents.responseCreate(nextEventId(), response))
         })
       }),
-    cancelResponse: exec("response.cancel", (live) => void send(live, ClientEvents.responseCancel(nextEventId()))),
+    cancelResponse: (responseId) =>
+      exec("response.cancel", (live) => void send(live, ClientEvents.responseCancel(nextEventId(), responseId))),
     truncate: (itemId, audioEndMs) =>
       exec("conversation.item.truncate", (live) => {
         const providerId = ids.toProvider(itemId)

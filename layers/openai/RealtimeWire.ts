@@ -222,7 +222,11 @@ export const ClientEvents = {
     event_id: eventId,
     response
   }),
-  responseCancel: (eventId: string) => ({ type: "response.cancel", event_id: eventId }),
+  responseCancel: (eventId: string, responseId?: string) => ({
+    type: "response.cancel",
+    event_id: eventId,
+    ...(responseId === undefined ? {} : { response_id: responseId })
+  }),
   audioAppend: (eventId: string, base64: string) => ({
     type: "input_audio_buffer.append",
     event_id: eventId,

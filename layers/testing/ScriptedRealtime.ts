@@ -293,9 +293,11 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
                   response = yield* stream(id, answer).pipe(Effect.forkIn(scope))
                 })
               ),
-            cancelResponse: live(() =>
+            cancelResponse: (responseId) => live(() =>
               Effect.gen(function*() {
-                log("cancelResponse")
+                log("cancelResponse", responseId)
+                // Like OpenAI: a cancel naming a response that is not the one in progress does nothing.
+                if (responseId !== undefined && current?.id !== responseId) return void log("cancelResponse not active", responseId)
                 const cut = current
                 if (response) yield* Fiber.interrupt(response)
                 // Like a real server: the response is created (if it was not yet) and ends cancelled.

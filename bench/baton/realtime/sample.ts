@@ -52,7 +52,7 @@ const instrument = (
           updateChatContext: (context) => timed(`updateChatContext(${context.items.length} items)`, conn.updateChatContext(context)),
           sendToolOutput: (output) => timed("sendToolOutput", conn.sendToolOutput(output)),
           createResponse: (options) => timed("createResponse", conn.createResponse(options)),
-          cancelResponse: timed("cancelResponse", conn.cancelResponse)
+          cancelResponse: (responseId) => timed("cancelResponse", conn.cancelResponse(responseId))
         }
         return wrapped
       })

@@ -207,7 +207,7 @@ describe("GeminiLive", () => {
       const from = events.events().length
       yield* connection.createResponse()
       yield* events.waitFor((e) => e._tag === "AudioDelta", { from })
-      yield* connection.cancelResponse
+      yield* connection.cancelResponse()
       const interrupted = yield* events.waitFor((e) => e._tag === "Interrupted", { from })
       const done = yield* events.waitFor((e) => e._tag === "ResponseDone", { from })
       expect(done).toMatchObject({ status: "cancelled", responseId: (interrupted as { responseId: string }).responseId })

@@ -271,7 +271,7 @@ describe("OpenAiRealtime", () => {
       const { connection, events, server } = yield* open(mock)
       yield* connection.createResponse()
       yield* events.waitFor((e) => e._tag === "AudioDelta")
-      yield* connection.cancelResponse
+      yield* connection.cancelResponse()
       const cancelled = yield* events.waitFor((e) => e._tag === "ResponseDone")
       expect(cancelled).toMatchObject({ status: "cancelled" })
       expect(events.tags()).not.toContain("Interrupted")
@@ -285,6 +285,30 @@ describe("OpenAiRealtime", () => {
       expect(interrupted).toEqual({ _tag: "Interrupted", responseId: (done as { responseId: string }).responseId })
       yield* server.send({ type: "response.output_text.delta", response_id: "resp_t", item_id: "item_t", output_index: 0, content_index: 0, delta: "txt" })
       expect(yield* events.waitFor((e) => e._tag === "TextDelta")).toEqual({ _tag: "TextDelta", responseId: "resp_t", itemId: "item_t", delta: "txt" })
+    }))
+
+  it.live("a cancel names its response: one that arrives after that response ended cannot cut the next answer", () =>
+    Effect.gen(function*() {
+      const long = Plan.say("a b c d e f g h", { audioMs: 2000, deltaIntervalMs: 20 })
+      const mock = yield* OpenAIRealtimeMock.make({ script: [Plan.say("first"), long] })
+      const { connection, events, server } = yield* open(mock)
+      yield* connection.createResponse()
+      const first = yield* events.waitFor((e) => e._tag === "ResponseStarted")
+      yield* events.waitFor((e) => e._tag === "ResponseDone")
+      // The server starts its next answer; the cancel for the first one only now goes out.
+      const from = events.events().length
+      yield* connection.createResponse()
+      yield* events.waitFor((e) => e._tag === "AudioDelta", { from })
+      const firstId = (first as { responseId: string }).responseId
+      yield* connection.cancelResponse(firstId)
+      const cancel = yield* server.awaitReceived((f) => f.type === "response.cancel")
+      expect(cancel.json).toMatchObject({ response_id: firstId })
+      // Refused as not active (no Error event: a cancel racing the end of its response), and
+      // the answer in progress plays to its end.
+      yield* server.awaitSent((f) => f.type === "error")
+      const done = yield* events.waitFor((e) => e._tag === "ResponseDone", { from })
+      expect(done).toMatchObject({ status: "completed" })
+      expect(events.tags()).not.toContain("Error")
     }))
 
   it.live("a response.create refused because the server's own response is active is no Error event (that response serves it)", () =>

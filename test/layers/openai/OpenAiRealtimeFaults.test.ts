@@ -237,7 +237,7 @@ describe("OpenAiRealtime faults", () => {
       yield* Scope.close(scope, Exit.void)
       expect(Exit.isSuccess(yield* events.ended())).toBe(true)
       expect((yield* Effect.flip(pending.await)).reason).toBe("closed")
-      expect((yield* Effect.flip(connection.cancelResponse)).reason).toBe("closed")
+      expect((yield* Effect.flip(connection.cancelResponse())).reason).toBe("closed")
       const closed = yield* server.awaitClose()
       expect(closed).toMatchObject({ by: "client", code: 1000 })
     }))
