@@ -147,6 +147,11 @@ export const make = (
   Effect.sync(() => {
     const entries = new Set<Entry>()
     let opened = 0
+    /**
+     * The user's transcripts heard by connections that closed before anyone held them again: the
+     * next lease gets them (kept here, so a failed connect does not lose them).
+     */
+    const saidIntoClosed: Array<RealtimeEvent> = []
 
     const guard = <A>(lease: { revoked: () => RevokeReason | undefined }, op: () => Effect.Effect<A, RealtimeError>) =>
       Effect.suspend(() => {
@@ -264,16 +269,11 @@ export const make = (
       }
     }
 
-    const makeLease = (
-      entry: Entry,
-      owner: string,
-      reused: boolean,
-      carried: ReadonlyArray<RealtimeEvent> = []
-    ): Effect.Effect<Lease> =>
+    const makeLease = (entry: Entry, owner: string, reused: boolean): Effect.Effect<Lease> =>
       Effect.gen(function*() {
         const events = yield* Queue.unbounded<LeaseEvent, Cause.Done>()
         // Heard between holders: the new holder hears it before anything newer.
-        Queue.offerAllUnsafe(events, [...carried, ...entry.heldForNext.splice(0)])
+        Queue.offerAllUnsafe(events, [...saidIntoClosed.splice(0), ...entry.heldForNext.splice(0)])
         let revokedReason: RevokeReason | undefined
         const lease = {
           connectionId: entry.connection.id,
@@ -402,20 +402,23 @@ export const make = (
         const candidate = free.find((e) => reusable(e.connection.capabilities, e, desired))
         // What the user said into connections that close now is not lost with them (their
         // speech start and stop end with the connection).
-        const carried = free.filter((e) => e !== candidate).reverse().flatMap((e) =>
-          e.heldForNext.splice(0).filter((event) => event._tag === "InputTranscript" && event.final)
-        )
+        for (const entry of [...free].reverse()) {
+          if (entry === candidate) continue
+          for (const event of entry.heldForNext.splice(0)) {
+            if (event._tag === "InputTranscript" && event.final) saidIntoClosed.push(event)
+          }
+        }
         // Connections nobody can use close in the background: opening a new one does not wait.
         for (const entry of free) if (entry !== candidate) yield* closeEntry(entry).pipe(Effect.forkIn(parent))
         if (candidate) {
           // What the old holder asked for ends before the new holder's configuration goes out.
           yield* settle(candidate)
-          const lease = yield* makeLease(candidate, owner, true, carried)
+          const lease = yield* makeLease(candidate, owner, true)
           yield* lease.sync(desired)
           return lease
         }
         const entry = yield* open(desired)
-        return yield* makeLease(entry, owner, false, carried)
+        return yield* makeLease(entry, owner, false)
       })
 
     return {

@@ -21,6 +21,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { drive } from "../../../layers/testing/Drive.ts"
+import * as ScriptedModel from "../../../layers/testing/ScriptedModel.ts"
 import * as ScriptedRealtime from "../../../layers/testing/ScriptedRealtime.ts"
 import * as TextCapture from "../../../layers/testing/TextCapture.ts"
 import { Agent, AgentSession, AgentTask, Tool } from "../../../src/index.ts"
@@ -120,6 +121,44 @@ describe("rule 10: a turn spoken while the connection moves (simulation regressi
       assert.isTrue(userSaid(yield* session.history, "hello there"))
       assert.strictEqual(text.textOf("a0"), "")
       assert.include(text.textOf("a2"), "a2 answers.")
+    }).pipe(Effect.provide(model))
+  })
+
+  it.effect("rule 10: what the user said into a free connection reaches the next realtime holder, on its fresh connection", () => {
+    // a0 (realtime) hands off to a text agent, which takes no connection: a0's stays free while
+    // the user finishes a turn into it. Then the floor goes to a2, whose instructions that
+    // connection cannot take (Gemini-like): it closes, and its transcript goes to a2.
+    const a2 = Agent.make({ name: "a2", instructions: "You are a2." })
+    const desk = Agent.make({
+      name: "desk",
+      instructions: "You are desk.",
+      model: ScriptedModel.layer([{ when: { instructions: "You are desk." }, reply: { text: "Typing." } }])
+    })
+    const a0 = Agent.make({ name: "a0", instructions: "You are a0." })
+    const model = Layer.mergeAll(
+      ScriptedRealtime.layer({
+        rules: [
+          { when: (r) => r.instructions === "You are a0.", reply: { text: "a0 answers." } },
+          { when: (r) => r.instructions === "You are a2.", reply: { text: "a2 answers." } }
+        ],
+        capabilities: ScriptedRealtime.geminiLike,
+        speechDuration: "300 millis"
+      }),
+      TextCapture.layer
+    )
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const session = yield* AgentSession.start({ agent: a0 })
+      yield* drive(session.idle)
+      yield* session.pushAudio(ScriptedRealtime.utterance("hello there"))
+      yield* session.handoff(desk, { reply: false })
+      yield* drive(Effect.sleep("1 second"))
+      yield* session.handoff(a2, { reply: false })
+      yield* drive(Effect.sleep("1 second").pipe(Effect.andThen(session.idle)))
+      assert.strictEqual(rt.connections.length, 2)
+      assert.isTrue(rt.connections[0]!.closed)
+      assert.isTrue(userSaid(yield* session.history, "hello there"))
+      assert.deepStrictEqual(userStates(yield* session.eventLog), ["speaking", "listening"])
     }).pipe(Effect.provide(model))
   })
 
