@@ -34,6 +34,19 @@ const userStates = (events: ReadonlyArray<SessionEvent>) =>
 const userSaid = (history: { readonly items: ReadonlyArray<{ readonly _tag: string }> }, text: string) =>
   history.items.some((i) => i._tag === "Message" && (i as { role?: string }).role === "user" && (i as { text?: string }).text === text)
 
+/** A realtime model that answers as whichever of a0 and a2 it is configured for. */
+const a0a2Model = (options: Omit<ScriptedRealtime.Options, "rules">) =>
+  Layer.mergeAll(
+    ScriptedRealtime.layer({
+      rules: [
+        { when: (r) => r.instructions === "You are a0.", reply: { text: "a0 answers." } },
+        { when: (r) => r.instructions === "You are a2.", reply: { text: "a2 answers." } }
+      ],
+      ...options
+    }),
+    TextCapture.layer
+  )
+
 const taskReturnsWhileTheUserSpeaks = (taskOnExit: Effect.Effect<void> | undefined) => {
   const confirm: AgentTask.AgentTask<string> = AgentTask.make<string>({
     name: "confirm",
@@ -95,18 +108,8 @@ describe("rule 10: a turn spoken while the connection moves (simulation regressi
   it.effect("rule 10: the end of a turn heard between two holders reaches the next one", () => {
     const a2 = Agent.make({ name: "a2", instructions: "You are a2." })
     const a0 = Agent.make({ name: "a0", instructions: "You are a0." })
-    const model = Layer.mergeAll(
-      ScriptedRealtime.layer({
-        rules: [
-          { when: (r) => r.instructions === "You are a0.", reply: { text: "a0 answers." } },
-          { when: (r) => r.instructions === "You are a2.", reply: { text: "a2 answers." } }
-        ],
-        // a0's answer starts 30 ms after it is asked for; the user's turn ends after 10 ms.
-        responseDelay: "30 millis",
-        speechDuration: "10 millis"
-      }),
-      TextCapture.layer
-    )
+    // a0's answer starts 30 ms after it is asked for; the user's turn ends after 10 ms.
+    const model = a0a2Model({ responseDelay: "30 millis", speechDuration: "10 millis" })
     return Effect.gen(function*() {
       const text = yield* TextCapture.TextCapture
       const session = yield* AgentSession.start({ agent: a0 })
@@ -135,17 +138,7 @@ describe("rule 10: a turn spoken while the connection moves (simulation regressi
       model: ScriptedModel.layer([{ when: { instructions: "You are desk." }, reply: { text: "Typing." } }])
     })
     const a0 = Agent.make({ name: "a0", instructions: "You are a0." })
-    const model = Layer.mergeAll(
-      ScriptedRealtime.layer({
-        rules: [
-          { when: (r) => r.instructions === "You are a0.", reply: { text: "a0 answers." } },
-          { when: (r) => r.instructions === "You are a2.", reply: { text: "a2 answers." } }
-        ],
-        capabilities: ScriptedRealtime.geminiLike,
-        speechDuration: "300 millis"
-      }),
-      TextCapture.layer
-    )
+    const model = a0a2Model({ capabilities: ScriptedRealtime.geminiLike, speechDuration: "300 millis" })
     return Effect.gen(function*() {
       const rt = yield* ScriptedRealtime.ScriptedRealtime
       const session = yield* AgentSession.start({ agent: a0 })
