@@ -67,7 +67,7 @@ export const render = (machine: Machine, baton: BatonResults, peer: PeerOutcome 
     )
     if (baton.errors.handoff) out.push(`baton failed: ${baton.errors.handoff}\n`)
     type Key = "toolToReplyDone" | "runToResolved" | "toolToOnEnter" | "onEnterToReplyDone"
-    const handoffTable = (b: Partial<Record<Key, Summary>> | undefined, a: Record<string, any> | undefined) => {
+    const handoffTable = (b: Partial<Record<Key, Summary>> | undefined, a: Partial<Record<Key, Partial<Summary>>> | undefined) => {
       const row = (label: string, key: Key) =>
         [label, ms(b?.[key]?.medianMs), ms(b?.[key]?.p90Ms), ms(a?.[key]?.medianMs), ms(a?.[key]?.p90Ms), ratio(a?.[key]?.medianMs, b?.[key]?.medianMs)]
       return table(["", "baton median", "baton p90", "agents-js median", "agents-js p90", "ratio (median)"], [
