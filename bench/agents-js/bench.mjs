@@ -9,8 +9,9 @@
 // Set-up, identical for every measurement: AgentSession without a room (text-only), LLM =
 // voice.testing.FakeLLM with zero ttft/duration, vad: null, no STT/TTS, framework logger silent.
 //
-// Env knobs: N (200), WARMUP (20), WARM_AFTER (500: N more runs measured after this many), LIFECYCLE_N (20), LIFECYCLE_WARMUP (3), IDLE_SESSIONS (1000),
-//            IDLE_BUDGET_S (120), SAMPLES (1 = include raw samples, 0 = omit),
+// Env knobs: N (200), WARMUP (20), WARM_AFTER (500: N more runs measured after this many),
+//            LIFECYCLE_N (20), LIFECYCLE_WARMUP (3), IDLE_SESSIONS (1000), IDLE_BUDGET_S (120),
+//            SAMPLES (1 = include raw samples, 0 = omit),
 //            ITER_TIMEOUT_MS (10000), SECTIONS (comma list of handoff,lifecycle,idleHeap; default all),
 //            CLOSE_BATCH (50): handoff sessions are closed in batches of this many, between
 //            iterations (1 = close each session right after its iteration, as the anchors did).
