@@ -285,8 +285,8 @@ const conclude = (
       const answer = Deferred.makeUnsafe<HandoffOutcome>()
       actor.core.send({ _tag: "Handoff", from: actor, target: winner.target, options: winner.handoff.options, reply: answer })
       actor.speeches.finish(speech, { _tag: "Finished" })
-      // The floor moves now, not a turn of the event loop later (about a quarter of a warm
-      // handoff's time, bench/README.md).
+      // The floor moves now, not a turn of the event loop later (a fifth of a warm handoff's
+      // time, bench/README.md).
       actor.core.handleNow()
       return Effect.map(Deferred.await(answer), (outcome): Next => {
         if (outcome._tag === "Applied") return "passed"
