@@ -76,14 +76,18 @@ export const take = (actor: Actor): Effect.Effect<void> =>
     )
   })
 
-/** The actor's lease, acquired (and its event router started) if it has none. */
-const lease = (actor: Actor, binding: RealtimeBinding): Effect.Effect<Lease, RealtimeError> =>
+/**
+ * The actor's lease, acquired (and its event router started) if it has none. A lease it already
+ * had is brought up to date first (for a reply), unless `upToDate` is false (the user's audio:
+ * it never waits for the server to finish an answer).
+ */
+const lease = (actor: Actor, binding: RealtimeBinding, upToDate = true): Effect.Effect<Lease, RealtimeError> =>
   Effect.gen(function*() {
     const current = (): Lease | undefined => (binding.lease && !binding.lease.revoked() ? binding.lease : undefined)
     const resync = (held: Lease) =>
       // A response still running (one that was cut) ends first: what it left on the server is
       // then seen by the sync.
-      held.settle.pipe(Effect.andThen(held.sync(desired(actor))), Effect.as(held))
+      upToDate ? held.settle.pipe(Effect.andThen(held.sync(desired(actor))), Effect.as(held)) : Effect.succeed(held)
     const held = current()
     if (held) return yield* resync(held)
     return yield* binding.acquiring.withPermits(1)(Effect.gen(function*() {
@@ -109,7 +113,7 @@ export const pushAudio = (actor: Actor, pcm: Uint8Array): Effect.Effect<void, Re
     if (!binding || !actor.holdsFloor()) return
     const held = binding.lease && !binding.lease.revoked()
       ? binding.lease
-      : yield* lease(actor, binding)
+      : yield* lease(actor, binding, false)
     yield* held.pushAudio(pcm)
   })
 

@@ -192,10 +192,13 @@ export const playTimeline = (state: TimelineState) =>
           case "interrupt":
             return yield* session.interrupt
           case "voice":
-            lastVoiceAt = yield* Clock.currentTimeMillis
-            return yield* session.pushAudio(ScriptedRealtime.utterance(inputText(action.input))).pipe(
+            yield* session.pushAudio(ScriptedRealtime.utterance(inputText(action.input))).pipe(
               Effect.catch((e) => Effect.sync(() => void world.notes.push(`voice: ${e.message}`)))
             )
+            // The server hears the audio when it gets it: a holder that has just got the floor
+            // sends it once its connection carries its configuration.
+            lastVoiceAt = yield* Clock.currentTimeMillis
+            return
           case "speak": {
             const speaking = session.setUserSpeaking(true).pipe(
               Effect.andThen(sleep(action.duration)),

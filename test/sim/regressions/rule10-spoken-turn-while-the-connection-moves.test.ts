@@ -155,6 +155,40 @@ describe("rule 10: a turn spoken while the connection moves (simulation regressi
     }).pipe(Effect.provide(model))
   })
 
+  it.effect("rule 10: the user's audio goes out once the new holder's connection is configured, not after its answer", () => {
+    const a2 = Agent.make({ name: "a2", instructions: "You are a2." })
+    const a0 = Agent.make({ name: "a0", instructions: "You are a0." })
+    const model = Layer.mergeAll(
+      ScriptedRealtime.layer({
+        rules: [
+          { when: (r) => r.instructions === "You are a0.", reply: { text: "a0 answers." } },
+          // a2's answer takes a while: the user's audio must not wait for it.
+          { when: (r) => r.instructions === "You are a2.", reply: { text: "a2 answers.", delay: "2 seconds" } }
+        ],
+        responseDelay: "30 millis"
+      }),
+      TextCapture.layer
+    )
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const session = yield* AgentSession.start({ agent: a0 })
+      yield* drive(session.idle)
+      // a0's answer is on its way when the floor moves: a2's connection waits for it to be
+      // cancelled (30 ms), then gets a2's configuration and a2's own request. The user speaks
+      // meanwhile.
+      yield* session.send("typed")
+      yield* session.handoff(a2)
+      // (The push waits for a2's lease, which the clock's 30 ms bring.)
+      yield* drive(session.pushAudio(ScriptedRealtime.utterance("hello there")))
+      yield* drive(Effect.sleep("5 seconds").pipe(Effect.andThen(session.idle)))
+      const ops = rt.connections[0]!.ops
+      const pushed = ops.find((o) => o.op === "pushAudio")
+      assert.isDefined(pushed)
+      assert.isBelow(pushed!.at, 100)
+      assert.isTrue(userSaid(yield* session.history, "hello there"))
+    }).pipe(Effect.provide(model))
+  })
+
   it.effect("rule 10: seeds 12869, 14695, 15803 and 36865 hold every rule", () =>
     Effect.gen(function*() {
       for (const seed of [12869, 14695, 15803, 36865]) {
