@@ -49,9 +49,9 @@ export interface KnownBugPattern {
  *   (rule7-realtime-context-out-of-sync);
  * - rule 7, a fallback under a playing reply failed that reply (rule7-realtime-fallback-drops-reply);
  * - rule 2, an ending TaskGroup took held input as its own turn (rule2-group-replies-while-completing);
- * - rules 2 and 10, a caller the floor came back to from a task did not take its connection, and
- *   the end of a turn said while a connection moved between holders was dropped
- *   (rule10-spoken-turn-while-the-connection-moves);
+ * - rules 2 and 10, a caller the floor came back to from a task did not take its connection, the
+ *   end of a turn said while a connection moved between holders was dropped, and the user's audio
+ *   to a new holder waited for its answer (rule10-spoken-turn-while-the-connection-moves);
  * - rule 9, a session tool's progress reported before the close was recorded after the cancelled
  *   result the close gave it (rule9-session-report-after-result-at-close);
  * - rule 9, a report of a call whose output waited for a task held back every other call's later
