@@ -106,7 +106,9 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
 /**
  * The atomic part of every floor change: holder, history record and event together. The old
  * holder's realtime connection is released in the same step, so the new holder can take it
- * and the old one can no longer use it (rule 7).
+ * and the old one can no longer use it (rule 7). A caller the floor returns to is told to take
+ * one now, not after the task's onExit (the user may be speaking; its flow resumes after the
+ * onExit). Other new holders take it in their `Activate`, once their context is merged.
  */
 const pass = (
   core: SessionCore,
@@ -119,6 +121,7 @@ const pass = (
 ) => {
   state.holder = to
   if (from?.realtime) RealtimeReply.release(from.realtime)
+  if (kind === "return") to.send({ _tag: "TakeConnection" })
   core.record(agentHandoff({ from: from?.name, to: to.name, kind, resumed, reason }), undefined)
   core.emit({ type: "agent_handoff", from: from?.name, to: to.name, kind, resumed, reason })
 }
@@ -235,10 +238,6 @@ const completeTask = (
     state.pending.delete(actor)
     pass(core, state, actor, caller, "return", true, undefined)
     actor.send({ _tag: "Deactivate", final: true, then: () => caller.send({ _tag: "Return", merge, role, result }) })
-    // The caller holds the floor from now on, and the task's connection is free (pass): the
-    // caller takes one now, not after the task's onExit (the user may be speaking). Its flow
-    // resumes after the onExit.
-    caller.send({ _tag: "TakeConnection" })
     yield* startPending(core, state, caller)
   })
 
@@ -253,7 +252,6 @@ const abandon = (
   Effect.sync(() => {
     state.live.delete(task)
     pass(core, state, task, caller, "return", true, reason)
-    caller.send({ _tag: "TakeConnection" })
     task.send({
       _tag: "Deactivate",
       final: true,

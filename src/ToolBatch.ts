@@ -115,7 +115,7 @@ const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effec
       const token: WorkTokenCell = { held: true }
       let background: Background.BackgroundCall | undefined
       let fiber: Fiber.Fiber<unknown, unknown> | undefined
-      const context: Tool.ToolContext<any> = {
+      const context: Tool.ToolContext<unknown> = {
         call: { id: call.callId, name: call.name, arguments: call.arguments },
         agent: actor.agent,
         session: core.session(),

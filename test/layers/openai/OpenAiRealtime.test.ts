@@ -287,7 +287,7 @@ describe("OpenAiRealtime", () => {
       expect(yield* events.waitFor((e) => e._tag === "TextDelta")).toEqual({ _tag: "TextDelta", responseId: "resp_t", itemId: "item_t", delta: "txt" })
     }))
 
-  it.live("a cancel names its response: one that arrives after that response ended cannot cut the next answer", () =>
+  it.live("rule 8: a cancel names its response: one that arrives after that response ended cannot cut the next answer", () =>
     Effect.gen(function*() {
       const long = Plan.say("a b c d e f g h", { audioMs: 2000, deltaIntervalMs: 20 })
       const mock = yield* OpenAIRealtimeMock.make({ script: [Plan.say("first"), long] })
