@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One-time set-up of a machine for baton's main job and its tests: the Debian packages they use
+# (skipped when present; sudo when not root), then the npm dependencies from the lockfile.
+# `npm run setup` runs it; so does .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# tool on PATH (or file) -> Debian package that provides it
+declare -A needs=(
+  [flite]=flite                                        # offline text to speech
+  [pocketsphinx_continuous]=pocketsphinx               # offline speech to text (libpocketsphinx + CLI)
+  [/usr/share/pocketsphinx/model/en-us/en-us]=pocketsphinx-en-us   # its English model
+  [chromium]=chromium                                  # the browser test of the web page
+)
+missing=()
+for what in "${!needs[@]}"; do
+  if [[ "$what" == /* ]]; then [[ -e "$what" ]] || missing+=("${needs[$what]}")
+  else command -v "$what" >/dev/null 2>&1 || missing+=("${needs[$what]}"); fi
+done
+
+if ((${#missing[@]})); then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: missing ${missing[*]} and no apt-get here; install them with your package manager" >&2
+    exit 1
+  fi
+  sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+npm ci --no-audit --no-fund

@@ -1,0 +1,23 @@
+/**
+ * Text to speech: the pipeline gives it a reply one chunk (a sentence) at a time as the model
+ * streams, and plays the frames as they come. Interrupting the stream stops synthesis (barge-in,
+ * a handoff mid-reply); an engine's Layer owns its processes and sockets.
+ */
+import { Context, type Stream } from "effect"
+import type { AudioFrame } from "./AudioFrame.ts"
+import type { VoiceError } from "./VoiceError.ts"
+
+export interface TtsOptions {
+  /** An engine's voice name (flite's `rms`, a Cartesia voice id). */
+  readonly voice?: string
+  readonly speed?: number
+}
+
+export interface TtsService {
+  /** The rate of the frames it produces. */
+  readonly sampleRate: number
+  /** Audio for `text`, streamed as it is made. */
+  readonly synthesize: (text: string, options?: TtsOptions) => Stream.Stream<AudioFrame, VoiceError>
+}
+
+export class Tts extends Context.Service<Tts, TtsService>()("baton/Tts") {}

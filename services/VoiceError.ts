@@ -1,0 +1,39 @@
+/**
+ * The one error of the voice services (VAD, STT, TTS, audio transports), shaped like effect/ai's
+ * `AiError`: which part failed, a reason the caller can branch on, whether trying again can help,
+ * and a one-line message a person can act on (for a missing Debian package, the install line).
+ */
+import { Schema } from "effect"
+
+export const VoiceErrorReason = Schema.Literals([
+  /** The engine cannot run here: a missing package, model file or library. */
+  "Unavailable",
+  /** The audio given cannot be used (rate, channels, size). */
+  "InvalidAudio",
+  /** The engine or provider refused the request (bad configuration, bad key). */
+  "InvalidRequest",
+  /** The network or the process carrying the engine failed. */
+  "Transport",
+  /** The provider answered with an error of its own. */
+  "ProviderError",
+  /** No answer in time. */
+  "Timeout"
+])
+export type VoiceErrorReason = typeof VoiceErrorReason.Type
+
+export class VoiceError extends Schema.TaggedError<VoiceError>()("VoiceError", {
+  source: Schema.Literals(["vad", "stt", "tts", "audio"]),
+  reason: VoiceErrorReason,
+  /** What happened and, where there is one, what to do about it. */
+  description: Schema.String,
+  /** HTTP or close status from a provider, where there is one. */
+  status: Schema.optional(Schema.Number)
+}) {
+  get retryable(): boolean {
+    return this.reason === "Transport" || this.reason === "Timeout" ||
+      (this.reason === "ProviderError" && (this.status === undefined || this.status >= 500 || this.status === 429))
+  }
+  override get message(): string {
+    return `${this.source} ${this.reason}${this.status === undefined ? "" : ` (${this.status})`}: ${this.description}`
+  }
+}
