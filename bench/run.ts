@@ -8,6 +8,9 @@
  *   --no-peer       measure baton only
  *   --no-realtime   skip the realtime reuse benchmark (seed 001, bench/realtime.ts: ~2-5 min)
  *
+ * The handoff is measured in ROUNDS (3) alternating rounds, baton then agents-js, each in a fresh
+ * process (bench/baton/rounds.ts); the report prints each round's ratio and min/median/max.
+ *
  * Environment, shared with the agents-js side: N (200), WARMUP (20), WARM_AFTER (500: the same N
  * runs measured again after this many in all; 0 skips them), LIFECYCLE_N (20),
  * LIFECYCLE_WARMUP (3), IDLE_SESSIONS (1000), SAMPLES (1; 0 leaves raw samples out of the JSON),
@@ -19,12 +22,12 @@ import { writeFileSync } from "node:fs"
 import os from "node:os"
 import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
-import { benchHandoff } from "./baton/handoff.ts"
 import { benchHeap } from "./baton/heap.ts"
 import { benchLifecycle } from "./baton/lifecycle.ts"
 import { type PeerOutcome, runPeer } from "./baton/peer.ts"
+import { medianRound, runRounds } from "./baton/rounds.ts"
 import { type BatonResults, type Machine, render } from "./baton/report.ts"
-import { gcNow, log } from "./baton/stats.ts"
+import { envInt, gcNow, log } from "./baton/stats.ts"
 import { runRealtimeBench } from "./realtime.ts"
 
 const args = process.argv.slice(2)
@@ -77,15 +80,27 @@ const measure = async <A>(name: string, effect: Effect.Effect<A, Error>): Promis
     return undefined
   }
 }
+const rounds = sections.has("handoff") ? await runRounds(envInt("ROUNDS", 3), withPeer) : []
+const median = medianRound(rounds)
+for (const [i, r] of rounds.entries()) for (const e of r.errors) errors[`handoff round ${i + 1}`] = e
 const baton: BatonResults = {
-  handoff: await measure("handoff", benchHandoff),
+  handoff: median?.baton,
   lifecycle: await measure("lifecycle", benchLifecycle),
   idleHeap: await measure("idleHeap", benchHeap),
   errors
 }
 const batonWallMs = performance.now() - wall0
 
-const peer: PeerOutcome | { readonly skipped: string } = withPeer ? await runPeer() : { skipped: "run with --no-peer" }
+const rest = [...sections].filter((s) => s !== "handoff").join(",")
+const peerRest: PeerOutcome | { readonly skipped: string } = !withPeer
+  ? { skipped: "run with --no-peer" }
+  : rest === ""
+  ? { ok: true, installed: false, result: { meta: { agentsVersion: null, rtcNodeVersion: null, node: process.version } } }
+  : await runPeer({ SECTIONS: rest })
+/** The other sections' peer numbers, with the handoff of the median round. */
+const peer: PeerOutcome | { readonly skipped: string } = "ok" in peerRest && peerRest.ok && median?.peer
+  ? { ...peerRest, result: { ...peerRest.result, handoff: median.peer } }
+  : peerRest
 if ("ok" in peer && !peer.ok) log(`agents-js column missing: ${peer.reason}`)
 
 const realtime = args.includes("--no-realtime")
@@ -96,8 +111,8 @@ const realtime = args.includes("--no-realtime")
     return undefined
   })
 
-const tables = render(machine, baton, peer) + (realtime ? `\n${realtime.markdown}\n` : "")
-const raw = JSON.stringify({ machine, baton: { ...baton, wallMs: Math.round(batonWallMs) }, agentsJs: peer }, null, 2) + "\n"
+const tables = render(machine, baton, peer, rounds) + (realtime ? `\n${realtime.markdown}\n` : "")
+const raw = JSON.stringify({ machine, baton: { ...baton, wallMs: Math.round(batonWallMs) }, agentsJs: peer, handoffRounds: rounds }, null, 2) + "\n"
 if (json === "-") {
   process.stderr.write(`\n${tables}\n`)
   process.stdout.write(raw)

@@ -34,7 +34,8 @@ const install = (): string | undefined => {
   return undefined
 }
 
-export const runPeer = async (): Promise<PeerOutcome> => {
+/** Runs the agents-js bench once; `env` overrides variables (SECTIONS for one section). */
+export const runPeer = async (env: Record<string, string> = {}): Promise<PeerOutcome> => {
   let installed = false
   if (!existsSync(`${dir}node_modules`)) {
     const failure = install()
@@ -43,7 +44,7 @@ export const runPeer = async (): Promise<PeerOutcome> => {
   }
   log(`running the agents-js side: ${process.execPath} --expose-gc bench/agents-js/bench.mjs`)
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--expose-gc", script], { stdio: ["ignore", "pipe", "inherit"], env: process.env })
+    const child = spawn(process.execPath, ["--expose-gc", script], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } })
     const chunks: Array<Buffer> = []
     child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk))
     const killer = setTimeout(() => child.kill("SIGKILL"), KILL_AFTER_MS)
