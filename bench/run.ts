@@ -14,7 +14,8 @@
  * Environment, shared with the agents-js side: N (200), WARMUP (20), WARM_AFTER (500: the same N
  * runs measured again after this many in all; 0 skips them), LIFECYCLE_N (20),
  * LIFECYCLE_WARMUP (3), IDLE_SESSIONS (1000), SAMPLES (1; 0 leaves raw samples out of the JSON),
- * ITER_TIMEOUT_MS (10000), SECTIONS (handoff,lifecycle,idleHeap).
+ * ITER_TIMEOUT_MS (10000), SECTIONS (handoff,lifecycle,idleHeap,load,longSession); for load
+ * (baton only): SESSIONS (1000), SPREAD_S (10), SATURATE (0); for longSession: LONG_TURNS (5000).
  * Exits with 1 only when a baton measurement failed.
  */
 import { execFileSync } from "node:child_process"
@@ -24,6 +25,7 @@ import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { benchHeap } from "./baton/heap.ts"
 import { benchLifecycle } from "./baton/lifecycle.ts"
+import { benchLoad, benchLongSession } from "./baton/load.ts"
 import { type PeerOutcome, runPeer } from "./baton/peer.ts"
 import { medianRound, runRounds } from "./baton/rounds.ts"
 import { type BatonResults, type Machine, render } from "./baton/report.ts"
@@ -41,7 +43,7 @@ const json = jsonAt < 0
   ? args[jsonAt + 1]!
   : "-"
 const withPeer = !args.includes("--no-peer")
-const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap").split(",").map((s) => s.trim()))
+const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap,load,longSession").split(",").map((s) => s.trim()))
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const batonVersion = () => {
@@ -87,11 +89,14 @@ const baton: BatonResults = {
   handoff: median?.baton,
   lifecycle: await measure("lifecycle", benchLifecycle),
   idleHeap: await measure("idleHeap", benchHeap),
+  load: await measure("load", benchLoad),
+  longSession: await measure("longSession", benchLongSession),
   errors
 }
 const batonWallMs = performance.now() - wall0
 
-const rest = [...sections].filter((s) => s !== "handoff").join(",")
+/** The sections the agents-js script also has (load and longSession are baton's alone). */
+const rest = [...sections].filter((s) => s === "lifecycle" || s === "idleHeap").join(",")
 const peerRest: PeerOutcome | { readonly skipped: string } = !withPeer
   ? { skipped: "run with --no-peer" }
   : rest === ""

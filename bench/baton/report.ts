@@ -2,6 +2,7 @@
 import type { HandoffResult } from "./handoff.ts"
 import type { HeapResult } from "./heap.ts"
 import type { LifecycleResult } from "./lifecycle.ts"
+import type { LoadResult, LongSessionResult } from "./load.ts"
 import type { PeerOutcome } from "./peer.ts"
 import { type RatioSpread, type Round, spread } from "./rounds.ts"
 import { envInt, type Summary } from "./stats.ts"
@@ -21,6 +22,8 @@ export interface BatonResults {
   readonly handoff?: HandoffResult | undefined
   readonly lifecycle?: LifecycleResult | undefined
   readonly idleHeap?: HeapResult | undefined
+  readonly load?: LoadResult | undefined
+  readonly longSession?: LongSessionResult | undefined
   /** Sections that failed, with the reason. */
   readonly errors: Record<string, string>
 }
@@ -152,6 +155,33 @@ export const render = (
       ["start them all, one after another", ms(m?.startAllMs), ms(pm?.startAllMs), ratio(pm?.startAllMs, m?.startAllMs)],
       ["close them all, concurrently", ms(m?.closeAllMs), ms(pm?.closeAllMs), ratio(pm?.closeAllMs, m?.closeAllMs)]
     ]))
+  }
+  const load = baton.load
+  if (load || baton.errors.load) {
+    out.push(`\n### Many sessions in one process (baton only)\n`)
+    if (baton.errors.load) out.push(`baton failed: ${baton.errors.load}\n`)
+    if (load) {
+      out.push(
+        `${load.sessions.toLocaleString("en-US")} sessions ${load.spreadS > 0 ? `arriving evenly over ${load.spreadS} s` : "started at once (saturation)"}, three turns each (one a handoff), scripted models that record nothing.\n`
+      )
+      out.push(table(["", "value", "target"], [
+        ["turns per second reached", `${load.turnsPerSecond}`, ""],
+        ["`run()` p50 / p99 / max", `${ms(load.run.medianMs)} / ${ms(load.run.p99Ms)} / ${ms(load.run.maxMs)}`, "p99 ≤ 10 ms"],
+        ["event-loop lag p99 / max", `${ms(load.lag.p99Ms)} / ${ms(load.lag.maxMs)}`, "max ≤ 20 ms"]
+      ]))
+    }
+  }
+  const long = baton.longSession
+  if (long || baton.errors.longSession) {
+    out.push(`\n### One long session (baton only)\n`)
+    if (baton.errors.longSession) out.push(`baton failed: ${baton.errors.longSession}\n`)
+    if (long) {
+      out.push(table(["", "value"], [
+        [`turn cost around turn 100 (median)`, ms(long.earlyTurnMs)],
+        [`turn cost over the last 100 of ${long.turns.toLocaleString("en-US")} (median)`, ms(long.lateTurnMs)],
+        ["heap added per turn (after gc)", `${long.heapBytesPerTurn.toLocaleString("en-US")} B`]
+      ]))
+    }
   }
   return out.join("\n") + "\n"
 }

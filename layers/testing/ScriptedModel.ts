@@ -162,11 +162,25 @@ const responseParts = (response: ScriptedResponse, nextId: () => string): Stream
   return response.delay === undefined ? body : Stream.unwrap(Effect.sleep(response.delay).pipe(Effect.as(body)))
 }
 
+export interface LayerOptions {
+  /**
+   * Keep every request with its whole prompt (default true). Load and long-session benchmarks
+   * turn it off: a recorded prompt holds the whole history, so recording grows with the square
+   * of a session's length. Off, `requests` stays empty.
+   */
+  readonly record?: boolean
+}
+
 /** A LanguageModel answering by `rules` (first match wins) and the `ScriptedModel` recorder. */
-export const layer = (rules: ReadonlyArray<Rule>): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
+export const layer = (
+  rules: ReadonlyArray<Rule>,
+  options: LayerOptions = {}
+): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
   Layer.effectContext(
     Effect.gen(function*() {
       const requests: Array<RecordedRequest> = []
+      const record = options.record ?? true
+      let seen = 0
       const used = rules.map(() => 0)
       let calls = 0
       const nextId = () => `call_${++calls}`
@@ -174,7 +188,7 @@ export const layer = (rules: ReadonlyArray<Rule>): Layer.Layer<LanguageModel.Lan
         Effect.map(Effect.service(ModelCall), (info) => {
           const first = options.prompt.content[0]
           const request: RecordedRequest = {
-            index: requests.length,
+            index: seen++,
             agent: info?.agent,
             instructions: first?.role === "system" ? first.content : undefined,
             toolChoice: options.toolChoice,
@@ -182,7 +196,7 @@ export const layer = (rules: ReadonlyArray<Rule>): Layer.Layer<LanguageModel.Lan
             prompt: options.prompt,
             last: lastInput(options.prompt)
           }
-          requests.push(request)
+          if (record) requests.push(request)
           const index = rules.findIndex((rule, i) => (rule.times === undefined || used[i]! < rule.times) && matches(rule.when, request))
           if (index < 0) {
             return Stream.fail(

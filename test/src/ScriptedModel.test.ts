@@ -33,4 +33,21 @@ describe("ScriptedModel", () => {
       { when: { user: "hello" }, reply: { text: "Hi!", delay: "1 second" } },
       { when: { user: "once" }, reply: { text: "only once" }, times: 1 }
     ]))))
+
+  it.effect("with record: false it answers the same and keeps no request (load benchmarks)", () =>
+    Effect.gen(function*() {
+      const recorder = yield* ScriptedModel.ScriptedModel
+      for (let i = 0; i < 3; i++) {
+        const parts = yield* LanguageModel.streamText({ prompt: [{ role: "user", content: "hello" }] }).pipe(Stream.runCollect)
+        assert.strictEqual(parts.flatMap((p) => (p.type === "text-delta" ? [p.delta] : [])).join(""), "Hi!")
+      }
+      const limited = yield* LanguageModel.streamText({ prompt: [{ role: "user", content: "once" }] }).pipe(Stream.runCollect)
+      assert.isTrue(limited.some((p) => p.type === "text-delta"))
+      const again = yield* LanguageModel.streamText({ prompt: [{ role: "user", content: "once" }] }).pipe(Stream.runCollect, Effect.flip)
+      assert.include(String(again), "no scripted response")
+      assert.strictEqual(recorder.requests.length, 0)
+    }).pipe(Effect.provide(ScriptedModel.layer([
+      { when: { user: "hello" }, reply: { text: "Hi!" } },
+      { when: { user: "once" }, reply: { text: "only once" }, times: 1 }
+    ], { record: false }))))
 })
