@@ -131,31 +131,67 @@ const keep = (options: CopyOptions) => (item: ChatItem) =>
   !(options.excludeHandoffs && item._tag === "AgentHandoff")
 
 export class ChatContext {
-  static readonly empty = new ChatContext([])
+  static readonly empty = new ChatContext([], 0)
   static make(items: Iterable<ChatItem>): ChatContext {
-    return new ChatContext([...items])
+    const buffer = [...items]
+    return new ChatContext(buffer, buffer.length)
   }
 
-  readonly items: ReadonlyArray<ChatItem>
-  private constructor(items: ReadonlyArray<ChatItem>) {
-    this.items = items
+  /**
+   * Items live in a buffer shared along a chain of appends: `append` pushes onto it when this
+   * context is the buffer's newest (nothing was appended after it), and copies otherwise. A
+   * context only ever reads its first `length` items, so it stays immutable, and a turn's append
+   * costs the same in a session of 10 items and of 10,000.
+   */
+  readonly #buffer: Array<ChatItem>
+  readonly length: number
+  #items: ReadonlyArray<ChatItem> | undefined
+
+  private constructor(buffer: Array<ChatItem>, length: number) {
+    this.#buffer = buffer
+    this.length = length
   }
 
-  get length(): number {
-    return this.items.length
+  /** The items, in order (an array made on first use and kept). */
+  get items(): ReadonlyArray<ChatItem> {
+    return this.#items ??= this.#buffer.slice(0, this.length)
+  }
+
+  /** The item at `index` (negative counts from the end), without making `items`. */
+  at(index: number): ChatItem | undefined {
+    const i = index < 0 ? this.length + index : index
+    return i >= 0 && i < this.length ? this.#buffer[i] : undefined
+  }
+
+  *[Symbol.iterator](): Iterator<ChatItem> {
+    for (let i = 0; i < this.length; i++) yield this.#buffer[i]!
   }
 
   append(...items: ReadonlyArray<ChatItem>): ChatContext {
-    return items.length === 0 ? this : new ChatContext([...this.items, ...items])
+    if (items.length === 0) return this
+    // (never onto an empty context's buffer: `empty` is shared by every session)
+    if (this.length > 0 && this.#buffer.length === this.length) {
+      this.#buffer.push(...items)
+      return new ChatContext(this.#buffer, this.length + items.length)
+    }
+    const buffer = this.#buffer.slice(0, this.length)
+    buffer.push(...items)
+    return new ChatContext(buffer, buffer.length)
   }
 
   has(id: string): boolean {
-    return this.items.some((item) => item.id === id)
+    for (let i = this.length - 1; i >= 0; i--) if (this.#buffer[i]!.id === id) return true
+    return false
+  }
+
+  /** @internal The shared buffer and this context's length, for `toPrompt`'s prefix cache. */
+  static view(context: ChatContext): { readonly buffer: ReadonlyArray<ChatItem>; readonly length: number } {
+    return { buffer: context.#buffer, length: context.length }
   }
 
   /** A copy without the kinds of items the options exclude. */
   copy(options: CopyOptions = {}): ChatContext {
-    return new ChatContext(this.items.filter(keep(options)))
+    return ChatContext.make(this.items.filter(keep(options)))
   }
 
   /**
@@ -163,7 +199,7 @@ export class ChatContext {
    * kept, and a function call is never separated from its output.
    */
   truncate(turns: number): ChatContext {
-    if (turns <= 0) return new ChatContext(this.items.filter(isInstruction))
+    if (turns <= 0) return ChatContext.make(this.items.filter(isInstruction))
     let seen = 0
     let start = 0
     for (let i = this.items.length - 1; i >= 0; i--) {
@@ -175,7 +211,7 @@ export class ChatContext {
     }
     if (seen < turns) return this
     const head = this.items.slice(0, start).filter(isInstruction)
-    return new ChatContext([...head, ...this.items.slice(start)])
+    return ChatContext.make([...head, ...this.items.slice(start)])
   }
 
   /** Appends the items of `other` that this context does not have yet, in `other`'s order. */
@@ -245,6 +281,18 @@ const systemMessage = (content: string): Prompt.SystemMessage => {
 }
 
 /**
+ * The messages of a closed prefix of a buffer, kept so the next prompt of the same conversation
+ * converts only what was added since. A prefix is closed at a user message before which every
+ * function call has its output (and every output its call): nothing after it can change how the
+ * items before it are grouped or filtered.
+ */
+interface Prefix {
+  readonly items: number
+  readonly messages: ReadonlyArray<Prompt.Message>
+}
+const prefixes = new WeakMap<ReadonlyArray<ChatItem>, Prefix>()
+
+/**
  * Converts a context to an `effect/ai` prompt: the agent's instructions first, then the items;
  * `extraInstructions` (per-reply instructions) go last. Handoff records are not sent; a call
  * without an output (still running) and an output without its call are left out, so the prompt
@@ -254,14 +302,42 @@ export const toPrompt = (
   context: ChatContext,
   options: { readonly instructions?: string | undefined; readonly extraInstructions?: string | undefined } = {}
 ): Prompt.Prompt => {
+  const { buffer, length } = ChatContext.view(context)
+  const known = prefixes.get(buffer)
+  const from = known !== undefined && known.items <= length ? known : { items: 0, messages: [] }
+  const converted = convertItems(buffer, from.items, length)
+  if (converted.closedAt !== undefined && converted.closedAt > from.items) {
+    prefixes.set(buffer, {
+      items: converted.closedAt,
+      messages: [...from.messages, ...converted.messages.slice(0, converted.closedMessages)]
+    })
+  }
   const messages: Array<Prompt.Message> = []
   if (options.instructions) messages.push(systemMessage(options.instructions))
+  for (const m of from.messages) messages.push(m)
+  for (const m of converted.messages) messages.push(m)
+  if (options.extraInstructions) messages.push(systemMessage(options.extraInstructions))
+  return Prompt.fromMessages(messages)
+}
+
+/**
+ * The messages of `buffer[start, end)`, and the last closed prefix seen in it (the item index of
+ * a user message with no call or output open before it, and how many messages precede it).
+ */
+const convertItems = (buffer: ReadonlyArray<ChatItem>, start: number, end: number) => {
+  const messages: Array<Prompt.Message> = []
   const outputs = new Set<string>()
   const calls = new Set<string>()
-  for (const item of context.items) {
+  for (let i = start; i < end; i++) {
+    const item = buffer[i]!
     if (item._tag === "FunctionCallOutput") outputs.add(item.callId)
     else if (item._tag === "FunctionCall") calls.add(item.callId)
   }
+  let open = 0 // calls seen without their output so far, plus outputs seen without their call
+  const seenCalls = new Set<string>()
+  const seenOutputs = new Set<string>()
+  let closedAt: number | undefined
+  let closedMessages = 0
   let assistant: Array<Prompt.AssistantMessagePart> | undefined
   let tool: Array<Prompt.ToolMessagePart> | undefined
   const flush = () => {
@@ -270,7 +346,8 @@ export const toPrompt = (
     assistant = undefined
     tool = undefined
   }
-  for (const item of context.items) {
+  for (let i = start; i < end; i++) {
+    const item = buffer[i]!
     switch (item._tag) {
       case "Message": {
         if (item.role === "assistant") {
@@ -281,6 +358,10 @@ export const toPrompt = (
           break
         }
         flush()
+        if (item.role === "user" && open === 0) {
+          closedAt = i
+          closedMessages = messages.length
+        }
         messages.push(cached(item, () =>
           item.role === "user"
             ? Prompt.makeMessage("user", { content: [Prompt.makePart("text", { text: item.text })] })
@@ -289,6 +370,9 @@ export const toPrompt = (
         break
       }
       case "FunctionCall": {
+        seenCalls.add(item.callId)
+        if (seenOutputs.has(item.callId)) open--
+        else open++
         if (!outputs.has(item.callId)) break
         if (tool) flush()
         assistant ??= []
@@ -303,6 +387,9 @@ export const toPrompt = (
         break
       }
       case "FunctionCallOutput": {
+        seenOutputs.add(item.callId)
+        if (seenCalls.has(item.callId)) open--
+        else open++
         if (!calls.has(item.callId)) break
         if (assistant) {
           messages.push(Prompt.makeMessage("assistant", { content: assistant }))
@@ -325,6 +412,5 @@ export const toPrompt = (
     }
   }
   flush()
-  if (options.extraInstructions) messages.push(systemMessage(options.extraInstructions))
-  return Prompt.fromMessages(messages)
+  return { messages, closedAt, closedMessages }
 }

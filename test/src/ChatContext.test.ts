@@ -88,4 +88,51 @@ describe("ChatContext", () => {
     const custom = applyContextPolicy((c) => c.copy({ excludeFunctionCalls: true }).truncate(2), ctx)
     assert.deepStrictEqual(custom.items.map((i) => (i._tag === "Message" ? i.text : i._tag)), ["two", "reply two", "three"])
   })
+
+  it("an append shares the buffer along a chain and never changes an earlier context", () => {
+    const base = conversation()
+    const a = base.append(message("user", "four"))
+    const b = base.append(message("user", "other four")) // base's buffer already grew: copies
+    const a2 = a.append(message("assistant", "reply four"))
+    assert.strictEqual(base.length, 9)
+    assert.strictEqual(base.at(-1)!._tag === "Message" && (base.at(-1) as ChatContext.Message).text, "three")
+    assert.strictEqual((a.at(-1) as ChatContext.Message).text, "four")
+    assert.strictEqual((b.at(-1) as ChatContext.Message).text, "other four")
+    assert.strictEqual(a.length, 10)
+    assert.strictEqual(a2.length, 11)
+    assert.deepStrictEqual([...a].map((i) => i.id), a.items.map((i) => i.id))
+    assert.isFalse(a.has(a2.at(-1)!.id))
+    assert.isTrue(a2.has(a2.at(-1)!.id))
+    // two sessions starting from the shared empty context do not see each other's items
+    const s1 = ChatContext.ChatContext.empty.append(message("user", "s1"))
+    const s2 = ChatContext.ChatContext.empty.append(message("user", "s2"))
+    assert.deepStrictEqual([s1.length, s2.length, ChatContext.ChatContext.empty.length], [1, 1, 0])
+    assert.strictEqual((s2.at(0) as ChatContext.Message).text, "s2")
+  })
+
+  it("a prompt built along a growing conversation equals the prompt built from scratch", () => {
+    // A seeded walk over turns with tool calls answered at once, later, or never, and handoffs.
+    let seed = 7
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648
+    let ctx = ChatContext.ChatContext.make([message("system", "be nice")])
+    const pending: Array<ChatContext.FunctionCall> = []
+    for (let step = 0; step < 400; step++) {
+      const r = rand()
+      if (r < 0.3) ctx = ctx.append(message("user", `u${step}`))
+      else if (r < 0.5) ctx = ctx.append(message("assistant", rand() < 0.1 ? "" : `a${step}`))
+      else if (r < 0.65) {
+        const call = functionCall({ callId: `c${step}`, name: "t", arguments: "{}" })
+        ctx = ctx.append(call)
+        if (rand() < 0.5) ctx = ctx.append(functionCallOutput({ callId: call.callId, name: "t", output: "ok", isError: false, status: "ok" }))
+        else pending.push(call)
+      } else if (r < 0.8 && pending.length > 0) {
+        const call = pending.splice(Math.floor(rand() * pending.length), 1)[0]!
+        ctx = ctx.append(functionCallOutput({ callId: call.callId, name: "t", output: "late", isError: false, status: "ok" }))
+      } else if (r < 0.85) ctx = ctx.append(agentHandoff({ from: "a", to: "b", kind: "handoff", resumed: false }))
+      else ctx = ctx.append(message("system", `s${step}`))
+      const incremental = ChatContext.toPrompt(ctx, { instructions: "i", extraInstructions: step % 3 === 0 ? "x" : undefined })
+      const scratch = ChatContext.toPrompt(ChatContext.ChatContext.make(ctx.items), { instructions: "i", extraInstructions: step % 3 === 0 ? "x" : undefined })
+      assert.deepStrictEqual(incremental.content, scratch.content, `step ${step}`)
+    }
+  })
 })
