@@ -1,6 +1,6 @@
 /**
  * Many sessions in one process (issue 18): SESSIONS sessions (1,000) arrive evenly over SPREAD_S
- * seconds (10) and each takes three turns back to back: a greeting, a handoff to B (whose onEnter
+ * seconds (10), each takes three turns back to back and stays open until all are done: a greeting, a handoff to B (whose onEnter
  * speaks), and a question B answers. Scripted models answer at once and record nothing, so what is
  * measured is baton itself: `run()` latency quantiles, event-loop lag (p99 and max: an audio frame
  * is 20 ms, and a longer block delays every session's audio) and the turns per second reached.
@@ -10,7 +10,7 @@
  * near the end, and the heap each turn adds, to show a turn's cost does not grow with the history.
  */
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import { Effect, Fiber } from "effect"
+import { Effect, Exit, Fiber, Scope } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent, AgentSession, Handoff, Tool } from "../../src/index.ts"
 import { envInt, gcNow, log, r3, type Summary, summarize } from "./stats.ts"
@@ -63,16 +63,18 @@ export const benchLoad: Effect.Effect<LoadResult, Error> = Effect.gen(function*(
   const model = ScriptedModel.layer(rules, { record: false })
   const runs: Array<number> = []
   const lag = monitorEventLoopDelay({ resolution: 1 })
+  // Every session stays open until all have taken their turns (a process holding 1,000 calls).
+  const scope = yield* Scope.make()
   const oneSession = (i: number) =>
-    Effect.scoped(Effect.gen(function*() {
+    Effect.gen(function*() {
       if (spreadS > 0) yield* Effect.sleep((i * spreadS * 1000) / sessions)
-      const session = yield* AgentSession.start({ agent: agents() }).pipe(Effect.provide(model))
+      const session = yield* AgentSession.start({ agent: agents() }).pipe(Effect.provide(model), Scope.provide(scope))
       for (const text of ["hello", "transfer please", "what now?"]) {
         const t0 = performance.now()
         yield* session.run(text)
         runs.push(performance.now() - t0)
       }
-    }))
+    })
   yield* Effect.promise(() => gcNow())
   lag.enable()
   const t0 = performance.now()
@@ -80,6 +82,7 @@ export const benchLoad: Effect.Effect<LoadResult, Error> = Effect.gen(function*(
   yield* Fiber.joinAll(fibers)
   const wallMs = performance.now() - t0
   lag.disable()
+  yield* Scope.close(scope, Exit.void)
   const run = summarize(runs, false)
   const out: LoadResult = {
     sessions,
