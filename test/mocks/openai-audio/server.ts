@@ -139,9 +139,9 @@ export const make = (options: OpenAiAudioMockOptions = {}) =>
         res.writeHead(200, { "content-type": "audio/pcm", "transfer-encoding": "chunked" })
         const step = options.chunkBytes ?? 4801
         let at = 0
-        const next = () => {
-          if (drop !== undefined && at >= drop) return res.destroy()
-          if (at >= audio.length) return res.end()
+        const next = (): void => {
+          if (drop !== undefined && at >= drop) return void res.destroy()
+          if (at >= audio.length) return void res.end()
           res.write(audio.subarray(at, at + step), () => setImmediate(next))
           at += step
         }
