@@ -44,10 +44,18 @@ const listVoices = (binary: string) =>
     Effect.map((done) => new Set(done.stdout.replace(/^.*?:/, "").trim().split(/\s+/).filter((v) => v !== "")))
   )
 
-/** Synthesizes `text` with `voice` into `file`, then decodes it. */
+/**
+ * Synthesizes `text` with `voice` into `file`, then decodes it. The text goes in a file next to
+ * it (`-f`), not on the command line, which caps one argument at 128 KB.
+ */
 const synthesizeFile = (binary: string, file: string, text: string, voice: string, speed: number | undefined) =>
   Effect.gen(function*() {
-    const args = ["-voice", voice, "-t", text, "-o", file]
+    const textFile = `${file}.txt`
+    yield* Effect.tryPromise({
+      try: () => Fs.writeFile(textFile, text),
+      catch: (e) => fail("Transport", `cannot write flite's input ${textFile}: ${(e as Error).message}`)
+    })
+    const args = ["-voice", voice, "-f", textFile, "-o", file]
     if (speed !== undefined && speed > 0 && speed !== 1) args.push("--setf", `duration_stretch=${1 / speed}`)
     const done = yield* Process.run(binary, args, spawnError(binary))
     if (done.code !== 0) {
@@ -65,7 +73,7 @@ const synthesizeFile = (binary: string, file: string, text: string, voice: strin
       Effect.mapError((e) => fail("Transport", `flite wrote a bad file: ${e.description}`))
     )
   }).pipe(
-    Effect.ensuring(Effect.promise(() => Fs.rm(file, { force: true })))
+    Effect.ensuring(Effect.promise(() => Promise.all([Fs.rm(file, { force: true }), Fs.rm(`${file}.txt`, { force: true })])))
   )
 
 /** The Tts service over flite, in a Scope that owns its temp directory. */

@@ -66,6 +66,25 @@ describe("FliteTts", () => {
       assert.include(error.message, "apt-get install -y flite")
     }))
 
+  it.effect("leaves no file behind a synthesis, and no directory behind the layer", () =>
+    Effect.gen(function*() {
+      const tmp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "flite-tmp-"))
+      const saved = process.env["TMPDIR"]
+      process.env["TMPDIR"] = tmp
+      yield* Effect.gen(function*() {
+        const tts = yield* Tts
+        yield* Stream.runCollect(tts.synthesize("Leave nothing behind."))
+        const dirs = Fs.readdirSync(tmp)
+        assert.strictEqual(dirs.length, 1)
+        assert.deepStrictEqual(Fs.readdirSync(Path.join(tmp, dirs[0]!)), [])
+      }).pipe(Effect.provide(FliteTts.layer()), Effect.ensuring(Effect.sync(() => {
+        if (saved === undefined) delete process.env["TMPDIR"]
+        else process.env["TMPDIR"] = saved
+      })))
+      assert.deepStrictEqual(Fs.readdirSync(tmp), [])
+      Fs.rmSync(tmp, { recursive: true })
+    }))
+
   it.live("interrupting the stream kills the flite process", () =>
     Effect.gen(function*() {
       const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "flite-kill-"))
