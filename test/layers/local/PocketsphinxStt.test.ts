@@ -75,6 +75,15 @@ describe("PocketsphinxStt", () => {
       assert.isAtLeast(wordAccuracy("Transfer me to billing.", finals[2]!.text), 0.75, finals[2]!.text)
     }).pipe(Effect.scoped, Effect.provide(engines)), 60_000)
 
+  it.effect("two streams decode at the same time, each with its own decoder", () =>
+    Effect.gen(function*() {
+      const [a, b] = [sentences[0]!, sentences[1]!]
+      const [audioA, audioB] = [yield* speak(a), yield* speak(b)]
+      const [heardA, heardB] = yield* Effect.all([transcribe(audioA), transcribe(audioB)], { concurrency: 2 })
+      assert.isAtLeast(wordAccuracy(a, finalOf(heardA!)), 0.8, finalOf(heardA!))
+      assert.isAtLeast(wordAccuracy(b, finalOf(heardB!)), 0.8, finalOf(heardB!))
+    }).pipe(Effect.provide(engines)), 60_000)
+
   it.effect("audio at another rate is refused with what to do", () =>
     Effect.gen(function*() {
       const stt = yield* Stt

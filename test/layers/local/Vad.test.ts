@@ -62,6 +62,17 @@ for (const [name, vadLayer] of engines) {
         }
       }).pipe(Effect.provide(Layer.mergeAll(vadLayer, FliteTts.layer()))), 30_000)
 
+    it.effect("works at 8 kHz too (flite's kal voice, phone audio)", () =>
+      Effect.gen(function*() {
+        const audio = pad(yield* speak("Thank you for calling, how can I help?", "kal"), 800, 1000)
+        assert.strictEqual(audio.sampleRate, 8000)
+        const edges = soundEdges(audio)
+        const { events } = yield* detect(audio, 20)
+        assert.deepStrictEqual(events.map((e) => e._tag), ["SpeechStarted", "SpeechEnded"], JSON.stringify(events))
+        assert.approximately(events[0]!.atMs, edges.startMs, 150)
+        assert.approximately(events[1]!.atMs, edges.endMs, 250)
+      }).pipe(Effect.provide(Layer.mergeAll(vadLayer, FliteTts.layer()))), 30_000)
+
     it.effect("pure silence gives no events; a 40 ms click is shorter than minSpeechMs", () =>
       Effect.gen(function*() {
         const silent = yield* detect(AudioFrame.silence(2000, 16000), 20)
