@@ -3,7 +3,8 @@
  * socket per stream, audio as binary PCM16 16 kHz frames, transcripts back as JSON. Interims are
  * the finalized segments so far plus the current guess; `endUtterance` sends `Finalize` and the
  * `Final` is the utterance's segments once the `from_finalize` result arrives (or, if it never
- * does, after `finalizeTimeout`, with what was finalized). `KeepAlive` goes out after a `keepAliveMs`
+ * does, after `finalizeTimeout`, with what was finalized; results for that utterance arriving
+ * later are dropped by their `start`, so they never leak into the next one). `KeepAlive` goes out after a `keepAliveMs`
  * tick with no audio (Deepgram closes an idle socket after 10 s, NET-0001); the Scope's end
  * sends `CloseStream`. Error close frames become `VoiceError`s on `events`.
  *
@@ -35,6 +36,8 @@ interface Results {
   readonly type: "Results"
   readonly is_final?: boolean
   readonly from_finalize?: boolean
+  /** Seconds of the stream's audio where this result starts. */
+  readonly start?: number
   readonly channel?: { readonly alternatives?: ReadonlyArray<{ readonly transcript?: string; readonly confidence?: number }> }
 }
 
@@ -77,6 +80,10 @@ export const make = (options: DeepgramSttOptions): SttService => ({
     const events = yield* Queue.unbounded<SttEvent, VoiceError | Cause.Done>()
     const lock = yield* Semaphore.make(1)
     let segments: Array<string> = []
+    // Audio seconds sent, and where the last emitted Final's audio ended: a result that starts
+    // before that (a from_finalize answer later than finalizeTimeout) belongs to a closed utterance.
+    let sentSeconds = 0
+    let closedUpTo = 0
     let finalized: Deferred.Deferred<void> | undefined
     let closing = false
     let closedWith: VoiceError | undefined
@@ -86,6 +93,7 @@ export const make = (options: DeepgramSttOptions): SttService => ({
     const onResults = (message: Results) =>
       Effect.gen(function*() {
         const transcript = (message.channel?.alternatives?.[0]?.transcript ?? "").trim()
+        if (message.start !== undefined && message.start < closedUpTo - 0.001) return
         if (message.is_final) {
           if (transcript !== "") segments.push(transcript)
           if (message.from_finalize && finalized !== undefined) yield* Deferred.succeed(finalized, undefined)
@@ -138,6 +146,7 @@ export const make = (options: DeepgramSttOptions): SttService => ({
         }
         if (closedWith !== undefined) return Effect.fail(closedWith)
         audioSinceTick = true
+        sentSeconds += frame.data.length / sampleRate
         return socket.send(new Uint8Array(frame.data.buffer.slice(frame.data.byteOffset, frame.data.byteOffset + frame.data.byteLength)))
           ? Effect.void
           : Effect.fail(notOpen)
@@ -145,6 +154,7 @@ export const make = (options: DeepgramSttOptions): SttService => ({
 
     const endUtterance = lock.withPermits(1)(Effect.gen(function*() {
       const done = yield* Deferred.make<void>()
+      const boundary = sentSeconds
       finalized = done
       if (closedWith !== undefined) return yield* closedWith
       if (!socket.send(JSON.stringify({ type: "Finalize" }))) return yield* notOpen
@@ -154,6 +164,7 @@ export const make = (options: DeepgramSttOptions): SttService => ({
       if (closed !== undefined) return yield* closed
       const text = segments.join(" ")
       segments = []
+      closedUpTo = boundary
       yield* Queue.offer(events, { _tag: "Final", text })
     })).pipe(Effect.withSpan("DeepgramStt.endUtterance"))
 

@@ -117,4 +117,21 @@ describe("DeepgramStt", () => {
       }))
       assert.deepStrictEqual(final._tag === "Some" && final.value, { _tag: "Final", text: "" })
     }))
+
+  it.live("a from_finalize answer later than finalizeTimeout does not leak into the next utterance", () =>
+    Effect.gen(function*() {
+      const mock = yield* Mock.make({ transcripts: ["first words here", "second words here"], msPerWord: 10_000 })
+      mock.faults.finalizeDelayMs = 250
+      const finals = yield* Effect.scoped(Effect.gen(function*() {
+        const stream = yield* sttOf(mock, { finalizeTimeout: "50 millis" }).stream()
+        for (const f of AudioFrame.split(AudioFrame.silence(400, 16000), 20)) yield* stream.push(f)
+        yield* stream.endUtterance // gives up after 50 ms: the answer comes at 250 ms
+        mock.faults.finalizeDelayMs = undefined
+        yield* Effect.sleep("400 millis") // the late answer for the first utterance arrives now
+        for (const f of AudioFrame.split(AudioFrame.silence(400, 16000), 20)) yield* stream.push(f)
+        yield* stream.endUtterance
+        return yield* stream.events.pipe(Stream.filter((e) => e._tag === "Final"), Stream.take(2), Stream.runCollect)
+      }))
+      assert.deepStrictEqual(finals.map((e) => e.text), ["", "second words here"])
+    }))
 })

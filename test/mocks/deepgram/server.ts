@@ -29,6 +29,8 @@ export interface DeepgramMockFaults {
   closeAfterBytes?: { readonly bytes: number; readonly code: number; readonly reason: string } | undefined
   /** Never answer Finalize. */
   ignoreFinalize?: boolean | undefined
+  /** Answer Finalize this late (ms). */
+  finalizeDelayMs?: number | undefined
 }
 
 export interface ConnectionRecord {
@@ -134,7 +136,9 @@ export const make = (options: DeepgramMockOptions = {}) =>
             const type = (JSON.parse(text) as { type?: string }).type
             if (type === "Finalize" && !faults.ignoreFinalize) {
               const transcript = utteranceBytes === 0 ? "" : scripts[Math.min(utterance, scripts.length - 1)]!
-              ws.send(results(transcript, true, true, started, utteranceBytes / bytesPerMs / 1000))
+              const answer = results(transcript, true, true, started, utteranceBytes / bytesPerMs / 1000)
+              if (faults.finalizeDelayMs === undefined) ws.send(answer)
+              else setTimeout(() => ws.readyState === ws.OPEN && ws.send(answer), faults.finalizeDelayMs)
               if (utteranceBytes > 0) utterance++
               started += utteranceBytes / bytesPerMs / 1000
               utteranceBytes = 0
