@@ -68,6 +68,104 @@ const closeError = (code: number, reason: string) =>
     }`
   })
 
+/** What one stream's reader, writer and keep-alive share. */
+interface State {
+  readonly socket: VoiceSocket.VoiceSocket
+  readonly events: Queue.Queue<SttEvent, VoiceError | Cause.Done>
+  segments: Array<string>
+  /** Audio seconds sent. */
+  sentSeconds: number
+  /**
+   * Where the audio of the last emitted Final ended: a result that starts before it (a
+   * from_finalize answer later than finalizeTimeout) belongs to a closed utterance.
+   */
+  closedUpTo: number
+  finalized: Deferred.Deferred<void> | undefined
+  closing: boolean
+  closedWith: VoiceError | undefined
+  audioSinceTick: boolean
+}
+
+const onResults = (state: State, message: Results) =>
+  Effect.gen(function*() {
+    const transcript = (message.channel?.alternatives?.[0]?.transcript ?? "").trim()
+    if (message.start !== undefined && message.start < state.closedUpTo - 0.001) return
+    if (message.is_final) {
+      if (transcript !== "") state.segments.push(transcript)
+      if (message.from_finalize && state.finalized !== undefined) yield* Deferred.succeed(state.finalized, undefined)
+    } else if (transcript !== "") {
+      yield* Queue.offer(state.events, { _tag: "Interim", text: [...state.segments, transcript].join(" ") })
+    }
+  })
+
+/** Reads the socket until it closes; a close the client did not ask for fails `events`. */
+const readFrames = (state: State) =>
+  Effect.gen(function*() {
+    while (true) {
+      const frame = yield* Queue.take(state.socket.frames)
+      if (frame._tag === "Close") {
+        if (!state.closing) {
+          state.closedWith = closeError(frame.code, frame.reason)
+          yield* Queue.fail(state.events, state.closedWith)
+          if (state.finalized !== undefined) yield* Deferred.succeed(state.finalized, undefined)
+        }
+        return
+      }
+      if (frame._tag !== "Text") continue
+      const message = Option.liftThrowable(JSON.parse)(frame.text) as Option.Option<{ type?: string }>
+      if (Option.isSome(message) && message.value.type === "Results") yield* onResults(state, message.value as Results)
+    }
+  }).pipe(Effect.catchCause(() => Effect.void))
+
+/** A KeepAlive after each tick with no audio. */
+const keepAlive = (state: State, everyMs: number) =>
+  Effect.gen(function*() {
+    while (true) {
+      yield* Effect.sleep(Duration.millis(everyMs))
+      if (!state.audioSinceTick) state.socket.send(JSON.stringify({ type: "KeepAlive" }))
+      state.audioSinceTick = false
+    }
+  })
+
+const notOpen = () => new VoiceError({ source: "stt", reason: "Transport", description: "the Deepgram socket is closed" })
+
+const push = (state: State) => (frame: AudioFrame.AudioFrame) =>
+  Effect.suspend(() => {
+    if (frame.sampleRate !== sampleRate || frame.channels !== 1) {
+      return Effect.fail(new VoiceError({
+        source: "stt",
+        reason: "InvalidAudio",
+        description: `DeepgramStt takes 16000 Hz mono, got ${frame.sampleRate} Hz × ${frame.channels} (resample first)`
+      }))
+    }
+    if (state.closedWith !== undefined) return Effect.fail(state.closedWith)
+    state.audioSinceTick = true
+    state.sentSeconds += frame.data.length / sampleRate
+    const bytes = new Uint8Array(frame.data.buffer.slice(frame.data.byteOffset, frame.data.byteOffset + frame.data.byteLength))
+    return state.socket.send(bytes) ? Effect.void : Effect.fail(notOpen())
+  })
+
+/** Read through a function: the reader fiber sets it while `endUtterance` waits. */
+const closedWith = (state: State): VoiceError | undefined => state.closedWith
+
+/** Finalize, wait for its answer (or `timeout`), emit the utterance's Final. */
+const endUtterance = (state: State, timeout: Duration.Input): Effect.Effect<void, VoiceError> =>
+  Effect.gen(function*() {
+    const done = yield* Deferred.make<void>()
+    const boundary = state.sentSeconds
+    if (state.closedWith !== undefined) return yield* state.closedWith
+    state.finalized = done
+    if (!state.socket.send(JSON.stringify({ type: "Finalize" }))) return yield* notOpen()
+    yield* Deferred.await(done).pipe(Effect.timeoutOption(timeout))
+    state.finalized = undefined
+    const closed = closedWith(state)
+    if (closed !== undefined) return yield* closed
+    const text = state.segments.join(" ")
+    state.segments = []
+    state.closedUpTo = boundary
+    yield* Queue.offer(state.events, { _tag: "Final", text })
+  })
+
 export const make = (options: DeepgramSttOptions): SttService => ({
   sampleRate,
   stream: Effect.fn("DeepgramStt.stream")(function*(streamOptions?: SttOptions) {
@@ -77,98 +175,33 @@ export const make = (options: DeepgramSttOptions): SttService => ({
       url: urlOf(options, streamOptions?.language),
       headers: { Authorization: `Token ${Redacted.value(options.apiKey)}` }
     })
-    const events = yield* Queue.unbounded<SttEvent, VoiceError | Cause.Done>()
+    const state: State = {
+      socket,
+      events: yield* Queue.unbounded<SttEvent, VoiceError | Cause.Done>(),
+      segments: [],
+      sentSeconds: 0,
+      closedUpTo: 0,
+      finalized: undefined,
+      closing: false,
+      closedWith: undefined,
+      audioSinceTick: false
+    }
     const lock = yield* Semaphore.make(1)
-    let segments: Array<string> = []
-    // Audio seconds sent, and where the last emitted Final's audio ended: a result that starts
-    // before that (a from_finalize answer later than finalizeTimeout) belongs to a closed utterance.
-    let sentSeconds = 0
-    let closedUpTo = 0
-    let finalized: Deferred.Deferred<void> | undefined
-    let closing = false
-    let closedWith: VoiceError | undefined
-    let audioSinceTick = false
-    const closedAfter = (): VoiceError | undefined => closedWith
-
-    const onResults = (message: Results) =>
-      Effect.gen(function*() {
-        const transcript = (message.channel?.alternatives?.[0]?.transcript ?? "").trim()
-        if (message.start !== undefined && message.start < closedUpTo - 0.001) return
-        if (message.is_final) {
-          if (transcript !== "") segments.push(transcript)
-          if (message.from_finalize && finalized !== undefined) yield* Deferred.succeed(finalized, undefined)
-        } else if (transcript !== "") {
-          yield* Queue.offer(events, { _tag: "Interim", text: [...segments, transcript].join(" ") })
-        }
-      })
-
-    yield* Effect.forkScoped(Effect.gen(function*() {
-      while (true) {
-        const frame = yield* Queue.take(socket.frames)
-        if (frame._tag === "Close") {
-          if (!closing) {
-            closedWith = closeError(frame.code, frame.reason)
-            yield* Queue.fail(events, closedWith)
-            if (finalized !== undefined) yield* Deferred.succeed(finalized, undefined)
-          }
-          return
-        }
-        if (frame._tag !== "Text") continue
-        const message = Option.liftThrowable(JSON.parse)(frame.text) as Option.Option<{ type?: string }>
-        if (Option.isSome(message) && message.value.type === "Results") yield* onResults(message.value as Results)
-      }
-    }).pipe(Effect.catchCause(() => Effect.void)))
-
-    const keepAliveMs = options.keepAliveMs ?? 5000
-    yield* Effect.forkScoped(Effect.gen(function*() {
-      while (true) {
-        yield* Effect.sleep(Duration.millis(keepAliveMs))
-        if (!audioSinceTick) socket.send(JSON.stringify({ type: "KeepAlive" }))
-        audioSinceTick = false
-      }
-    }))
+    yield* Effect.forkScoped(readFrames(state))
+    yield* Effect.forkScoped(keepAlive(state, options.keepAliveMs ?? 5000))
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
-        closing = true
+        state.closing = true
         socket.send(JSON.stringify({ type: "CloseStream" }))
-      }).pipe(Effect.andThen(Queue.end(events)))
+      }).pipe(Effect.andThen(Queue.end(state.events)))
     )
-
-    const notOpen = new VoiceError({ source: "stt", reason: "Transport", description: "the Deepgram socket is closed" })
-    const push = (frame: AudioFrame.AudioFrame) =>
-      Effect.suspend(() => {
-        if (frame.sampleRate !== sampleRate || frame.channels !== 1) {
-          return Effect.fail(new VoiceError({
-            source: "stt",
-            reason: "InvalidAudio",
-            description: `DeepgramStt takes 16000 Hz mono, got ${frame.sampleRate} Hz × ${frame.channels} (resample first)`
-          }))
-        }
-        if (closedWith !== undefined) return Effect.fail(closedWith)
-        audioSinceTick = true
-        sentSeconds += frame.data.length / sampleRate
-        return socket.send(new Uint8Array(frame.data.buffer.slice(frame.data.byteOffset, frame.data.byteOffset + frame.data.byteLength)))
-          ? Effect.void
-          : Effect.fail(notOpen)
-      })
-
-    const endUtterance = lock.withPermits(1)(Effect.gen(function*() {
-      const done = yield* Deferred.make<void>()
-      const boundary = sentSeconds
-      finalized = done
-      if (closedWith !== undefined) return yield* closedWith
-      if (!socket.send(JSON.stringify({ type: "Finalize" }))) return yield* notOpen
-      yield* Deferred.await(done).pipe(Effect.timeoutOption(options.finalizeTimeout ?? Duration.seconds(3)))
-      finalized = undefined
-      const closed = closedAfter()
-      if (closed !== undefined) return yield* closed
-      const text = segments.join(" ")
-      segments = []
-      closedUpTo = boundary
-      yield* Queue.offer(events, { _tag: "Final", text })
-    })).pipe(Effect.withSpan("DeepgramStt.endUtterance"))
-
-    return { push, endUtterance, events: Stream.fromQueue(events) }
+    return {
+      push: push(state),
+      endUtterance: lock.withPermits(1)(endUtterance(state, options.finalizeTimeout ?? Duration.seconds(3))).pipe(
+        Effect.withSpan("DeepgramStt.endUtterance")
+      ),
+      events: Stream.fromQueue(state.events)
+    }
   })
 })
 
