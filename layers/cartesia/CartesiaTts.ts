@@ -88,15 +88,30 @@ const route = (connection: Connection, rate: number, text: string) =>
     }
   })
 
-export const make = Effect.fn("CartesiaTts.make")(function*(options: CartesiaTtsOptions) {
-  const rate = options.sampleRate ?? 24000
-  const chunkTimeout = options.chunkTimeout ?? Duration.seconds(5)
-  const layerScope = yield* Effect.scope
-  const lock = yield* Semaphore.make(1)
-  let current: Connection | undefined
-  let counter = 0
+/** Reads a connection's socket, routing messages, until it closes; then fails what was routed. */
+const readFrames = (connection: Connection, rate: number) =>
+  Effect.gen(function*() {
+    while (true) {
+      const frame = yield* Queue.take(connection.socket.frames)
+      if (frame._tag === "Text") yield* route(connection, rate, frame.text)
+      if (frame._tag === "Close") {
+        connection.alive = false
+        const lost = new VoiceError({
+          source: "tts",
+          reason: "Transport",
+          status: frame.code,
+          description: `the Cartesia socket closed (${frame.code}${frame.reason === "" ? "" : ` ${frame.reason}`}) mid-generation`
+        })
+        for (const target of connection.routes.values()) yield* Queue.fail(target, lost)
+        connection.routes.clear()
+        return
+      }
+    }
+  }).pipe(Effect.catchCause(() => Effect.void))
 
-  const openConnection = Effect.gen(function*() {
+/** A socket in its own Scope (a child of the Layer's), with its reader. */
+const openConnection = (options: CartesiaTtsOptions, rate: number, layerScope: Scope.Scope) =>
+  Effect.gen(function*() {
     const scope = yield* Scope.fork(layerScope)
     const socket = yield* VoiceSocket.open({
       source: "tts",
@@ -105,29 +120,17 @@ export const make = Effect.fn("CartesiaTts.make")(function*(options: CartesiaTts
       headers: { "X-API-Key": Redacted.value(options.apiKey), "Cartesia-Version": options.version ?? "2025-04-16" }
     }).pipe(Scope.provide(scope), Effect.onError(() => Scope.close(scope, Exit.void)))
     const connection: Connection = { socket, routes: new Map(), scope, alive: true }
-    yield* Effect.forkIn(
-      Effect.gen(function*() {
-        while (true) {
-          const frame = yield* Queue.take(socket.frames)
-          if (frame._tag === "Text") yield* route(connection, rate, frame.text)
-          if (frame._tag === "Close") {
-            connection.alive = false
-            const lost = new VoiceError({
-              source: "tts",
-              reason: "Transport",
-              status: frame.code,
-              description: `the Cartesia socket closed (${frame.code}${frame.reason === "" ? "" : ` ${frame.reason}`}) mid-generation`
-            })
-            for (const target of connection.routes.values()) yield* Queue.fail(target, lost)
-            connection.routes.clear()
-            return
-          }
-        }
-      }).pipe(Effect.catchCause(() => Effect.void)),
-      scope
-    )
+    yield* Effect.forkIn(readFrames(connection, rate), scope)
     return connection
   })
+
+export const make = Effect.fn("CartesiaTts.make")(function*(options: CartesiaTtsOptions) {
+  const rate = options.sampleRate ?? 24000
+  const chunkTimeout = options.chunkTimeout ?? Duration.seconds(5)
+  const layerScope = yield* Effect.scope
+  const lock = yield* Semaphore.make(1)
+  let current: Connection | undefined
+  let counter = 0
 
   /** The open connection, opened (again) when there is none. */
   const connection = lock.withPermits(1)(Effect.suspend(() =>
@@ -135,7 +138,7 @@ export const make = Effect.fn("CartesiaTts.make")(function*(options: CartesiaTts
       ? Effect.succeed(current)
       : Effect.gen(function*() {
         if (current !== undefined) yield* Scope.close(current.scope, Exit.void)
-        current = yield* openConnection
+        current = yield* openConnection(options, rate, layerScope)
         return current
       })
   ))
