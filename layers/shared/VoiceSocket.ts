@@ -56,13 +56,17 @@ export const open = (options: OpenOptions): Effect.Effect<VoiceSocket, VoiceErro
         const ws = new WebSocket(options.url, { headers: { ...options.headers } })
         ws.binaryType = "nodebuffer"
         ws.once("open", () => resume(Effect.succeed(ws)))
-        ws.once("unexpected-response", (_req, res) => {
+        // With this listener ws leaves the refused request to us: read its body, then destroy it.
+        ws.once("unexpected-response", (req, res) => {
           let body = ""
           res.setEncoding("utf8")
           res.on("data", (s: string) => {
             body += s
           })
-          res.on("end", () => resume(Effect.fail(handshakeError(options, res.statusCode ?? 0, body))))
+          res.on("end", () => {
+            req.destroy()
+            resume(Effect.fail(handshakeError(options, res.statusCode ?? 0, body)))
+          })
         })
         ws.on("error", (e) =>
           resume(Effect.fail(new VoiceError({
