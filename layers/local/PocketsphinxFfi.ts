@@ -68,9 +68,12 @@ export const load = (paths: LibraryPaths = {}): Effect.Effect<Library, VoiceErro
     catch: (e) => unavailable(`cannot load pocketsphinx (${(e as Error).message.split("\n")[0]})`)
   })
 
-/** Runs `fn(args)` on a koffi worker thread. */
+/**
+ * Runs `fn(args)` on a koffi worker thread. Uninterruptible: an interrupted caller waits for the
+ * native call to return (milliseconds), so no other call can touch the decoder while it runs.
+ */
 export const callAsync = <A>(fn: Fn, name: string, ...args: ReadonlyArray<unknown>): Effect.Effect<A, VoiceError> =>
-  Effect.callback<A, VoiceError>((resume) => {
+  Effect.uninterruptible(Effect.callback<A, VoiceError>((resume) => {
     fn.async(...args, (error: unknown, result: A) => {
       resume(
         error
@@ -78,7 +81,7 @@ export const callAsync = <A>(fn: Fn, name: string, ...args: ReadonlyArray<unknow
           : Effect.succeed(result)
       )
     })
-  })
+  }))
 
 /** A decoder for the model, built off the event loop (loading the model takes ~0.3 s). */
 export const makeDecoder = (lib: Library, model: ModelPaths): Effect.Effect<unknown, VoiceError> =>

@@ -47,7 +47,7 @@ const checkModel = (model: Ffi.ModelPaths) =>
     }
   })
 
-/** The stream over one decoder; `release` gives the decoder back. */
+/** The stream over one decoder; `close` ends an open utterance and the events. */
 const makeStream = (
   lib: Ffi.Library,
   ps: unknown,
@@ -71,10 +71,11 @@ const makeStream = (
     const decode = (samples: Int16Array) =>
       Effect.gen(function*() {
         if (!inUtterance) {
-          yield* check(lib.startUtt(ps) as number, "ps_start_utt")
-          inUtterance = true
+          const rc = lib.startUtt(ps) as number
+          inUtterance = rc >= 0
           lastInterim = ""
           sinceInterim = 0
+          yield* check(rc, "ps_start_utt")
         }
         yield* check(
           yield* Ffi.callAsync<number>(lib.processRaw, "ps_process_raw", ps, samples, samples.length, 0, 0),

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Stream } from "effect"
+import { Effect, Exit, Fiber, Layer, Stream } from "effect"
 import * as FliteTts from "../../../layers/local/FliteTts.ts"
 import * as PocketsphinxStt from "../../../layers/local/PocketsphinxStt.ts"
 import * as AudioFrame from "../../../services/AudioFrame.ts"
@@ -83,6 +83,22 @@ describe("PocketsphinxStt", () => {
       assert.isAtLeast(wordAccuracy(a, finalOf(heardA!)), 0.8, finalOf(heardA!))
       assert.isAtLeast(wordAccuracy(b, finalOf(heardB!)), 0.8, finalOf(heardB!))
     }).pipe(Effect.provide(engines)), 60_000)
+
+  it.effect("a push interrupted mid-decode leaves the decoder usable (the native call finishes first)", () =>
+    Effect.gen(function*() {
+      const stt = yield* Stt
+      const stream = yield* stt.stream()
+      const long = yield* speak("The quick brown fox jumps over the lazy dog near the river bank. ".repeat(4))
+      const fiber = yield* stream.push(long).pipe(Effect.forkChild)
+      yield* Effect.yieldNow
+      yield* Fiber.interrupt(fiber)
+      yield* stream.endUtterance // ends whatever the interrupted push decoded
+      const sentence = "Please transfer me to the billing department."
+      for (const f of AudioFrame.split(yield* speak(sentence), 20)) yield* stream.push(f)
+      yield* stream.endUtterance
+      const finals = yield* stream.events.pipe(Stream.filter((e) => e._tag === "Final"), Stream.take(2), Stream.runCollect)
+      assert.isAtLeast(wordAccuracy(sentence, finals[1]!.text), 0.8, finals[1]!.text)
+    }).pipe(Effect.scoped, Effect.provide(engines)), 60_000)
 
   it.effect("audio at another rate is refused with what to do", () =>
     Effect.gen(function*() {
