@@ -30,3 +30,6 @@ if ((${#missing[@]})); then
 fi
 
 npm ci --no-audit --no-fund
+
+# Silero VAD's model file (not in git; taken from an npm tarball and checked by sha256)
+bash scripts/fetch-silero.sh

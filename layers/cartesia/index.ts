@@ -1,0 +1,2 @@
+/** Cartesia's streaming text to speech (`/tts/websocket`, contexts multiplexed on one socket) as a `Tts` layer. */
+export * as CartesiaTts from "./CartesiaTts.ts"

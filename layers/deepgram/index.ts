@@ -1,0 +1,2 @@
+/** Deepgram's streaming speech to text (`/v1/listen` over WebSocket) as an `Stt` layer. */
+export * as DeepgramStt from "./DeepgramStt.ts"

@@ -1,0 +1,104 @@
+/**
+ * Silero VAD (v5, `silero_vad.onnx`) run by `onnxruntime-node` on the CPU: a speech probability
+ * per 32 ms window (512 samples at 16 kHz, 256 at 8 kHz), fed the last 64 (32) samples of the
+ * previous window as context and its recurrent state, as the model expects. `threshold` (default
+ * 0.5) cuts the probability; `VadSmoothing` turns decisions into events.
+ *
+ * The model file is not in git: `npm run setup` (scripts/fetch-silero.sh) takes it from the npm
+ * tarball of `@livekit/agents-plugin-silero@1.9.0` (MIT; it ships the upstream snakers4/silero-vad
+ * model), checks its sha256 and puts it at `.cache/models/silero_vad.onnx`. Without the file the
+ * Layer fails with that command.
+ *
+ * `SileroVad.layer({ modelPath })` / `SileroVad.layerConfig` (env `SILERO_VAD_MODEL`) provide `Vad`.
+ */
+import { Config, Effect, Layer } from "effect"
+import * as Fs from "node:fs"
+import { fileURLToPath } from "node:url"
+import * as Ort from "onnxruntime-node"
+import { Vad, type VadEvent, type VadOptions, type VadService, type VadStream } from "../../services/Vad.ts"
+import { VoiceError } from "../../services/VoiceError.ts"
+import { makeSmoother, makeWindower } from "./VadSmoothing.ts"
+
+export const defaultModelPath = fileURLToPath(new URL("../../.cache/models/silero_vad.onnx", import.meta.url))
+export const fetchCommand = "npm run setup (or: bash scripts/fetch-silero.sh)"
+
+export interface SileroVadOptions {
+  readonly modelPath?: string
+}
+
+const rates = [8000, 16000]
+const windowOf = (rate: number) => (rate === 16000 ? 512 : 256)
+const contextOf = (rate: number) => (rate === 16000 ? 64 : 32)
+
+const fail = (reason: VoiceError["reason"], description: string) => new VoiceError({ source: "vad", reason, description })
+
+const streamOn = (session: Ort.InferenceSession) =>
+  Effect.fn("SileroVad.stream")(function*(options: VadOptions = {}) {
+    const threshold = options.threshold ?? 0.5
+    const smoother = makeSmoother(options)
+    const windower = makeWindower(rates, windowOf, "Silero VAD")
+    let state: Ort.Tensor = new Ort.Tensor("float32", new Float32Array(2 * 128), [2, 1, 128])
+    let context: Float32Array | undefined
+
+    const infer = (window: Int16Array, rate: number) =>
+      Effect.tryPromise({
+        try: () => {
+          const contextSize = contextOf(rate)
+          const input = new Float32Array(contextSize + window.length)
+          if (context !== undefined) input.set(context)
+          for (let i = 0; i < window.length; i++) input[contextSize + i] = window[i]! / 32768
+          context = input.slice(input.length - contextSize)
+          return session.run({
+            input: new Ort.Tensor("float32", input, [1, input.length]),
+            state,
+            sr: new Ort.Tensor("int64", BigInt64Array.of(BigInt(rate)), [])
+          })
+        },
+        catch: (e) => fail("Transport", `silero inference failed: ${(e as Error).message}`)
+      }).pipe(Effect.map((out) => {
+        state = out["stateN"] as Ort.Tensor
+        return (out["output"]!.data as Float32Array)[0]!
+      }))
+
+    const push: VadStream["push"] = (frame) =>
+      Effect.gen(function*() {
+        const windows = windower.add(frame)
+        if (windows instanceof VoiceError) return yield* windows
+        const events: Array<VadEvent> = []
+        const rate = windower.rate()!
+        for (const window of windows) {
+          const probability = yield* infer(window, rate)
+          const event = smoother.decide(probability >= threshold, (window.length / rate) * 1000)
+          if (event !== undefined) events.push(event)
+        }
+        return events
+      })
+
+    return { push, speaking: smoother.speaking } satisfies VadStream
+  })
+
+export const make = Effect.fn("SileroVad.make")(function*(options: SileroVadOptions = {}) {
+  const modelPath = options.modelPath ?? defaultModelPath
+  if (!Fs.existsSync(modelPath)) {
+    return yield* fail("Unavailable", `the Silero model ${modelPath} is missing; get it with: ${fetchCommand}`)
+  }
+  const session = yield* Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () => Ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 }),
+      catch: (e) => fail("Unavailable", `onnxruntime cannot load ${modelPath} (${(e as Error).message}); get it again with: ${fetchCommand}`)
+    }),
+    (session) => Effect.promise(() => session.release())
+  )
+  return { sampleRates: rates, stream: streamOn(session) } satisfies VadService
+})
+
+export const layer = (options: SileroVadOptions = {}): Layer.Layer<Vad, VoiceError> => Layer.effect(Vad, make(options))
+
+/** {@link layer} from the environment: `SILERO_VAD_MODEL` (default `.cache/models/silero_vad.onnx`). */
+export const layerConfig: Layer.Layer<Vad, VoiceError | Config.ConfigError> = Layer.effect(
+  Vad,
+  Effect.gen(function*() {
+    const modelPath = yield* Config.String("SILERO_VAD_MODEL").pipe(Config.withDefault(defaultModelPath))
+    return yield* make({ modelPath })
+  })
+)

@@ -1,0 +1,92 @@
+/**
+ * What both offline VADs share: cutting pushed audio into the engine's window, and turning one
+ * speech/no-speech decision per window into `SpeechStarted`/`SpeechEnded` events with the
+ * `minSpeechMs`/`minSilenceMs` hysteresis of `VadOptions`. Times count audio pushed, not wall
+ * time, so the events are the same on any machine.
+ */
+import type * as AudioFrame from "../../services/AudioFrame.ts"
+import type { VadEvent, VadOptions } from "../../services/Vad.ts"
+import { VoiceError } from "../../services/VoiceError.ts"
+
+export interface Smoother {
+  /** One window's decision, `ms` long; returns the event it completes, if any. */
+  readonly decide: (isSpeech: boolean, ms: number) => VadEvent | undefined
+  readonly speaking: () => boolean
+}
+
+export const makeSmoother = (options: VadOptions = {}): Smoother => {
+  const minSpeechMs = options.minSpeechMs ?? 100
+  const minSilenceMs = options.minSilenceMs ?? 300
+  let at = 0
+  let speaking = false
+  let run = 0 // speech (while silent) or silence (while speaking) in a row, ms
+  let startedAt = 0
+  return {
+    speaking: () => speaking,
+    decide: (isSpeech, ms) => {
+      at += ms
+      if (speaking === isSpeech) {
+        run = 0
+        return undefined
+      }
+      run += ms
+      if (!speaking && run >= minSpeechMs) {
+        speaking = true
+        startedAt = at - run
+        run = 0
+        return { _tag: "SpeechStarted", atMs: startedAt }
+      }
+      if (speaking && run >= minSilenceMs) {
+        speaking = false
+        const endedAt = at - run
+        run = 0
+        return { _tag: "SpeechEnded", atMs: endedAt, speechMs: endedAt - startedAt }
+      }
+      return undefined
+    }
+  }
+}
+
+/**
+ * Gathers pushed samples into windows of a fixed size. The stream's rate is fixed by its first
+ * frame; a frame at another rate, or not mono, is refused.
+ */
+export interface Windower {
+  /** The rate, once the first frame fixed it. */
+  readonly rate: () => number | undefined
+  /** Whole windows ready after adding `frame` (the rest waits for the next push). */
+  readonly add: (frame: AudioFrame.AudioFrame) => ReadonlyArray<Int16Array> | VoiceError
+}
+
+export const makeWindower = (
+  rates: ReadonlyArray<number>,
+  windowOf: (rate: number) => number,
+  engine: string
+): Windower => {
+  let rate: number | undefined
+  let pending = new Int16Array(0)
+  const refuse = (description: string) => new VoiceError({ source: "vad", reason: "InvalidAudio", description })
+  return {
+    rate: () => rate,
+    add: (frame) => {
+      if (frame.channels !== 1) return refuse(`${engine} takes mono audio, got ${frame.channels} channels`)
+      if (rate === undefined) {
+        if (!rates.includes(frame.sampleRate)) {
+          return refuse(`${engine} takes ${rates.join(", ")} Hz, got ${frame.sampleRate} Hz (resample first)`)
+        }
+        rate = frame.sampleRate
+      } else if (frame.sampleRate !== rate) {
+        return refuse(`this ${engine} stream is at ${rate} Hz, got a frame at ${frame.sampleRate} Hz`)
+      }
+      const size = windowOf(rate)
+      const all = new Int16Array(pending.length + frame.data.length)
+      all.set(pending)
+      all.set(frame.data, pending.length)
+      const out: Array<Int16Array> = []
+      let at = 0
+      for (; at + size <= all.length; at += size) out.push(all.subarray(at, at + size))
+      pending = all.slice(at)
+      return out
+    }
+  }
+}

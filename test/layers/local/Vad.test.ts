@@ -1,0 +1,111 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Layer } from "effect"
+import * as FliteTts from "../../../layers/local/FliteTts.ts"
+import * as SileroVad from "../../../layers/local/SileroVad.ts"
+import * as WebRtcVad from "../../../layers/local/WebRtcVad.ts"
+import * as AudioFrame from "../../../services/AudioFrame.ts"
+import { Vad, type VadEvent } from "../../../services/Vad.ts"
+import { VoiceError } from "../../../services/VoiceError.ts"
+import { pad, speak } from "./helpers.ts"
+
+const failureOf = <A>(exit: Exit.Exit<A, VoiceError>): VoiceError => {
+  assert.isTrue(Exit.isFailure(exit), "expected a failure")
+  const error = Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail")?.error : undefined
+  assert.instanceOf(error, VoiceError)
+  return error as VoiceError
+}
+
+/** Pushes `audio` in `frameMs` frames; the events with `speaking()` right after each. */
+const detect = (audio: AudioFrame.AudioFrame, frameMs: number, minSpeechMs = 100) =>
+  Effect.gen(function*() {
+    const vad = yield* Vad
+    const stream = yield* vad.stream({ minSpeechMs, minSilenceMs: 400 })
+    const events: Array<VadEvent & { readonly speakingAfter: boolean }> = []
+    for (const frame of AudioFrame.split(audio, frameMs)) {
+      for (const e of yield* stream.push(frame)) events.push({ ...e, speakingAfter: stream.speaking() })
+    }
+    return { events, speaking: stream.speaking() }
+  })
+
+/** Where flite's own audio starts and ends (its WAV has a little silence at both ends). */
+const soundEdges = (audio: AudioFrame.AudioFrame) => {
+  const loud = (i: number) => Math.abs(audio.data[i]!) > 300
+  let first = 0
+  while (!loud(first)) first++
+  let last = audio.data.length - 1
+  while (!loud(last)) last--
+  return { startMs: (first / audio.sampleRate) * 1000, endMs: (last / audio.sampleRate) * 1000 }
+}
+
+const engines = [
+  ["WebRtcVad", WebRtcVad.layer()],
+  ["SileroVad", SileroVad.layer()]
+] as const
+
+for (const [name, vadLayer] of engines) {
+  describe(name, () => {
+    it.effect("finds where flite's speech starts and ends inside silence", () =>
+      Effect.gen(function*() {
+        const audio = pad(yield* speak("I would like to speak to someone about my booking."), 1000, 1500)
+        const edges = soundEdges(audio)
+        for (const frameMs of [20, 30]) {
+          const { events, speaking } = yield* detect(audio, frameMs)
+          // The sentence has pauses shorter than minSilenceMs, so it is one stretch of speech.
+          assert.deepStrictEqual(events.map((e) => e._tag), ["SpeechStarted", "SpeechEnded"], JSON.stringify(events))
+          const [started, ended] = events
+          assert.isTrue(started!.speakingAfter)
+          assert.isFalse(ended!.speakingAfter)
+          assert.isFalse(speaking)
+          assert.approximately(started!.atMs, edges.startMs, 150)
+          assert.approximately(ended!.atMs, edges.endMs, 250)
+          assert.strictEqual(ended!._tag === "SpeechEnded" && ended!.speechMs, ended!.atMs - started!.atMs)
+        }
+      }).pipe(Effect.provide(Layer.mergeAll(vadLayer, FliteTts.layer()))), 30_000)
+
+    it.effect("works at 8 kHz too (flite's kal voice, phone audio)", () =>
+      Effect.gen(function*() {
+        const audio = pad(yield* speak("Thank you for calling, how can I help?", "kal"), 800, 1000)
+        assert.strictEqual(audio.sampleRate, 8000)
+        const edges = soundEdges(audio)
+        const { events } = yield* detect(audio, 20)
+        assert.deepStrictEqual(events.map((e) => e._tag), ["SpeechStarted", "SpeechEnded"], JSON.stringify(events))
+        assert.approximately(events[0]!.atMs, edges.startMs, 150)
+        assert.approximately(events[1]!.atMs, edges.endMs, 250)
+      }).pipe(Effect.provide(Layer.mergeAll(vadLayer, FliteTts.layer()))), 30_000)
+
+    it.effect("pure silence gives no events; a 40 ms click is shorter than minSpeechMs", () =>
+      Effect.gen(function*() {
+        const silent = yield* detect(AudioFrame.silence(2000, 16000), 20)
+        assert.deepStrictEqual(silent.events, [])
+        const click = AudioFrame.make(
+          Int16Array.from({ length: 640 }, (_, i) => Math.round(12000 * Math.sin(i / 3))),
+          16000
+        )
+        // WebRTC VAD keeps saying speech for a while after a sound (its own hangover).
+        const { events } = yield* detect(pad(click, 500, 500), 20, 300)
+        assert.deepStrictEqual(events, [])
+      }).pipe(Effect.provide(vadLayer)))
+
+    it.effect("refuses a rate it does not take and a change of rate mid-stream", () =>
+      Effect.gen(function*() {
+        const vad = yield* Vad
+        const stream = yield* vad.stream()
+        const odd = failureOf(yield* stream.push(AudioFrame.silence(20, 44100)).pipe(Effect.exit))
+        assert.strictEqual(odd.reason, "InvalidAudio")
+        assert.include(odd.message, "resample")
+        yield* stream.push(AudioFrame.silence(20, 16000))
+        const changed = failureOf(yield* stream.push(AudioFrame.silence(20, 8000)).pipe(Effect.exit))
+        assert.include(changed.message, "16000")
+      }).pipe(Effect.scoped, Effect.provide(vadLayer)))
+  })
+}
+
+describe("SileroVad without its model", () => {
+  it.effect("fails the layer with the command that fetches it", () =>
+    Effect.gen(function*() {
+      const error = failureOf(yield* Layer.build(SileroVad.layer({ modelPath: "/nonexistent/silero_vad.onnx" })).pipe(Effect.exit))
+      assert.strictEqual(error.reason, "Unavailable")
+      assert.include(error.message, "npm run setup")
+      assert.include(error.message, "scripts/fetch-silero.sh")
+    }))
+})
