@@ -80,6 +80,14 @@ export interface UserStateChanged extends Base {
   readonly state: "speaking" | "listening"
 }
 
+/** A realtime connection was opened, moved to a new holder, updated for it, fell back or closed. */
+export interface RealtimeConnectionEvent extends Base {
+  readonly type: "realtime_connection"
+  readonly agent: string
+  readonly connectionId: string
+  readonly action: "opened" | "reused" | "updated" | "fell_back" | "closed"
+}
+
 export interface CloseEvent extends Base {
   readonly type: "close"
   readonly reason: string
@@ -95,6 +103,7 @@ export type SessionEvent =
   | SpeechFinished
   | ErrorEvent
   | UserStateChanged
+  | RealtimeConnectionEvent
   | CloseEvent
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
