@@ -16,6 +16,7 @@ import type { EventInput, SessionEvent } from "./Events.ts"
 import * as Floor from "./Floor.ts"
 import * as RealtimePool from "./RealtimePool.ts"
 import * as RealtimeReply from "./RealtimeReply.ts"
+import * as SessionObserver from "./SessionObserver.ts"
 import type { HandoffOptions } from "./Handoff.ts"
 import { RunResult } from "./RunResult.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
@@ -305,6 +306,9 @@ export const start = <U = undefined>(
       close
     }
 
+    // Observers (recorder, metrics, traces) watch from before the first message; their
+    // finalizers run after the session's shutdown (registered before it), so they see `close`.
+    yield* SessionObserver.observeAll(session as AgentSession<unknown>).pipe(Scope.provide(parent))
     yield* loop.pipe(Diagnostics.fiber, Effect.forkIn(scope))
     // Registered after the session's Scope was forked, so it runs before that Scope closes.
     yield* Scope.addFinalizer(parent, shutdown)
