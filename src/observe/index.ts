@@ -1,0 +1,9 @@
+/**
+ * Seeing what happened: the event recorder (JSONL per session), the audio recorder (WAV, both
+ * sides), and the building blocks they share. The package maps `baton/observe` here.
+ */
+export * as AudioRecorder from "./AudioRecorder.ts"
+export * as Follow from "./Follow.ts"
+export * as Recorder from "./Recorder.ts"
+export * as Wav from "./Wav.ts"
+export * as SessionObserver from "../SessionObserver.ts"
