@@ -3,6 +3,7 @@
  * the clock time (milliseconds, `Clock`, so tests under `TestClock` see test time).
  */
 import type { ChatItem, FunctionCall, FunctionCallOutput, HandoffKind } from "./ChatContext.ts"
+import type { UsageSummary } from "./observe/Usage.ts"
 import type { SpeechSource } from "./Speech.ts"
 
 export type AgentState = "initializing" | "listening" | "thinking" | "speaking"
@@ -88,9 +89,34 @@ export interface RealtimeConnectionEvent extends Base {
   readonly action: "opened" | "reused" | "updated" | "fell_back" | "closed"
 }
 
+/**
+ * One model call ended: an LLM step or a realtime response. Times are milliseconds from
+ * `startedAt` (the request); tokens as the provider reported them (absent when it did not).
+ */
+export interface ModelCallEvent extends Base {
+  readonly type: "model_call"
+  readonly agent: string
+  readonly speechId: string
+  readonly kind: "llm" | "realtime"
+  readonly provider: string
+  readonly model: string
+  readonly startedAt: number
+  readonly firstTextMs?: number | undefined
+  readonly firstAudioMs?: number | undefined
+  readonly inputTokens?: number | undefined
+  readonly outputTokens?: number | undefined
+  /** Seconds of audio the model sent. */
+  readonly audioOutputSeconds?: number | undefined
+  readonly outcome: "ok" | "error" | "interrupted"
+  /** The error's reason (its `reason` tag or field), when the call failed. */
+  readonly errorReason?: string | undefined
+}
+
 export interface CloseEvent extends Base {
   readonly type: "close"
   readonly reason: string
+  /** What the session's model calls used, per model and per agent. */
+  readonly usage?: UsageSummary | undefined
 }
 
 export type SessionEvent =
@@ -104,6 +130,7 @@ export type SessionEvent =
   | ErrorEvent
   | UserStateChanged
   | RealtimeConnectionEvent
+  | ModelCallEvent
   | CloseEvent
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never

@@ -4,6 +4,9 @@
  */
 export * as AudioRecorder from "./AudioRecorder.ts"
 export * as Follow from "./Follow.ts"
+export * as Metrics from "./Metrics.ts"
+export * as ModelCallMeter from "./ModelCallMeter.ts"
 export * as Recorder from "./Recorder.ts"
+export * as Usage from "./Usage.ts"
 export * as Wav from "./Wav.ts"
 export * as SessionObserver from "../SessionObserver.ts"
