@@ -18,7 +18,11 @@ export const SessionObservers = Context.Reference<ReadonlyArray<SessionObserver>
   defaultValue: () => []
 })
 
-/** Adds `observers` to those of the context (the ones provided further out are kept). */
+/**
+ * Adds `observers` to those of the context it is built in (the ones provided further out are
+ * kept). Layers of observers chain (`Layer.provideMerge`); merged side by side, each would
+ * start from the same list and one would win.
+ */
 export const layer = (...observers: ReadonlyArray<SessionObserver>): Layer.Layer<never> =>
   Layer.effect(
     SessionObservers,
