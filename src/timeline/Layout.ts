@@ -17,6 +17,8 @@ export interface Lane {
   readonly kind: LaneKind
   /** Rows below the speech row, one per tool call running at once. */
   toolRows: number
+  /** The lane has markers (errors, realtime moves...) and a row for them. */
+  markerRow: boolean
 }
 
 export type BarKind = "speech" | "tool" | "user" | "user_speaking"
@@ -141,7 +143,7 @@ export const layout = (input: ReadonlyArray<SessionEvent>): Layout => {
   const lanes = new Map<string, Lane>()
   const lane = (name: string, kind: LaneKind = "agent"): Lane => {
     let found = lanes.get(name)
-    if (!found) lanes.set(name, found = { name, kind, toolRows: 0 })
+    if (!found) lanes.set(name, found = { name, kind, toolRows: 0, markerRow: false })
     return found
   }
   const bars: Array<Bar> = []
@@ -183,6 +185,15 @@ export const layout = (input: ReadonlyArray<SessionEvent>): Layout => {
     l.toolRows = Math.max(l.toolRows, row)
     return row
   }
+  /** A marker in `laneName`'s marker row, placed after the previous marker's label. */
+  const mark = (kind: MarkerKind, laneName: string, at: number, base: number, seq: number, label: string, title: string) => {
+    const key = `${laneName}/marker`
+    const x = advance(at, base, key)
+    const l = lane(laneName, laneName === SESSION_LANE ? "session" : "agent")
+    l.markerRow = true
+    busy.set(key, x + 16 + label.length * CHAR_WIDTH * 0.85)
+    markers.push({ kind, lane: laneName, x, seq, label, title })
+  }
   const close = (bar: Bar, at: number) => {
     bar.x1 = Math.max(at, bar.x0 + 4)
     busy.set(`${bar.lane}/${bar.row}`, Math.max(bar.x1, bar.x0 + labelWidth(bar.label)) + 6)
@@ -214,7 +225,9 @@ export const layout = (input: ReadonlyArray<SessionEvent>): Layout => {
         bar.interrupted = event.interrupted
         close(bar, at)
         if (event.interrupted) {
-          markers.push({ kind: "interrupt", lane: event.agent, x: at, seq: event.seq, label: "interrupted", title: `${event.agent}'s speech ${event.speechId} was interrupted` })
+          // The cut is drawn at the end of the bar (drawn wide enough for its words).
+          const end = Math.max(at, bar.x0 + labelWidth(bar.label) + 3)
+          markers.push({ kind: "interrupt", lane: event.agent, x: end, seq: event.seq, label: "interrupted", title: `${event.agent}'s speech ${event.speechId} was interrupted` })
         }
         break
       }
@@ -276,15 +289,11 @@ export const layout = (input: ReadonlyArray<SessionEvent>): Layout => {
         break
       }
       case "handoff_not_applied": {
-        const at = advance(event.at, 14)
-        markers.push({ kind: "not_applied", lane: event.agent, x: at, seq: event.seq, label: `✗ → ${event.to}`, title: `handoff to ${event.to} not applied: ${event.reason}` })
+        mark("not_applied", event.agent, event.at, 14, event.seq, `→ ${event.to} not applied`, `handoff to ${event.to} not applied: ${event.reason}`)
         break
       }
       case "error": {
-        const at = advance(event.at, 14)
-        const laneName = event.agent ?? SESSION_LANE
-        lane(laneName, event.agent ? "agent" : "session")
-        markers.push({ kind: "error", lane: laneName, x: at, seq: event.seq, label: `${event.source} error`, title: `${event.source} error${event.recoverable ? "" : " (fatal)"}: ${event.message}` })
+        mark("error", event.agent ?? SESSION_LANE, event.at, 14, event.seq, `${event.source} error`, `${event.source} error${event.recoverable ? "" : " (fatal)"}: ${event.message}`)
         break
       }
       case "user_state_changed": {
@@ -300,15 +309,11 @@ export const layout = (input: ReadonlyArray<SessionEvent>): Layout => {
         break
       }
       case "close": {
-        const at = advance(event.at, 12)
-        const laneName = floor[floor.length - 1]?.agent ?? SESSION_LANE
-        markers.push({ kind: "close", lane: laneName, x: at, seq: event.seq, label: "closed", title: `session closed: ${event.reason}` })
+        mark("close", floor[floor.length - 1]?.agent ?? SESSION_LANE, event.at, 12, event.seq, "closed", `session closed: ${event.reason}`)
         break
       }
       case "realtime_connection": {
-        lane(event.agent)
-        const at = advance(event.at, 14)
-        markers.push({ kind: "realtime", lane: event.agent, x: at, seq: event.seq, label: `⇄ ${event.action.replace("_", " ")}`, title: `realtime connection ${event.connectionId} ${event.action}` })
+        mark("realtime", event.agent, event.at, 14, event.seq, event.action.replace("_", " "), `realtime connection ${event.connectionId} ${event.action}`)
         break
       }
     }

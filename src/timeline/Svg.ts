@@ -32,8 +32,11 @@ interface Geometry {
   readonly color: string
 }
 
+const MARKER_ROW = 16
+
 const laneHeight = (lane: Lane) =>
-  lane.kind === "user" ? 34 + lane.toolRows * 10 : 14 + SPEECH_ROW + lane.toolRows * TOOL_ROW + (lane.toolRows > 0 ? 6 : 0)
+  (lane.kind === "user" ? 34 + lane.toolRows * 10 : 14 + SPEECH_ROW + lane.toolRows * TOOL_ROW + (lane.toolRows > 0 ? 6 : 0)) +
+  (lane.markerRow ? MARKER_ROW : 0)
 
 const geometry = (lanes: ReadonlyArray<Lane>) => {
   const map = new Map<string, Geometry>()
@@ -142,7 +145,7 @@ const markerElement = (m: Marker, geo: Map<string, Geometry>) => {
   const g = geo.get(m.lane)
   if (!g) return ""
   const { color, glyph } = MARK[m.kind]
-  const y = m.kind === "interrupt" ? g.y + 7 + SPEECH_ROW / 2 + 5 : g.y + g.height - 6
+  const y = m.kind === "interrupt" ? g.y + 7 + SPEECH_ROW / 2 + 5 : g.y + g.height - 5
   return `<g class="marker ${m.kind}" ${attrs({ "data-lane": m.lane, "data-seq": m.seq, "data-x": m.x })}><title>${escape(m.title)}</title>` +
     `<text x="${round(LEFT + m.x - 5)}" y="${round(y)}" font-size="13" font-weight="700" fill="${color}">${glyph}</text>` +
     (m.kind === "interrupt" ? "" : `<text x="${round(LEFT + m.x + 9)}" y="${round(y - 1)}" font-size="10" fill="${color}">${escape(m.label)}</text>`) + `</g>`
