@@ -18,9 +18,21 @@ export type StreamParts = (
   options: LanguageModel.ProviderOptions
 ) => Stream.Stream<Response.StreamPartEncoded, AiError.AiError>
 
+const InfoId = Symbol.for("baton/ModelParts/info")
+
+/** Who serves a model (for usage, metrics and traces). */
+export interface ModelInfo {
+  readonly provider: string
+  readonly model: string
+}
+
 /** `model` with its provider's part stream attached (the same function it was made with). */
-export const withParts = (model: LanguageModel.LanguageModel, parts: StreamParts): LanguageModel.LanguageModel =>
-  Object.assign(Object.create(Object.getPrototypeOf(model)), model, { [TypeId]: parts })
+export const withParts = (model: LanguageModel.LanguageModel, parts: StreamParts, info?: ModelInfo): LanguageModel.LanguageModel =>
+  Object.assign(Object.create(Object.getPrototypeOf(model)), model, { [TypeId]: parts, [InfoId]: info })
+
+/** The provider and model `model` names, if it was made with them. */
+export const infoOf = (model: LanguageModel.LanguageModel): ModelInfo | undefined =>
+  (model as { readonly [InfoId]?: ModelInfo })[InfoId]
 
 /** The part stream `model` carries, if any. */
 export const partsOf = (model: LanguageModel.LanguageModel): StreamParts | undefined =>

@@ -12,10 +12,13 @@ import { ChatContext, type ChatItem, nextId } from "./ChatContext.ts"
 import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
 import * as Diagnostics from "./Diagnostics.ts"
 import { FloorError } from "./Errors.ts"
-import type { EventInput, SessionEvent } from "./Events.ts"
+import type { EventInput, ModelCallEvent, SessionEvent } from "./Events.ts"
 import * as Floor from "./Floor.ts"
 import * as RealtimePool from "./RealtimePool.ts"
 import * as RealtimeReply from "./RealtimeReply.ts"
+import * as SessionObserver from "./SessionObserver.ts"
+import * as Usage from "./observe/Usage.ts"
+import type { UsageSummary } from "./observe/Usage.ts"
 import type { HandoffOptions } from "./Handoff.ts"
 import { RunResult } from "./RunResult.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
@@ -68,6 +71,8 @@ export interface AgentSession<U = unknown> {
   readonly eventsSince: (seq: number) => Effect.Effect<ReadonlyArray<SessionEvent>>
   /** Whether the session has started closing. */
   readonly closed: Effect.Effect<boolean>
+  /** What the session's model calls used so far: tokens and audio per model and per agent. */
+  readonly usage: Effect.Effect<UsageSummary>
   /** Completes once the session is closed. */
   readonly awaitClosed: Effect.Effect<void>
   readonly close: Effect.Effect<void>
@@ -116,6 +121,7 @@ export const start = <U = undefined>(
     let userSpeaking = false
     let userTurns = 0
     const state = Floor.makeState()
+    const usage = Usage.collector()
     const log: Array<SessionEvent> = []
     let seq = 0
     let history = ChatContext.empty
@@ -126,6 +132,7 @@ export const start = <U = undefined>(
       const event = input as { seq: number; at: number } & EventInput
       event.seq = seq++
       event.at = clock.currentTimeMillisUnsafe()
+      if (input.type === "model_call") usage.add(event as ModelCallEvent)
       log.push(event as SessionEvent)
       // Trimmed in chunks: one splice per 1,000 events, not one per event.
       if (log.length > LOG_LIMIT + 1000) log.splice(0, log.length - LOG_LIMIT)
@@ -175,7 +182,8 @@ export const start = <U = undefined>(
     const realtimePool = realtimeModel
       ? yield* RealtimePool.make(realtimeModel, scope, () => clock.currentTimeMillisUnsafe(), (connectionId) => {
         if (speakingOn === connectionId) setUserSpeaking(false)
-      })
+        // A closing session's connections close with it: no event after `close`.
+      }, (agent, connectionId, action) => void (closed || emit({ type: "realtime_connection", agent, connectionId, action })))
       : undefined
 
     const core: SessionCore = {
@@ -243,7 +251,7 @@ export const start = <U = undefined>(
       }
       // From here a report is recorded as it comes (rejectClosed).
       yield* Scope.close(backgroundScope, Exit.void)
-      emit({ type: "close", reason: "closed" })
+      emit({ type: "close", reason: "closed", usage: usage.summary() })
       yield* Scope.close(scope, Exit.void)
       yield* Deferred.succeed(closedSignal, undefined)
     })
@@ -301,10 +309,14 @@ export const start = <U = undefined>(
       eventLog: Effect.sync(() => [...log]),
       eventsSince: (from) => Effect.sync(() => since(from)),
       closed: Effect.sync(() => closed),
+      usage: Effect.sync(() => usage.summary()),
       awaitClosed: Deferred.await(closedSignal),
       close
     }
 
+    // Observers (recorder, metrics, traces) watch from before the first message; their
+    // finalizers run after the session's shutdown (registered before it), so they see `close`.
+    yield* SessionObserver.observeAll(session as AgentSession<unknown>).pipe(Scope.provide(parent))
     yield* loop.pipe(Diagnostics.fiber, Effect.forkIn(scope))
     // Registered after the session's Scope was forked, so it runs before that Scope closes.
     yield* Scope.addFinalizer(parent, shutdown)

@@ -3,6 +3,7 @@
  * the clock time (milliseconds, `Clock`, so tests under `TestClock` see test time).
  */
 import type { ChatItem, FunctionCall, FunctionCallOutput, HandoffKind } from "./ChatContext.ts"
+import type { UsageSummary } from "./observe/Usage.ts"
 import type { SpeechSource } from "./Speech.ts"
 
 export type AgentState = "initializing" | "listening" | "thinking" | "speaking"
@@ -80,9 +81,42 @@ export interface UserStateChanged extends Base {
   readonly state: "speaking" | "listening"
 }
 
+/** A realtime connection was opened, moved to a new holder, updated for it, fell back or closed. */
+export interface RealtimeConnectionEvent extends Base {
+  readonly type: "realtime_connection"
+  readonly agent: string
+  readonly connectionId: string
+  readonly action: "opened" | "reused" | "updated" | "fell_back" | "closed"
+}
+
+/**
+ * One model call ended: an LLM step or a realtime response. Times are milliseconds from
+ * `startedAt` (the request); tokens as the provider reported them (absent when it did not).
+ */
+export interface ModelCallEvent extends Base {
+  readonly type: "model_call"
+  readonly agent: string
+  readonly speechId: string
+  readonly kind: "llm" | "realtime"
+  readonly provider: string
+  readonly model: string
+  readonly startedAt: number
+  readonly firstTextMs?: number | undefined
+  readonly firstAudioMs?: number | undefined
+  readonly inputTokens?: number | undefined
+  readonly outputTokens?: number | undefined
+  /** Seconds of audio the model sent. */
+  readonly audioOutputSeconds?: number | undefined
+  readonly outcome: "ok" | "error" | "interrupted"
+  /** The error's reason (its `reason` tag or field), when the call failed. */
+  readonly errorReason?: string | undefined
+}
+
 export interface CloseEvent extends Base {
   readonly type: "close"
   readonly reason: string
+  /** What the session's model calls used, per model and per agent. */
+  readonly usage?: UsageSummary | undefined
 }
 
 export type SessionEvent =
@@ -95,6 +129,8 @@ export type SessionEvent =
   | SpeechFinished
   | ErrorEvent
   | UserStateChanged
+  | RealtimeConnectionEvent
+  | ModelCallEvent
   | CloseEvent
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never

@@ -30,6 +30,7 @@ import type {
 } from "../services/RealtimeModel.ts"
 import { RealtimeError } from "../services/RealtimeModel.ts"
 import type { ChatContext } from "./ChatContext.ts"
+import type { RealtimeConnectionEvent } from "./Events.ts"
 import * as Diagnostics from "./Diagnostics.ts"
 
 /** What an actor wants the server to hold before it asks for a response. */
@@ -142,7 +143,9 @@ export const make = (
    * Told when what a connection was saying about the user ends: it has gone (closed, broken), or
    * it heard the user stop speaking while no one held it.
    */
-  ended: (connectionId: string) => void = () => {}
+  ended: (connectionId: string) => void = () => {},
+  /** Told of each connection's moves (for the session's `realtime_connection` events). */
+  report: (owner: string, connectionId: string, action: RealtimeConnectionEvent["action"]) => void = () => {}
 ): Effect.Effect<Pool> =>
   Effect.sync(() => {
     const entries = new Set<Entry>()
@@ -152,6 +155,8 @@ export const make = (
      * next lease gets them (kept here, so a failed connect does not lose them).
      */
     const saidIntoClosed: Array<RealtimeEvent> = []
+    /** Owners whose lease fell back, and the connection that broke (reported with the next one). */
+    const fellBack = new Map<string, string>()
 
     const guard = <A>(lease: { revoked: () => RevokeReason | undefined }, op: () => Effect.Effect<A, RealtimeError>) =>
       Effect.suspend(() => {
@@ -195,6 +200,7 @@ export const make = (
         if (entry.instructions !== desired.instructions) changes.instructions = desired.instructions
         if (entry.toolsKey !== key) changes.tools = desired.tools
         if (changes.instructions !== undefined || changes.tools !== undefined) {
+          if (entry.lease) report(entry.lease.owner, conn.id, "updated")
           acks.push(yield* conn.updateSession(changes))
           entry.instructions = desired.instructions
           entry.toolsKey = key
@@ -286,6 +292,10 @@ export const make = (
           revoke: (reason: RevokeReason) => {
             if (revokedReason) return
             revokedReason = reason
+            // A fallback is told with the fresh connection that follows it (it may break while the
+            // session is quiescent: an update's error answer comes late).
+            if (reason === "fallback") fellBack.set(owner, entry.connection.id)
+            else if (reason === "closed") report(owner, entry.connection.id, "closed")
             if (entry.lease === lease) entry.lease = undefined
             // What was queued for the old holder is not for it any more.
             while (Queue.sizeUnsafe(events) > 0) Queue.takeUnsafe(events)
@@ -324,6 +334,10 @@ export const make = (
           clearAudio: guard({ revoked: () => revokedReason }, () => entry.connection.clearAudio)
         }
         entry.lease = lease
+        const broken = fellBack.get(owner)
+        if (broken !== undefined) report(owner, broken, "fell_back")
+        fellBack.delete(owner)
+        report(owner, entry.connection.id, reused ? "reused" : "opened")
         return lease
       })
 

@@ -7,6 +7,7 @@
 import { Cause, Deferred, Effect, Exit, Queue, Semaphore, Stream } from "effect"
 import { Tool as AiTool } from "effect/ai"
 import { AudioOutput, durationMs } from "../services/AudioOutput.ts"
+import * as ModelCallMeter from "./observe/ModelCallMeter.ts"
 import { ModelCall } from "../services/ModelCall.ts"
 import type { RealtimeEvent, RealtimeTool, RealtimeToolChoice } from "../services/RealtimeModel.ts"
 import { RealtimeError } from "../services/RealtimeModel.ts"
@@ -312,6 +313,8 @@ const play = (
     actor.setState("speaking")
     return text.start(info)
   })
+  const pool = actor.core.realtimePool?.model
+  const meter = ModelCallMeter.start({ ...info, kind: "realtime", provider: pool?.provider ?? "unknown", model: pool?.model ?? "unknown" }, actor.core.now)
   return Effect.gen(function*() {
     const audio = yield* AudioOutput
     actor.setState("thinking")
@@ -323,6 +326,7 @@ const play = (
             case "TextDelta":
             case "TranscriptDelta":
               itemId ??= event.itemId
+              meter.text()
               return open.pipe(
                 Effect.andThen(text.write(event.delta, info)),
                 Effect.andThen(Effect.sync(() => {
@@ -332,6 +336,7 @@ const play = (
             case "AudioDelta":
               itemId ??= event.itemId
               audioRate = event.sampleRate
+              meter.audio(event.pcm.byteLength, event.sampleRate)
               return open.pipe(
                 Effect.andThen(audio.write(event.pcm, event.sampleRate, info)),
                 Effect.andThen(Effect.sync(() => {
@@ -342,6 +347,7 @@ const play = (
               calls.push({ callId: event.callId, name: event.name, arguments: event.arguments, itemId: event.itemId })
               return Effect.void
             case "ResponseDone":
+              meter.usage(event.usage)
               return event.status === "failed"
                 ? Effect.fail(new RealtimeError({ reason: "protocol", message: event.error ?? "the response failed" }))
                 : Effect.void
@@ -352,6 +358,7 @@ const play = (
       ),
       Effect.onExit((exit) =>
         Effect.gen(function*() {
+          actor.core.emit(meter.end(exit))
           const cut = Exit.isFailure(exit)
           if (said !== "" || (cut && itemId)) {
             actor.commit(message("assistant", said, { agent: actor.name, interrupted: cut, ...(itemId ? { id: itemId } : {}) }))

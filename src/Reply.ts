@@ -7,6 +7,7 @@ import { Effect, Exit, Stream } from "effect"
 import type { LanguageModel, Response } from "effect/ai"
 import { ModelCall } from "../services/ModelCall.ts"
 import * as ModelParts from "../services/ModelParts.ts"
+import * as ModelCallMeter from "./observe/ModelCallMeter.ts"
 import type { Actor } from "./Actor.ts"
 import { message, toPrompt } from "./ChatContext.ts"
 import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
@@ -95,13 +96,22 @@ const generate = (
   const calls: Array<PendingCall> = []
   let text = ""
   let started = false
+  const named = ModelParts.infoOf(model)
+  const meter = ModelCallMeter.start({ ...info, kind: "llm", provider: named?.provider ?? "unknown", model: named?.model ?? "unknown" }, actor.core.now)
   actor.setState("thinking")
   // Both streams carry the fields read here in the same shape (tool-call params undecoded).
   const onPart = (part: Response.StreamPartEncoded | Response.StreamPart<any>): Effect.Effect<void, unknown> => {
     if (!actor.holdsFloor()) return Effect.interrupt
     switch (part.type) {
+      case "finish":
+        meter.usage({ inputTokens: part.usage.inputTokens.total, outputTokens: part.usage.outputTokens.total })
+        return Effect.void
+      case "response-metadata":
+        meter.model(part.modelId)
+        return Effect.void
       case "text-delta": {
         if (part.delta === "") return Effect.void
+        meter.text()
         const open = started ? Effect.void : Effect.sync(() => {
           started = true
           actor.setState("speaking")
@@ -143,6 +153,7 @@ const generate = (
   return steps.pipe(
     Effect.onExit((exit) =>
       Effect.suspend(() => {
+        actor.core.emit(meter.end(exit))
         const interrupted = Exit.isFailure(exit)
         if (text !== "") actor.commit(message("assistant", text, { agent: actor.name, interrupted }))
         return started ? out.end(info, interrupted) : Effect.void

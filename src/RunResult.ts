@@ -6,6 +6,7 @@
  */
 import type { ChatItem } from "./ChatContext.ts"
 import type { SessionEvent } from "./Events.ts"
+import * as Timeline from "./Timeline.ts"
 
 export type RunEvent =
   | {
@@ -284,6 +285,10 @@ export class RunResult {
       if (event.type === "message" && event.role === "assistant") return event.content
     }
     return undefined
+  }
+  /** The run drawn as an SVG timeline (lanes per agent, the floor, speeches, tools, times). */
+  timeline(options?: Timeline.Options): string {
+    return Timeline.fromEvents(this.sessionEvents, options)
   }
   /** A readable listing of the events, for logs. */
   toString(): string {

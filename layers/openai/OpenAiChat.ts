@@ -255,7 +255,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // baton reads the parts directly (services/ModelParts.ts); `streamText` serves everyone else.
   // Call ids the server leaves out come from the same generator `LanguageModel.make` uses.
   const ids = Option.getOrElse(yield* Effect.serviceOption(IdGenerator.IdGenerator), () => IdGenerator.defaultIdGenerator)
-  return ModelParts.withParts(model, (options) => streamText(options).pipe(Stream.provideService(IdGenerator.IdGenerator, ids)))
+  return ModelParts.withParts(model, (options) => streamText(options).pipe(Stream.provideService(IdGenerator.IdGenerator, ids)), {
+    provider: "openai",
+    model: settings.model
+  })
 })
 
 /** Folds stream parts into the non-streaming part list used by `generateText`. */

@@ -50,6 +50,8 @@ export interface ScriptedResponse {
   readonly chunkDelay?: Duration.Input
   /** Fails the stream after the text with this message. */
   readonly error?: string
+  /** The tokens the response reports (default 0 and 0). */
+  readonly usage?: { readonly inputTokens: number; readonly outputTokens: number }
 }
 
 export type Matcher =
@@ -142,7 +144,7 @@ const responseParts = (response: ScriptedResponse, nextId: () => string): Stream
   const finish: Response.StreamPartEncoded = {
     type: "finish",
     reason: calls.length > 0 ? "tool-calls" : "stop",
-    usage: { inputTokens: { total: 0 }, outputTokens: { total: 0 } }
+    usage: { inputTokens: { total: response.usage?.inputTokens ?? 0 }, outputTokens: { total: response.usage?.outputTokens ?? 0 } }
   }
   // Without delays or errors the parts go out as one chunk (cheap: benchmarks use it).
   if (response.delay === undefined && response.chunkDelay === undefined && response.error === undefined) {
@@ -229,7 +231,7 @@ export const layer = (
           )
       })
       // baton reads the parts directly (services/ModelParts.ts); `streamText` serves everyone else.
-      const model = ModelParts.withParts(made, streamText)
+      const model = ModelParts.withParts(made, streamText, { provider: "scripted", model: "scripted" })
       const recorder: ScriptedModelService = {
         requests,
         requestsFor: (agent) => requests.filter((r) => r.agent === agent)

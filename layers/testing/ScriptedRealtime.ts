@@ -210,7 +210,7 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
                 record.items.push({ _tag: "FunctionCall", id: callItem, callId, name: call.name, arguments: args })
                 yield* emit({ _tag: "FunctionCall", responseId, itemId: callItem, callId, name: call.name, arguments: args })
               }
-              yield* emit({ _tag: "ResponseDone", responseId, status: "completed", usage: { inputTokens: 0, outputTokens: 0 } })
+              yield* emit({ _tag: "ResponseDone", responseId, status: "completed", usage: reply.usage ?? { inputTokens: 0, outputTokens: 0 } })
             }).pipe(Effect.ensuring(Effect.sync(() => {
               if (current?.id === responseId) current = undefined
             })))

@@ -1,0 +1,25 @@
+/**
+ * Draws the timeline pictures of docs/: the seed 002 parallel handoff and the seed 004 task
+ * group, on the scripted model with a model think time and user pauses so the time axis reads
+ * like a call.
+ *   npm run docs:timeline        (writes docs/timeline-seed002.svg, docs/timeline-seed004.svg)
+ */
+import { NodeFileSystem, NodeRuntime } from "@effect/platform-node"
+import { Console, Effect, FileSystem } from "effect"
+import { Timeline } from "../../src/index.ts"
+import { seed002, seed002Model, seed004, seed004Model } from "./runs.ts"
+
+const options = { latency: "420 millis", pause: "1500 millis" } as const
+
+const main = Effect.gen(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const parallel = yield* seed002.pipe(Effect.scoped, Effect.provide(seed002Model(options)))
+  const group = yield* seed004(options).pipe(Effect.scoped, Effect.provide(seed004Model(options)))
+  const out = new URL("../../docs/", import.meta.url).pathname
+  yield* fs.makeDirectory(out, { recursive: true })
+  yield* fs.writeFileString(`${out}timeline-seed002.svg`, Timeline.fromEvents(parallel, { title: "Seed 002: a note and a transfer in one response" }))
+  yield* fs.writeFileString(`${out}timeline-seed004.svg`, Timeline.fromEvents(group, { title: "Seed 004: a task group over three user turns" }))
+  yield* Console.log(`wrote ${out}timeline-seed002.svg and ${out}timeline-seed004.svg`)
+}).pipe(Effect.provide(NodeFileSystem.layer))
+
+if (import.meta.main) NodeRuntime.runMain(main)

@@ -1,0 +1,38 @@
+/**
+ * Session observers: what watches every session the process starts (the event recorder, the
+ * metrics, the traces) without the runtime knowing about any of them. `AgentSession.start`
+ * calls each observer of the context once, before the session takes its first message, with
+ * the Scope the session lives in; an observer reads the session through its public API (its
+ * event stream) and keeps what it forks in that Scope.
+ */
+import { Context, Effect, Layer, type Scope } from "effect"
+import type { AgentSession } from "./AgentSession.ts"
+
+export interface SessionObserver {
+  readonly name: string
+  readonly observe: (session: AgentSession<unknown>) => Effect.Effect<void, never, Scope.Scope>
+}
+
+/** The observers of the sessions started in this context (none by default). */
+export const SessionObservers = Context.Reference<ReadonlyArray<SessionObserver>>("baton/SessionObservers", {
+  defaultValue: () => []
+})
+
+/**
+ * Adds `observers` to those of the context it is built in (the ones provided further out are
+ * kept). Layers of observers chain (`Layer.provideMerge`); merged side by side, each would
+ * start from the same list and one would win.
+ */
+export const layer = (...observers: ReadonlyArray<SessionObserver>): Layer.Layer<never> =>
+  Layer.effect(
+    SessionObservers,
+    Effect.gen(function*() {
+      return [...(yield* SessionObservers), ...observers]
+    })
+  )
+
+/** Runs every observer of the context on `session` (called by `AgentSession.start`). */
+export const observeAll = (session: AgentSession<unknown>): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    for (const observer of yield* SessionObservers) yield* observer.observe(session)
+  })

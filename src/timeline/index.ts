@@ -1,0 +1,2 @@
+/** The timeline picture's public surface (the package maps `baton/timeline` here). */
+export * from "../Timeline.ts"
