@@ -76,28 +76,40 @@ export const decodeSync = (bytes: Uint8Array): AudioFrame.AudioFrame | string =>
   return format === undefined ? "it has no fmt chunk" : "it has no data chunk"
 }
 
-/** A PCM16 WAV file (44-byte header) holding `frame`. */
-export const encode = (frame: AudioFrame.AudioFrame): Uint8Array => {
-  const pcm = AudioFrame.toPcm16(frame)
-  const out = new Uint8Array(44 + pcm.byteLength)
+export const HEADER_BYTES = 44
+
+/**
+ * The 44-byte header of a PCM16 WAV file holding `dataBytes` bytes of samples. A recorder that
+ * streams to disk writes it first with 0 and again with the final size when it closes.
+ */
+export const header = (sampleRate: number, channels: number, dataBytes: number): Uint8Array => {
+  const out = new Uint8Array(HEADER_BYTES)
   const view = new DataView(out.buffer)
   const text = (at: number, s: string) => {
     for (let i = 0; i < 4; i++) view.setUint8(at + i, s.charCodeAt(i))
   }
   text(0, "RIFF")
-  view.setUint32(4, 36 + pcm.byteLength, true)
+  view.setUint32(4, 36 + dataBytes, true)
   text(8, "WAVE")
   text(12, "fmt ")
   view.setUint32(16, 16, true)
-  view.setUint16(20, 1, true)
-  view.setUint16(22, frame.channels, true)
-  view.setUint32(24, frame.sampleRate, true)
-  view.setUint32(28, frame.sampleRate * frame.channels * 2, true)
-  view.setUint16(32, frame.channels * 2, true)
-  view.setUint16(34, 16, true)
+  view.setUint16(20, 1, true) // PCM
+  view.setUint16(22, channels, true)
+  view.setUint32(24, sampleRate, true)
+  view.setUint32(28, sampleRate * channels * 2, true) // byte rate
+  view.setUint16(32, channels * 2, true) // block align
+  view.setUint16(34, 16, true) // bits per sample
   text(36, "data")
-  view.setUint32(40, pcm.byteLength, true)
-  out.set(pcm, 44)
+  view.setUint32(40, dataBytes, true)
+  return out
+}
+
+/** A PCM16 WAV file (44-byte header) holding `frame`. */
+export const encode = (frame: AudioFrame.AudioFrame): Uint8Array => {
+  const pcm = AudioFrame.toPcm16(frame)
+  const out = new Uint8Array(HEADER_BYTES + pcm.byteLength)
+  out.set(header(frame.sampleRate, frame.channels, pcm.byteLength))
+  out.set(pcm, HEADER_BYTES)
   return out
 }
 

@@ -11,7 +11,7 @@ import { Clock, Config, Context, Effect, FileSystem, Layer, Option, Scope, Semap
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import { AudioInput, type AudioInputService } from "../../services/AudioInput.ts"
 import { AudioOutput, type AudioOutputService } from "../../services/AudioOutput.ts"
-import * as Wav from "./Wav.ts"
+import * as Wav from "../../services/Wav.ts"
 
 /** Mono samples of `frame` at `rate` (channels averaged, linear interpolation between rates). */
 export const toMono = (frame: AudioFrame.AudioFrame, rate: number): Int16Array => {
