@@ -1,0 +1,63 @@
+/**
+ * The service's settings, read once at start from the environment (or given in code). Every
+ * limit has a default a phone line can live with; the secret is `Redacted` and never printed.
+ */
+import { Config, Effect, Option, Redacted } from "effect"
+
+export interface ServerOptions {
+  /** 127.0.0.1 unless set: without a token the service must not face a network. */
+  readonly host: string
+  readonly port: number
+  /** Sessions open at once; the next upgrade is refused with 503. */
+  readonly maxSessions: number
+  /** Largest WebSocket frame accepted (bytes); a larger one closes that connection (1009). */
+  readonly maxFrameBytes: number
+  /** Longest user text accepted in one `user_text` frame (characters). */
+  readonly maxTextChars: number
+  /** A connection that sends nothing for this long is closed (seconds; 0 = never). */
+  readonly idleSeconds: number
+  /** On SIGTERM, how long open sessions may finish before they are closed (seconds). */
+  readonly drainSeconds: number
+  /** Shared secret: when set, `/ws` and `/twilio` need a token signed with it. */
+  readonly token: Option.Option<Redacted.Redacted<string>>
+  /** Lifetime of the tokens `POST /token` mints (seconds). */
+  readonly tokenTtlSeconds: number
+  /** Browser origins allowed to open `/ws` (empty: any origin, or none sent). */
+  readonly allowedOrigins: ReadonlyArray<string>
+}
+
+export const defaults: ServerOptions = {
+  host: "127.0.0.1",
+  port: 8080,
+  maxSessions: 1000,
+  maxFrameBytes: 256 * 1024,
+  maxTextChars: 4000,
+  idleSeconds: 300,
+  drainSeconds: 30,
+  token: Option.none(),
+  tokenTtlSeconds: 600,
+  allowedOrigins: []
+}
+
+const int = (name: string, fallback: number) => Config.Int(name).pipe(Config.withDefault(fallback))
+
+/** The options from PORT, HOST, BATON_TOKEN, BATON_MAX_SESSIONS, BATON_DRAIN_S, ... */
+export const fromEnv: Effect.Effect<ServerOptions, Config.ConfigError> = Effect.gen(function*() {
+  return {
+    host: yield* Config.String("HOST").pipe(Config.withDefault(defaults.host)),
+    port: yield* int("PORT", defaults.port),
+    maxSessions: yield* int("BATON_MAX_SESSIONS", defaults.maxSessions),
+    maxFrameBytes: yield* int("BATON_MAX_FRAME_BYTES", defaults.maxFrameBytes),
+    maxTextChars: yield* int("BATON_MAX_TEXT", defaults.maxTextChars),
+    idleSeconds: yield* int("BATON_IDLE_S", defaults.idleSeconds),
+    drainSeconds: yield* int("BATON_DRAIN_S", defaults.drainSeconds),
+    token: yield* Config.option(Config.Redacted("BATON_TOKEN")).pipe(
+      Config.map(Option.filter((secret) => Redacted.value(secret).trim() !== ""))
+    ),
+    tokenTtlSeconds: yield* int("BATON_TOKEN_TTL_S", defaults.tokenTtlSeconds),
+    allowedOrigins: yield* Config.String("BATON_ORIGINS").pipe(
+      Config.map((list) => list.split(",").map((o) => o.trim()).filter((o) => o !== "")),
+      Config.withDefault([] as ReadonlyArray<string>)
+    )
+  }
+})

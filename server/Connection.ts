@@ -1,0 +1,145 @@
+/**
+ * One WebSocket connection = one `AgentSession` of the core, in the connection's Scope: when the
+ * client goes, the Scope closes and the session with it (every call answered, every actor's
+ * Scope closed). The session's events go out as JSON frames; its words stream as `agent_text`;
+ * a realtime model's audio goes out as binary PCM16 and is cut with `clear`. The user's audio
+ * goes to the holder's realtime connection (resampled to the model's rate) and to the session's
+ * `AudioInput`, where a cascaded voice pipeline reads it.
+ */
+import { Deferred, Effect, Option, Stream } from "effect"
+import { Socket } from "effect/socket"
+import * as AudioFrame from "../services/AudioFrame.ts"
+import { AudioOutput, type AudioOutputService } from "../services/AudioOutput.ts"
+import type { ResamplerService, ResamplerStage } from "../services/Resampler.ts"
+import { RealtimeModel } from "../services/RealtimeModel.ts"
+import type { TextOutputService } from "../services/TextOutput.ts"
+import { type Agent, AgentSession } from "../src/index.ts"
+import type { ServerOptions } from "./Config.ts"
+import * as ServiceMetrics from "./Metrics.ts"
+import type { Registry } from "./Registry.ts"
+import { type ClientMessage, encode, parseClientFrame, type ServerFrame } from "./Wire.ts"
+
+export interface ConnectionContext {
+  readonly agent: Agent.Agent
+  readonly userdata: () => unknown
+  readonly options: ServerOptions
+  readonly registry: Registry
+  readonly resampler: ResamplerService
+  /** The rate a realtime model takes the user's audio at (OpenAI 24 kHz, Gemini 16 kHz). */
+  readonly realtimeInputRate: number
+}
+
+/** Serves one upgraded socket until the client leaves, goes idle, or the drain closes it. */
+export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Socket, ctx: ConnectionContext) {
+  // Taking the reader completes the upgrade; writes wait for it, so it comes first.
+  const reader = yield* socket.reader
+  const writer = yield* socket.writer
+  // A client that left cannot be told anything; what matters then is closing its session.
+  const send = (frame: ServerFrame | object) => writer.write(encode(frame)).pipe(Effect.ignore)
+  const sendBytes = (bytes: Uint8Array) => writer.write(bytes).pipe(Effect.ignore)
+
+  const closer = yield* Deferred.make<string>()
+  yield* Effect.acquireRelease(ctx.registry.register(closer), () => ctx.registry.unregister(closer))
+
+  const session = yield* AgentSession.start({
+    agent: ctx.agent,
+    userdata: ctx.userdata(),
+    textOutput: textOutput(send)
+  }).pipe(Effect.provideService(AudioOutput, audioOutput(send, sendBytes)))
+  yield* ServiceMetrics.sessionOpened
+
+  yield* session.events.pipe(Stream.runForEach(send), Effect.forkScoped)
+  const realtime = Option.isSome(yield* Effect.serviceOption(RealtimeModel))
+  let inputRate = 16_000
+  let toModel: ResamplerStage | undefined
+  const pushAudio = (bytes: Uint8Array) =>
+    Effect.gen(function*() {
+      if (!realtime) return
+      if (bytes.byteLength % 2 !== 0) return yield* send(inputError("an audio frame needs an even number of bytes (PCM16)"))
+      toModel ??= yield* ctx.resampler.make(inputRate, ctx.realtimeInputRate)
+      for (const frame of toModel.push(AudioFrame.fromPcm16(bytes, inputRate))) {
+        yield* session.pushAudio(AudioFrame.toPcm16(frame)).pipe(
+          Effect.catch((e) => send({ type: "error", source: "transport", message: e.message, recoverable: true }))
+        )
+      }
+    })
+
+  const onMessage = (message: ClientMessage): Effect.Effect<void> => {
+    switch (message.type) {
+      case "user_text":
+        return message.text.length > ctx.options.maxTextChars
+          ? send(inputError(`a user_text of ${message.text.length} characters is over the limit of ${ctx.options.maxTextChars}`))
+          : message.text.trim() === ""
+          ? send(inputError("user_text is empty"))
+          : session.send(message.text)
+      case "interrupt":
+        return session.interrupt
+      case "audio_format":
+        if (message.sampleRate < 8000 || message.sampleRate > 48_000) {
+          return send(inputError(`sampleRate ${message.sampleRate} is outside 8000..48000`))
+        }
+        return Effect.sync(() => {
+          if (message.sampleRate !== inputRate) toModel = undefined
+          inputRate = message.sampleRate
+        })
+    }
+  }
+  const onFrame = (frame: string | Uint8Array) =>
+    Effect.gen(function*() {
+      ServiceMetrics.frameIn(typeof frame === "string" ? "text" : "binary")
+      if (typeof frame !== "string") return yield* pushAudio(frame)
+      const message = parseClientFrame(frame)
+      if (typeof message === "string") return yield* send(inputError(message))
+      yield* onMessage(message)
+    })
+
+  yield* send({ type: "ready", sessionId: session.id, agent: ctx.agent.name, audio: realtime ? "realtime" : "none", inputSampleRate: inputRate })
+
+  const idle = ctx.options.idleSeconds > 0 ? ctx.options.idleSeconds * 1000 : undefined
+  const readLoop = Effect.gen(function*() {
+    while (true) {
+      const pulled = idle === undefined ? Option.some(yield* reader.pull) : yield* Effect.timeoutOption(reader.pull, idle)
+      if (Option.isNone(pulled)) return `no message for ${ctx.options.idleSeconds} s`
+      for (const frame of pulled.value) yield* onFrame(frame)
+    }
+  })
+  const reason = yield* Effect.raceFirst(
+    readLoop.pipe(Effect.catch((e: Socket.SocketError) => Effect.succeed(closeReason(e)))),
+    Deferred.await(closer)
+  )
+  if (reason !== "client left") {
+    yield* send({ type: "close", reason })
+    yield* writer.write(new Socket.CloseEvent(1000, reason.slice(0, 100))).pipe(Effect.ignore)
+  }
+  yield* Effect.logDebug(`session ${session.id} ended: ${reason}`)
+}, (effect, _socket, ctx) =>
+  Effect.scoped(effect).pipe(
+    Effect.ensuring(Effect.sync(() => ctx.registry.release()).pipe(Effect.andThen(ServiceMetrics.sessionClosed)))
+  ))
+
+const inputError = (message: string): ServerFrame => ({ type: "error", source: "input", message, recoverable: true })
+
+const closeReason = (e: Socket.SocketError): string =>
+  e.reason._tag === "SocketCloseError" ? "client left" : `transport: ${e.message}`
+
+const textOutput = (send: (frame: ServerFrame) => Effect.Effect<void>): TextOutputService => ({
+  start: () => Effect.void,
+  write: (delta, info) => send({ type: "agent_text", agent: info.agent, speechId: info.speechId, delta }),
+  end: () => Effect.void
+})
+
+const audioOutput = (
+  send: (frame: ServerFrame) => Effect.Effect<void>,
+  sendBytes: (bytes: Uint8Array) => Effect.Effect<void>
+): AudioOutputService => {
+  let rate: number | undefined
+  return {
+    write: (pcm, sampleRate) =>
+      Effect.suspend(() => {
+        const announce = rate === sampleRate ? Effect.void : send({ type: "audio_format", sampleRate })
+        rate = sampleRate
+        return Effect.andThen(announce, sendBytes(pcm))
+      }),
+    clear: (info) => send({ type: "clear", speechId: info.speechId, agent: info.agent })
+  }
+}

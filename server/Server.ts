@@ -1,0 +1,127 @@
+/**
+ * The Node service: HTTP routes on effect's own server (`effect/http` + NodeHttpServer), one
+ * `AgentSession` per WebSocket on `/ws`, the phone bridge on `/twilio`, health, Prometheus
+ * metrics, tokens and the drain. `Server.layer(options)` serves until its Scope closes;
+ * `Server.run` adds the signals (SIGTERM drains, then exits 0).
+ */
+import { createServer } from "node:http"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { PrometheusMetrics } from "effect/observability"
+import { RtcNode } from "../layers/rtc/RtcNode.ts"
+import { Resampler } from "../services/Resampler.ts"
+import type { Agent } from "../src/index.ts"
+import type { ServerOptions } from "./Config.ts"
+import * as Connection from "./Connection.ts"
+import * as ServiceMetrics from "./Metrics.ts"
+import { page } from "./Page.ts"
+import * as Registry from "./Registry.ts"
+import * as Token from "./Token.ts"
+import * as Twilio from "./Twilio.ts"
+
+export interface ServeOptions extends ServerOptions {
+  /** The agent each new session starts with. */
+  readonly agent: Agent.Agent
+  /** Per-session state (the agents' `userdata`), made for each session. */
+  readonly userdata?: () => unknown
+  /** The realtime model's input rate (24000 for OpenAI Realtime, 16000 for Gemini Live). */
+  readonly realtimeInputRate?: number
+  /** A line for the page saying which model answers. */
+  readonly modelDescription?: string
+}
+
+/** The registry of the running server, for tests and the drain. */
+export class ServerState extends Context.Service<ServerState, { readonly registry: Registry.Registry }>()("baton/server/ServerState") {}
+
+const json = (body: unknown, status = 200) => HttpServerResponse.jsonUnsafe(body, { status })
+
+const refuse = (status: number, reason: "full" | "draining" | "unauthorized" | "origin", message: string) =>
+  ServiceMetrics.refuse(reason).pipe(Effect.as(HttpServerResponse.text(message, { status })))
+
+/** Why a request may not open a session, or undefined when it may. */
+const checkAccess = (options: ServerOptions, request: HttpServerRequest.HttpServerRequest, nowMs: number) => {
+  const origin = request.headers["origin"]
+  if (options.allowedOrigins.length > 0 && origin !== undefined && !options.allowedOrigins.includes(origin)) {
+    return { status: 403, reason: "origin" as const, message: `origin ${origin} is not allowed` }
+  }
+  if (Option.isNone(options.token)) return undefined
+  const url = new URL(request.url, "http://local")
+  const bearer = request.headers["authorization"]?.match(/^Bearer\s+(.+)$/i)?.[1]
+  const given = url.searchParams.get("token") ?? bearer
+  if (given === undefined || given === null) return { status: 401, reason: "unauthorized" as const, message: "a token is required (?token= or Authorization: Bearer)" }
+  if (Token.isSecret(options.token.value, given)) return undefined
+  const verdict = Token.verify(options.token.value, given, nowMs)
+  return verdict === "ok" ? undefined : { status: 401, reason: "unauthorized" as const, message: `token ${verdict}` }
+}
+
+const routes = (options: ServeOptions, registry: Registry.Registry) =>
+  HttpRouter.use(Effect.fn(function*(router) {
+    const resampler = yield* Resampler
+    const lag = yield* ServiceMetrics.lagMonitor
+    const ctx: Connection.ConnectionContext = {
+      agent: options.agent,
+      userdata: options.userdata ?? (() => undefined),
+      options,
+      registry,
+      resampler,
+      realtimeInputRate: options.realtimeInputRate ?? 24_000
+    }
+    const upgradeTo = (serveSocket: typeof Connection.serve) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const denied = checkAccess(options, request, yield* Clock.currentTimeMillis)
+        if (denied) return yield* refuse(denied.status, denied.reason, denied.message)
+        const admission = registry.admit()
+        if (admission === "full") return yield* refuse(503, "full", `the service holds ${options.maxSessions} sessions, its limit`)
+        if (admission === "draining") return yield* refuse(503, "draining", "the service is shutting down")
+        const socket = yield* request.upgrade.pipe(Effect.tapError(() => Effect.sync(() => registry.release())))
+        yield* serveSocket(socket, ctx)
+        return HttpServerResponse.empty()
+      })
+
+    yield* router.add("GET", "/", Effect.succeed(HttpServerResponse.html(page({ model: options.modelDescription ?? "" }))))
+    yield* router.add("GET", "/health", Effect.sync(() =>
+      json({ status: registry.draining() ? "draining" : "ok", sessions: registry.open(), total: registry.total(), draining: registry.draining() },
+        registry.draining() ? 503 : 200)))
+    yield* router.add("GET", "/metrics", Effect.gen(function*() {
+      yield* ServiceMetrics.sample(lag)
+      return HttpServerResponse.text(yield* PrometheusMetrics.format(), { contentType: "text/plain; version=0.0.4" })
+    }))
+    yield* router.add("POST", "/token", Effect.gen(function*() {
+      if (Option.isNone(options.token)) return json({ error: "no BATON_TOKEN is set: the service takes no tokens" }, 404)
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const bearer = request.headers["authorization"]?.match(/^Bearer\s+(.+)$/i)?.[1]
+      if (bearer === undefined || !Token.isSecret(options.token.value, bearer)) {
+        return yield* refuse(401, "unauthorized", "POST /token needs Authorization: Bearer <BATON_TOKEN>")
+      }
+      return json(Token.mint(options.token.value, options.tokenTtlSeconds, yield* Clock.currentTimeMillis))
+    }))
+    yield* router.add("GET", "/ws", upgradeTo(Connection.serve))
+    yield* router.add("GET", "/twilio", upgradeTo(Twilio.serve))
+  }))
+
+/** Serves on `options.host:options.port` until the Layer's Scope closes. */
+export const layer = (options: ServeOptions) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const registry = yield* Registry.make(options.maxSessions)
+    return HttpRouter.serve(routes(options, registry), { disableLogger: true, disableListenLog: true }).pipe(
+      Layer.provideMerge(Layer.succeed(ServerState, { registry })),
+      Layer.provideMerge(NodeHttpServer.layer(createServer, {
+        port: options.port,
+        host: options.host,
+        websocket: { maxPayload: options.maxFrameBytes }
+      })),
+      Layer.provide(Resampler.layer.pipe(Layer.provide(RtcNode.layer)))
+    )
+  }))
+
+/** How the service introduces itself at start, with what to know about access. */
+export const banner = (url: string, options: ServerOptions): ReadonlyArray<string> => [
+  `baton is serving on ${url}  (open it in a browser)`,
+  Option.isSome(options.token)
+    ? `  /ws needs a token: POST ${url}/token with Authorization: Bearer $BATON_TOKEN`
+    : options.host === "127.0.0.1" || options.host === "localhost" || options.host === "::1"
+    ? "  no BATON_TOKEN: listening on this machine only (set BATON_TOKEN to serve a network)"
+    : `  WARNING: no BATON_TOKEN and HOST=${options.host}: anyone who reaches it can talk to your agents`
+]

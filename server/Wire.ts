@@ -1,0 +1,54 @@
+/**
+ * The WebSocket protocol of `/ws`, one session per connection.
+ *
+ * Client → server: JSON text frames `{"type":"user_text","text":...}`, `{"type":"interrupt"}`,
+ * `{"type":"audio_format","sampleRate":16000}`, and binary frames of PCM16 mono audio at the
+ * declared rate (16 kHz until declared).
+ *
+ * Server → client: every session event as one JSON frame with its `type` (`agent_handoff`,
+ * `conversation_item_added`, `speech_created`, `error`, `close`, ...), plus `ready` (first),
+ * `agent_text` (a reply's words as they stream), `audio_format` (before audio at a new rate),
+ * binary PCM16 frames of the agent's audio, and `clear` when that audio is cut (barge-in): the
+ * client drops what it has buffered.
+ */
+import { Schema } from "effect"
+
+export const ClientMessage = Schema.Union([
+  Schema.Struct({ type: Schema.Literal("user_text"), text: Schema.String }),
+  Schema.Struct({ type: Schema.Literal("interrupt") }),
+  Schema.Struct({ type: Schema.Literal("audio_format"), sampleRate: Schema.Int })
+])
+export type ClientMessage = typeof ClientMessage.Type
+
+const decodeMessage = Schema.decodeUnknownResult(ClientMessage)
+
+/** A text frame as a client message, or a one-line reason it is not one. */
+export const parseClientFrame = (text: string): ClientMessage | string => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    return "not JSON"
+  }
+  const type = typeof json === "object" && json !== null && "type" in json ? (json as { type: unknown }).type : undefined
+  if (typeof type !== "string") return "a message needs a string \"type\""
+  if (type !== "user_text" && type !== "interrupt" && type !== "audio_format") {
+    return `unknown message type "${type}" (expected user_text, interrupt or audio_format)`
+  }
+  const result = decodeMessage(json)
+  if (result._tag === "Failure") return `bad ${type} message: ${String(result.failure).split("\n")[0]}`
+  return result.success
+}
+
+/** Frames the server sends besides the session's own events. */
+export type ServerFrame =
+  | { readonly type: "ready"; readonly sessionId: string; readonly agent: string | undefined; readonly audio: "realtime" | "pipeline" | "none"; readonly inputSampleRate: number }
+  | { readonly type: "agent_text"; readonly agent: string; readonly speechId: string; readonly delta: string }
+  | { readonly type: "audio_format"; readonly sampleRate: number }
+  | { readonly type: "clear"; readonly speechId: string; readonly agent: string }
+  | { readonly type: "error"; readonly source: "input" | "transport"; readonly message: string; readonly recoverable: boolean }
+  | { readonly type: "close"; readonly reason: string }
+
+/** Events carry chat items and errors: plain data, except what JSON cannot say (bigints, cycles). */
+export const encode = (frame: unknown): string =>
+  JSON.stringify(frame, (_key, value) => (typeof value === "bigint" ? value.toString() : value))

@@ -1,0 +1,7 @@
+/** The Node service: `Server.layer` / `run`, its options, the wire protocol and the phone bridge. */
+export * as Config from "./Config.ts"
+export * as Server from "./Server.ts"
+export { run } from "./Run.ts"
+export * as Token from "./Token.ts"
+export * as Twilio from "./Twilio.ts"
+export * as Wire from "./Wire.ts"

@@ -1,0 +1,90 @@
+/**
+ * Starts the service on 127.0.0.1 (a free port) with given agents and model layers, and speaks
+ * to it as a client does: a real WebSocket (`ws`) that collects every frame it receives.
+ */
+import { Effect, Layer, Option, Redacted, Scope } from "effect"
+import { HttpServer } from "effect/http"
+import WebSocket from "ws"
+import { defaults, type ServerOptions } from "../../server/Config.ts"
+import * as Server from "../../server/Server.ts"
+import type { Agent } from "../../src/index.ts"
+
+export interface Started {
+  readonly url: string
+  readonly ws: string
+  readonly state: Server.ServerState["Service"]
+}
+
+export const start = <E, R>(
+  agent: Agent.Agent,
+  models: Layer.Layer<never, E, R> | Layer.Layer<any, E, R>,
+  options: Partial<ServerOptions> & { readonly secret?: string; readonly realtimeInputRate?: number } = {}
+): Effect.Effect<Started, E, R | Scope.Scope> =>
+  Effect.gen(function*() {
+    const { secret, ...rest } = options
+    const context = yield* Layer.build(
+      Server.layer({
+        ...defaults,
+        port: 0,
+        ...rest,
+        ...(secret === undefined ? {} : { token: Option.some(Redacted.make(secret)) }),
+        agent
+      }).pipe(Layer.provide(models as Layer.Layer<never, E, R>), Layer.orDie)
+    )
+    return yield* Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      const url = HttpServer.formatAddress(server.address)
+      return { url, ws: url.replace("http://", "ws://"), state: yield* Server.ServerState }
+    }).pipe(Effect.provideContext(context))
+  })
+
+export interface Client {
+  readonly socket: WebSocket
+  readonly frames: Array<any>
+  readonly binary: Array<Buffer>
+  readonly sendJson: (message: unknown) => void
+  readonly closed: Promise<{ code: number; reason: string }>
+  /** Resolves with the first frame (already received or to come) that matches. */
+  readonly waitFor: (match: (frame: any) => boolean, what?: string, ms?: number) => Promise<any>
+}
+
+export const connect = (url: string, headers: Record<string, string> = {}): Effect.Effect<Client, Error, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () =>
+        new Promise<Client>((resolve, reject) => {
+          const socket = new WebSocket(url, { headers })
+          const frames: Array<any> = []
+          const binary: Array<Buffer> = []
+          const waiters: Array<() => void> = []
+          socket.on("message", (data, isBinary) => {
+            if (isBinary) binary.push(data as Buffer)
+            else frames.push(JSON.parse(String(data)))
+            for (const w of [...waiters]) w()
+          })
+          const closed = new Promise<{ code: number; reason: string }>((r) => socket.on("close", (code, reason) => r({ code, reason: String(reason) })))
+          const waitFor = (match: (frame: any) => boolean, what = "a frame", ms = 10_000) =>
+            new Promise<any>((res, rej) => {
+              const check = () => {
+                const found = frames.find(match)
+                if (found === undefined) return false
+                res(found)
+                return true
+              }
+              if (check()) return
+              const waiter = () => {
+                if (check()) waiters.splice(waiters.indexOf(waiter), 1)
+              }
+              waiters.push(waiter)
+              setTimeout(() => rej(new Error(`timed out waiting for ${what}; got ${JSON.stringify(frames.map((f) => f.type))}`)), ms)
+            })
+          socket.once("open", () => resolve({ socket, frames, binary, sendJson: (m) => socket.send(JSON.stringify(m)), closed, waitFor }))
+          socket.once("unexpected-response", (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)))
+          socket.once("error", reject)
+        }),
+      catch: (e) => e as Error
+    }),
+    (client) => Effect.sync(() => client.socket.terminate())
+  )
+
+export const wait = <A>(promise: () => Promise<A>) => Effect.promise(promise)
