@@ -97,7 +97,7 @@ describe("Server /ws", () => {
       const noAuth = yield* wait(() => fetch(`${server.url}/token`, { method: "POST" }))
       assert.strictEqual(noAuth.status, 401)
       const minted = yield* wait(() =>
-        fetch(`${server.url}/token`, { method: "POST", headers: { authorization: "Bearer s3cret-for-test" } }).then((r) => r.json())
+        fetch(`${server.url}/token`, { method: "POST", headers: { authorization: "Bearer s3cret-for-test" } }).then((r) => r.json() as Promise<{ token: string }>)
       )
       const viaQuery = yield* connect(`${server.ws}/ws?token=${minted.token}`)
       yield* wait(() => viaQuery.waitFor((f) => f.type === "ready"))
@@ -148,7 +148,7 @@ describe("Server /ws", () => {
       yield* wait(() => new Promise((r) => setTimeout(r, 50)))
       const refused = yield* connect(`${server.ws}/ws`).pipe(Effect.flip)
       assert.match(refused.message, /HTTP 503/)
-      const health = yield* wait(() => fetch(`${server.url}/health`).then(async (r) => ({ status: r.status, body: await r.json() })))
+      const health = yield* wait(() => fetch(`${server.url}/health`).then(async (r) => ({ status: r.status, body: (await r.json()) as { draining: boolean } })))
       assert.strictEqual(health.status, 503)
       assert.strictEqual(health.body.draining, true)
       const close = yield* wait(() => client.waitFor((f) => f.type === "close", "close"))
