@@ -78,18 +78,16 @@ describe("the playground page in Chromium", () => {
       page.on("pageerror", (e) => pageErrors.push(e.message))
       yield* Effect.promise(() => page.goto(server.url))
       assert.match(yield* Effect.promise(() => page.content()), /^<!DOCTYPE html>/i)
-      yield* Effect.promise(() => page.waitForFunction(() => document.getElementById("status")!.textContent!.includes("voice on")))
+      yield* Effect.promise(() => page.waitForFunction(`document.getElementById("status").textContent.includes("voice on")`))
       yield* Effect.promise(() => page.check("#openMic"))
-      yield* Effect.promise(() => page.waitForFunction(() => document.getElementById("floor")!.textContent === "weather", undefined, { timeout: 20_000 }))
+      yield* Effect.promise(() => page.waitForFunction(`document.getElementById("floor").textContent === "weather"`, undefined, { timeout: 20_000 }))
       yield* Effect.promise(() =>
-        page.waitForFunction(() => document.getElementById("transcript")!.textContent!.includes("Weather desk here"), undefined, { timeout: 20_000 })
+        page.waitForFunction(`document.getElementById("transcript").textContent.includes("Weather desk here")`, undefined, { timeout: 20_000 })
       )
-      yield* Effect.promise(() => page.waitForFunction(() => (window as any).baton.played > 0, undefined, { timeout: 20_000 }))
-      const shown = yield* Effect.promise(() => page.evaluate(() => ({
-        transcript: document.getElementById("transcript")!.textContent!,
-        heard: (window as any).baton.heard as number,
-        played: (window as any).baton.played as number
-      })))
+      yield* Effect.promise(() => page.waitForFunction(`window.baton.played > 0`, undefined, { timeout: 20_000 }))
+      const shown = (yield* Effect.promise(() =>
+        page.evaluate(`({ transcript: document.getElementById("transcript").textContent, heard: window.baton.heard, played: window.baton.played })`)
+      )) as { transcript: string; heard: number; played: number }
       assert.include(shown.transcript, "you:what is the weather")
       assert.include(shown.transcript, "floor: front → weather")
       assert.isAbove(shown.heard, 16_000) // over a second of microphone samples sent

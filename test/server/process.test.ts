@@ -1,0 +1,42 @@
+/**
+ * The main job as a user runs it (`npm start` = node server/main.ts): on the demo model with no
+ * key, a real client talks to the front desk; SIGTERM drains (the open session gets `close`) and
+ * the process exits 0.
+ */
+import { spawn } from "node:child_process"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { connect, wait } from "./harness.ts"
+
+describe("server/main.ts (npm start)", () => {
+  it.live("serves the front desk on the demo model; SIGTERM drains the open session and exits 0", () =>
+    Effect.gen(function*() {
+      const env = { ...process.env, PORT: "0", BATON_DRAIN_S: "1", OPENAI_API_KEY: "", OPENAI_BASE_URL: "" }
+      const child = yield* Effect.acquireRelease(
+        Effect.sync(() => spawn(process.execPath, ["server/main.ts"], { env, stdio: ["ignore", "pipe", "pipe"] })),
+        (c) => Effect.sync(() => c.kill("SIGKILL"))
+      )
+      let out = ""
+      child.stdout.on("data", (d) => (out += String(d)))
+      child.stderr.on("data", (d) => (out += String(d)))
+      const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)))
+      const url = yield* wait(async () => {
+        for (let i = 0; i < 200; i++) {
+          const m = out.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/)
+          if (m) return m[1]!
+          await new Promise((r) => setTimeout(r, 50))
+        }
+        throw new Error(`no banner: ${out}`)
+      })
+      assert.include(out, "listening on this machine only")
+      const client = yield* connect(`${url.replace("http", "ws")}/ws`)
+      yield* wait(() => client.waitFor((f) => f.type === "ready"))
+      client.sendJson({ type: "user_text", text: "what's the weather in Paris?" })
+      yield* wait(() => client.waitFor((f) => f.type === "agent_handoff", "a handoff to the weather agent"))
+      child.kill("SIGTERM")
+      const close = yield* wait(() => client.waitFor((f) => f.type === "close", "close on drain"))
+      assert.match(close.reason, /shutting down/)
+      assert.strictEqual(yield* wait(() => exited), 0)
+      assert.include(out, "drained: 0 finished, 1 closed")
+    }).pipe(Effect.scoped), 30_000)
+})
