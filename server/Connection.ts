@@ -14,6 +14,7 @@ import type { ResamplerService, ResamplerStage } from "../services/Resampler.ts"
 import { RealtimeModel } from "../services/RealtimeModel.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import { type Agent, AgentSession } from "../src/index.ts"
+import * as Timeline from "../src/Timeline.ts"
 import type { ServerOptions } from "./Config.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 import type { Registry } from "./Registry.ts"
@@ -74,6 +75,8 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
           : session.send(message.text)
       case "interrupt":
         return session.interrupt
+      case "timeline":
+        return session.eventLog.pipe(Effect.flatMap((events) => send({ type: "timeline", svg: Timeline.fromEvents(events) })))
       case "audio_format":
         if (message.sampleRate < 8000 || message.sampleRate > 48_000) {
           return send(inputError(`sampleRate ${message.sampleRate} is outside 8000..48000`))

@@ -24,6 +24,7 @@ export const page = (options: { readonly model: string }): string => `<!doctype 
   .msg { margin: 6px 0; } .msg b { margin-right: 6px; } .user b { color: #555; } .agent b { color: #1a5fd6; }
   .handoff { color: #7a3fb8; font-style: italic; margin: 6px 0; }
   form { display: flex; gap: 8px; } input[type=text] { flex: 1; padding: 6px; }
+  #timeline { overflow: auto; max-height: 45vh; margin-bottom: 12px; } #timeline svg { height: auto; max-width: none; }
   #events div { border-bottom: 1px solid #eee; padding: 2px 0; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
   .muted { color: #777; }
 </style>
@@ -41,7 +42,7 @@ export const page = (options: { readonly model: string }): string => `<!doctype 
   <div id="transcript"></div>
   <form id="send"><input type="text" id="text" placeholder="Type to the agent holding the floor" autocomplete="off"><button>Send</button></form>
 </main>
-<aside><strong>Events</strong><div id="events"></div></aside>
+<aside><strong>Handoff timeline</strong><div id="timeline" class="muted">after the first turn</div><strong>Events</strong><div id="events"></div></aside>
 <script>
 const $ = (id) => document.getElementById(id)
 const state = { audioIn: "none", speaking: {}, playAt: 0, sources: [], outRate: 24000, ctx: null, mic: null, sending: false, heard: 0, played: 0 }
@@ -72,19 +73,24 @@ const clearAudio = () => { for (const s of state.sources) { try { s.stop() } cat
 // The message handler is set before anything awaits the microphone, so no frame is missed.
 ws.onmessage = (m) => {
   if (typeof m.data !== "string") return play(m.data)
-  const e = JSON.parse(m.data); logEvent(e)
+  const e = JSON.parse(m.data)
+  if (e.type !== "timeline") logEvent(e)
   switch (e.type) {
     case "ready": state.audioIn = e.audio; $("floor").textContent = e.agent || "–"
       $("status").textContent = e.audio === "none" ? "connected · text only (no realtime model or voice pipeline on this server)" : "connected · voice on"; break
     case "agent_text": (state.speaking[e.speechId] ??= line("agent", e.agent + ":", "")).append(e.delta); break
     case "conversation_item_added":
       if (e.item && e.item._tag === "Message" && e.item.role === "user") line("user", "you:", e.item.text); break
-    case "agent_handoff": $("floor").textContent = e.to
+    case "agent_handoff": $("floor").textContent = e.to; clearTimeout(state.redraw)
+      state.redraw = setTimeout(() => ws.readyState === 1 && ws.send(JSON.stringify({ type: "timeline" })), 150)
       { const d = document.createElement("div"); d.className = "handoff"; d.textContent = "floor: " + (e.from || "–") + " → " + e.to + (e.kind ? " (" + e.kind + ")" : ""); $("transcript").append(d) } break
     case "audio_format": state.outRate = e.sampleRate; break
     case "clear": clearAudio(); break
     case "error": line("agent", "error:", e.message); break
     case "close": $("status").textContent = "closed: " + e.reason; break
+    case "timeline": $("timeline").innerHTML = e.svg; $("timeline").className = ""; break
+    case "speech_finished": clearTimeout(state.redraw)
+      state.redraw = setTimeout(() => ws.readyState === 1 && ws.send(JSON.stringify({ type: "timeline" })), 150); break
   }
 }
 ws.onclose = () => { $("status").textContent = "disconnected" }

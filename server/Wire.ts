@@ -2,7 +2,8 @@
  * The WebSocket protocol of `/ws`, one session per connection.
  *
  * Client → server: JSON text frames `{"type":"user_text","text":...}`, `{"type":"interrupt"}`,
- * `{"type":"audio_format","sampleRate":16000}`, and binary frames of PCM16 mono audio at the
+ * `{"type":"audio_format","sampleRate":16000}`, `{"type":"timeline"}` (answered with the session's
+ * handoff timeline as SVG), and binary frames of PCM16 mono audio at the
  * declared rate (16 kHz until declared).
  *
  * Server → client: every session event as one JSON frame with its `type` (`agent_handoff`,
@@ -16,7 +17,8 @@ import { Schema } from "effect"
 export const ClientMessage = Schema.Union([
   Schema.Struct({ type: Schema.Literal("user_text"), text: Schema.String }),
   Schema.Struct({ type: Schema.Literal("interrupt") }),
-  Schema.Struct({ type: Schema.Literal("audio_format"), sampleRate: Schema.Int })
+  Schema.Struct({ type: Schema.Literal("audio_format"), sampleRate: Schema.Int }),
+  Schema.Struct({ type: Schema.Literal("timeline") })
 ])
 export type ClientMessage = typeof ClientMessage.Type
 
@@ -32,8 +34,8 @@ export const parseClientFrame = (text: string): ClientMessage | string => {
   }
   const type = typeof json === "object" && json !== null && "type" in json ? (json as { type: unknown }).type : undefined
   if (typeof type !== "string") return "a message needs a string \"type\""
-  if (type !== "user_text" && type !== "interrupt" && type !== "audio_format") {
-    return `unknown message type "${type}" (expected user_text, interrupt or audio_format)`
+  if (type !== "user_text" && type !== "interrupt" && type !== "audio_format" && type !== "timeline") {
+    return `unknown message type "${type}" (expected user_text, interrupt, audio_format or timeline)`
   }
   const result = decodeMessage(json)
   if (result._tag === "Failure") return `bad ${type} message: ${String(result.failure).split("\n")[0]}`
@@ -48,6 +50,8 @@ export type ServerFrame =
   | { readonly type: "clear"; readonly speechId: string; readonly agent: string }
   | { readonly type: "error"; readonly source: "input" | "transport"; readonly message: string; readonly recoverable: boolean }
   | { readonly type: "close"; readonly reason: string }
+  /** The session so far as a handoff timeline picture (SVG), asked for with `{"type":"timeline"}`. */
+  | { readonly type: "timeline"; readonly svg: string }
 
 /** Events carry chat items and errors: plain data, except what JSON cannot say (bigints, cycles). */
 export const encode = (frame: unknown): string =>

@@ -5,16 +5,19 @@
  * and exits 0.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Effect, Exit, Runtime } from "effect"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { Cause, type Config, Effect, Exit, Layer, Runtime } from "effect"
+import type { LanguageModel } from "effect/ai"
+import * as Observe from "../src/observe/Observe.ts"
 import { chooseModel } from "../examples/front-desk/main.ts"
 import { greeter, makeFrontDesk } from "../examples/front-desk/agents.ts"
 import * as DemoModel from "../examples/front-desk/demoModel.ts"
 import { OpenAiChat } from "../layers/openai/OpenAiChat.ts"
-import * as Config from "./Config.ts"
+import * as ServerConfig from "./Config.ts"
 import { run } from "./Run.ts"
 
 const main = Effect.gen(function*() {
-  const options = yield* Config.fromEnv
+  const options = yield* ServerConfig.fromEnv
   const choice = yield* chooseModel
   const serve = run({
     ...options,
@@ -24,7 +27,11 @@ const main = Effect.gen(function*() {
       ? "Model: the built-in demo model (no API key; it understands the demo phrases: try \"what's the weather in Paris\", \"book an appointment\"). Voice needs a realtime model or the voice pipeline."
       : "Model: the OpenAI-compatible chat model from OPENAI_BASE_URL / OPENAI_MODEL."
   })
-  return yield* choice._tag === "Demo" ? serve.pipe(Effect.provide(DemoModel.layer({}))) : serve.pipe(Effect.provide(OpenAiChat.layerConfigFetch))
+  const model: Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError> = choice._tag === "Demo"
+    ? DemoModel.layer({})
+    : OpenAiChat.layerConfigFetch
+  // metrics of every session for /metrics; event logs with BATON_RECORD_DIR; OTLP with OTEL_EXPORTER_OTLP_ENDPOINT
+  return yield* serve.pipe(Effect.provide(Layer.merge(model, Observe.layerConfig.pipe(Layer.provide(NodeFileSystem.layer)))))
 })
 
 if (import.meta.main) {

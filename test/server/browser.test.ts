@@ -85,6 +85,7 @@ describe("the playground page in Chromium", () => {
         page.waitForFunction(`document.getElementById("transcript").textContent.includes("Weather desk here")`, undefined, { timeout: 20_000 })
       )
       yield* Effect.promise(() => page.waitForFunction(`window.baton.played > 0`, undefined, { timeout: 20_000 }))
+      yield* Effect.promise(() => page.waitForFunction(`document.querySelector("#timeline svg") !== null`, undefined, { timeout: 20_000 }))
       const shown = (yield* Effect.promise(() =>
         page.evaluate(`({ transcript: document.getElementById("transcript").textContent, heard: window.baton.heard, played: window.baton.played })`)
       )) as { transcript: string; heard: number; played: number }

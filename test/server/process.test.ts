@@ -33,6 +33,9 @@ describe("server/main.ts (npm start)", () => {
       yield* wait(() => client.waitFor((f) => f.type === "ready"))
       client.sendJson({ type: "user_text", text: "what's the weather in Paris?" })
       yield* wait(() => client.waitFor((f) => f.type === "agent_handoff", "a handoff to the weather agent"))
+      const metrics = yield* wait(() => fetch(`${url}/metrics`).then((r) => r.text()))
+      assert.match(metrics, /baton_handoffs_total\{[^}]*to="weather"[^}]*\} 1/) // the core's metrics, next to the service's
+      assert.match(metrics, /baton_server_sessions_open 1/)
       child.kill("SIGTERM")
       const close = yield* wait(() => client.waitFor((f) => f.type === "close", "close on drain"))
       assert.match(close.reason, /shutting down/)

@@ -47,6 +47,10 @@ describe("Server /ws", () => {
       const at = (match: (f: any) => boolean) => client.frames.findIndex(match)
       assert.isBelow(at((f) => f.type === "agent_handoff"), at((f) => f.type === "agent_text" && f.agent === "weather"))
       assert.strictEqual(server.state.registry.open(), 1)
+      client.sendJson({ type: "timeline" })
+      const picture = yield* wait(() => client.waitFor((f) => f.type === "timeline", "timeline"))
+      assert.match(picture.svg, /^<svg/)
+      assert.include(picture.svg, "weather")
     }).pipe(Effect.scoped))
 
   it.live("malformed frames get an error event and the session goes on", () =>
