@@ -23,7 +23,7 @@ describe("server/main.ts (npm start)", () => {
       const url = yield* wait(async () => {
         for (let i = 0; i < 200; i++) {
           const m = out.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/)
-          if (m) return m[1]!
+          if (m && out.includes("BATON_TOKEN")) return m[1]!
           await new Promise((r) => setTimeout(r, 50))
         }
         throw new Error(`no banner: ${out}`)
