@@ -4,8 +4,8 @@
  * through the same batches as in the text pipeline (same rules); their outputs reach the
  * server with the next context sync, before any response is asked for.
  */
+import * as ToolSchema from "../services/ToolSchema.ts"
 import { Cause, Deferred, Effect, Exit, Queue, Semaphore, Stream } from "effect"
-import { Tool as AiTool } from "effect/ai"
 import { AudioOutput, durationMs } from "../services/AudioOutput.ts"
 import * as ModelCallMeter from "./observe/ModelCallMeter.ts"
 import { ModelCall } from "../services/ModelCall.ts"
@@ -47,7 +47,7 @@ const toolsOf = (actor: Actor): ReadonlyArray<RealtimeTool> =>
   [...actor.tools.values()].map((tool) => ({
     name: tool.name,
     description: tool.description,
-    parameters: AiTool.getJsonSchema(tool.definition) as Record<string, unknown>
+    parameters: ToolSchema.parametersOf(tool.definition)
   }))
 
 const desired = (actor: Actor) => ({ instructions: actor.agent.instructions, tools: toolsOf(actor), context: actor.chat })

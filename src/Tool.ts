@@ -8,6 +8,7 @@
  * - `Tool.noReply(output?)`: the output is recorded but the agent does not reply to it.
  * Any other failure or defect becomes an error output too, and an `error` event.
  */
+import * as ToolSchema from "../services/ToolSchema.ts"
 import { Effect, Schema } from "effect"
 import { Tool as AiTool } from "effect/ai"
 import type { Agent } from "./Agent.ts"
@@ -84,6 +85,9 @@ export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoP
     throw new Error(`Tool name "${name}" must be 1-64 characters of letters, digits, _ or -`)
   }
   const parameters = (options.parameters ?? NoParameters) as unknown as Schema.Codec<S["Type"], unknown, never, never>
+  const definition = AiTool.make(name, { description: options.description, parameters: options.parameters ?? NoParameters })
+  // A top-level union or primitive is no function's parameters for any provider: say so now.
+  ToolSchema.parametersOf(definition)
   return {
     _tag: "Tool",
     name,
@@ -94,7 +98,7 @@ export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoP
       ...(options.onDuplicate !== undefined ? { onDuplicate: options.onDuplicate } : {}),
       ...(options.cancellable !== undefined ? { cancellable: options.cancellable } : {})
     },
-    definition: AiTool.make(name, { description: options.description, parameters: options.parameters ?? NoParameters })
+    definition
   }
 }
 

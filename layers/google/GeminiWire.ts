@@ -121,8 +121,16 @@ export const toGeminiSchema = (schema: unknown): Record<string, unknown> => {
   return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined))
 }
 
+/**
+ * Gemini refuses an OBJECT schema with no properties ("should be non-empty for OBJECT type"): a
+ * function without parameters is declared without `parameters`.
+ */
 export const toFunctionDeclarations = (tools: ReadonlyArray<RealtimeTool>) =>
-  tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toGeminiSchema(tool.parameters) }))
+  tools.map((tool) => {
+    const parameters = toGeminiSchema(tool.parameters)
+    const empty = parameters.type === "OBJECT" && Object.keys((parameters.properties ?? {}) as object).length === 0
+    return empty ? { name: tool.name, description: tool.description } : { name: tool.name, description: tool.description, parameters }
+  })
 
 const parseArgs = (text: string): unknown => {
   if (text.trim() === "") return {}

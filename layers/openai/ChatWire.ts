@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import * as ToolSchema from "../../services/ToolSchema.ts"
 import { Option, Predicate, Schema } from "effect"
 import type { LanguageModel, Prompt, Response } from "effect/ai"
 import { Tool } from "effect/ai"
@@ -184,8 +185,8 @@ export const toolsFromOptions = (tools: ReadonlyArray<Tool.Any>): Array<WireTool
     out.push({
       type: "function",
       function: description === undefined
-        ? { name: tool.name, parameters: Tool.getJsonSchema(tool) }
-        : { name: tool.name, description, parameters: Tool.getJsonSchema(tool) }
+        ? { name: tool.name, parameters: ToolSchema.parametersOf(tool) }
+        : { name: tool.name, description, parameters: ToolSchema.parametersOf(tool) }
     })
   }
   return out

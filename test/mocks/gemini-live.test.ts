@@ -174,7 +174,7 @@ describe("Gemini Live mock: protocol", () => {
             ? GeminiPlan.sayThenCall("Let me check.", "get_weather", { city: "Paris" })
             : GeminiLiveMock.geminiEchoScript(ctx)
       })
-      const tools = [{ functionDeclarations: [{ name: "get_weather", parameters: { type: "OBJECT" } }] }]
+      const tools = [{ functionDeclarations: [{ name: "get_weather", parameters: { type: "OBJECT", properties: { city: { type: "STRING" } } } }] }]
       const client = yield* open(mock, baseSetup({ tools }))
       yield* say(client, "weather?")
       const events = yield* client.until("toolCall")

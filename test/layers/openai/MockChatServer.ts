@@ -55,6 +55,25 @@ export interface MockChatServer {
   readonly nextRequest: Effect.Effect<RecordedRequest>
 }
 
+/** OpenAI's rule for `tools[i].function.parameters`: absent, or a JSON Schema of type object. */
+export const checkToolSchemas = (body: unknown): { readonly message: string; readonly param: string } | undefined => {
+  const tools = typeof body === "object" && body !== null ? (body as { tools?: unknown }).tools : undefined
+  if (!Array.isArray(tools)) return undefined
+  for (let i = 0; i < tools.length; i++) {
+    const fn = (tools[i] as { function?: { name?: unknown; parameters?: unknown } } | null)?.function
+    const parameters = fn?.parameters as Record<string, unknown> | undefined
+    if (parameters === undefined) continue
+    if (typeof parameters !== "object" || parameters === null || parameters["type"] !== "object") {
+      const got = typeof parameters === "object" && parameters !== null && typeof parameters["type"] === "string" ? parameters["type"] : "None"
+      return {
+        message: `Invalid schema for function '${String(fn?.name)}': schema must be a JSON Schema of 'type: "object"', got 'type: "${got}"'.`,
+        param: `tools[${i}].function.parameters`
+      }
+    }
+  }
+  return undefined
+}
+
 // ----------------------------------------------------------------------------
 // Reply builders
 // ----------------------------------------------------------------------------
@@ -154,6 +173,14 @@ export const make: Effect.Effect<MockChatServer, never, import("effect").Scope.S
     requests.push(recorded)
     Queue.offerUnsafe(incoming, recorded)
 
+    // As strict as OpenAI: a function whose parameters are not an object schema refuses the
+    // whole request (400), before any scripted reply is used.
+    const refusal = checkToolSchemas(parsed)
+    if (refusal !== undefined) {
+      res.writeHead(400, { "content-type": "application/json" })
+      res.end(JSON.stringify({ error: { ...refusal, type: "invalid_request_error", code: "invalid_function_parameters" } }))
+      return
+    }
     const reply = replies.shift()
     if (reply === undefined) {
       res.writeHead(500, { "content-type": "application/json" })

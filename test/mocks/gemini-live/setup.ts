@@ -77,6 +77,19 @@ export const parseSetup = (
           if (!Predicate.isString(obj(d).name)) {
             return { ok: false, close: invalid("Invalid setup: a function declaration has no name.") }
           }
+          const parameters = obj(d).parameters
+          if (parameters !== undefined) {
+            const p = obj(parameters)
+            if (p.type !== "OBJECT") {
+              return { ok: false, close: invalid(`Invalid setup: function '${String(obj(d).name)}': parameters must have type OBJECT.`) }
+            }
+            if (Object.keys(obj(p.properties)).length === 0) {
+              return { ok: false, close: invalid(`* GenerateContentRequest.tools[0].function_declarations[0].parameters.properties: should be non-empty for OBJECT type`) }
+            }
+            if ("additionalProperties" in p) {
+              return { ok: false, close: invalid(`Invalid JSON payload received. Unknown name "additionalProperties" at 'setup.tools[0].function_declarations[0].parameters'`) }
+            }
+          }
           tools.push(d as FunctionDeclaration)
         }
       }

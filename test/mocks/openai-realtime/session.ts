@@ -94,6 +94,14 @@ export const checkTools = (value: unknown, param: string): Check<ReadonlyArray<F
     if (!Predicate.isObject(t)) return bad(Errors.invalidValue(`${param}[${i}]`, t))
     if (t.type === "function" && !Predicate.isString(t.name)) return bad(Errors.missingParameter(`${param}[${i}].name`))
     if (t.type !== "function" && t.type !== "mcp") return bad(Errors.invalidValue(`${param}[${i}].type`, t.type, ["function", "mcp"]))
+    const parameters = t.type === "function" ? t.parameters : undefined
+    if (parameters !== undefined && !(Predicate.isObject(parameters) && parameters.type === "object")) {
+      const got = Predicate.isObject(parameters) && Predicate.isString(parameters.type) ? parameters.type : "None"
+      return bad(Errors.constraint(
+        `${param}[${i}].parameters`,
+        `Invalid schema for function '${String(t.name)}': schema must be a JSON Schema of 'type: "object"', got 'type: "${got}"'.`
+      ))
+    }
   }
   return ok(value as ReadonlyArray<FunctionTool>)
 }
