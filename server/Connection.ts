@@ -60,7 +60,7 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
       toModel ??= yield* ctx.resampler.make(inputRate, ctx.realtimeInputRate)
       for (const frame of toModel.push(AudioFrame.fromPcm16(bytes, inputRate))) {
         yield* session.pushAudio(AudioFrame.toPcm16(frame)).pipe(
-          Effect.catch((e) => send({ type: "error", source: "transport", message: e.message, recoverable: true }))
+          Effect.catch((e) => send({ type: "error", source: "transport", message: e.message, recoverable: e._tag !== "SessionClosed" }))
         )
       }
     })
@@ -72,7 +72,7 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
           ? send(inputError(`a user_text of ${message.text.length} characters is over the limit of ${ctx.options.maxTextChars}`))
           : message.text.trim() === ""
           ? send(inputError("user_text is empty"))
-          : session.send(message.text)
+          : session.send(message.text).pipe(Effect.catch((e) => send(inputError(e.message))))
       case "interrupt":
         return session.interrupt
       case "timeline":

@@ -11,7 +11,7 @@ import type { Agent } from "./Agent.ts"
 import { ChatContext, type ChatItem, nextId } from "./ChatContext.ts"
 import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
 import * as Diagnostics from "./Diagnostics.ts"
-import { FloorError } from "./Errors.ts"
+import { FloorError, SessionClosed } from "./Errors.ts"
 import type { EventInput, ModelCallEvent, SessionEvent } from "./Events.ts"
 import * as Floor from "./Floor.ts"
 import * as RealtimePool from "./RealtimePool.ts"
@@ -30,14 +30,15 @@ import * as Work from "./Work.ts"
 export interface AgentSession<U = unknown> {
   readonly id: string
   readonly userdata: U
-  /** Sends user text to the agent holding the floor. */
-  readonly send: (text: string) => Effect.Effect<void>
+  /** Sends user text to the agent holding the floor; fails with `SessionClosed` once closing. */
+  readonly send: (text: string) => Effect.Effect<void, SessionClosed>
   /**
    * Sends user text and waits until the session is quiescent: no message waiting in any mailbox,
    * no speech playing, no handoff or hook chain in progress, the floor holder idle (rule 10).
    * The result holds what happened since the input (start-up is not part of the first run).
+   * Fails with `SessionClosed` when the session is closing or closed.
    */
-  readonly run: (text: string, options?: RunOptions) => Effect.Effect<RunResult>
+  readonly run: (text: string, options?: RunOptions) => Effect.Effect<RunResult, SessionClosed>
   /** Waits until the session is quiescent. */
   readonly idle: Effect.Effect<void>
   /** Waits until the session is quiescent and no background tool is running. */
@@ -50,9 +51,9 @@ export interface AgentSession<U = unknown> {
   /**
    * The user's audio (PCM16 mono at the model's input rate) for the agent holding the floor,
    * when it talks through a realtime model; the model's turn detection takes it from there.
-   * Dropped when the holder has no realtime model.
+   * Dropped when the holder has no realtime model. Fails with `SessionClosed` once closing.
    */
-  readonly pushAudio: (pcm: Uint8Array) => Effect.Effect<void, RealtimeError>
+  readonly pushAudio: (pcm: Uint8Array) => Effect.Effect<void, RealtimeError | SessionClosed>
   readonly say: (text: string, options?: SayOptions) => Effect.Effect<SpeechHandle, FloorError>
   readonly generateReply: (options?: ReplyOptions) => Effect.Effect<SpeechHandle, FloorError>
   /** Interrupts what the agent holding the floor is saying. */
@@ -270,6 +271,9 @@ export const start = <U = undefined>(
       }
     })
 
+    const isClosed = (what: string) =>
+      Effect.fail(new SessionClosed({ message: `${what}: session ${core.id} is closed; start a new one` }))
+
     const ask = <A, E>(make: (reply: Deferred.Deferred<A, E>) => SessionMessage) =>
       Effect.gen(function*() {
         const reply = yield* Deferred.make<A, E>()
@@ -280,11 +284,13 @@ export const start = <U = undefined>(
     const session: AgentSession<U> = {
       id: core.id,
       userdata: options.userdata as U,
-      send: (text) => Effect.sync(() => sendToSession({ _tag: "Input", text })),
+      send: (text) => Effect.suspend(() => (closed ? isClosed("send") : Effect.sync(() => sendToSession({ _tag: "Input", text })))),
       run: (text, runOptions = {}) =>
         runLock.withPermit(
           Effect.gen(function*() {
+            if (closed) return yield* isClosed("run")
             yield* work.idle
+            if (closed) return yield* isClosed("run")
             const from = seq
             sendToSession({ _tag: "Input", text })
             yield* runOptions.waitForBackground ? idleWithBackground : work.idle
@@ -294,7 +300,10 @@ export const start = <U = undefined>(
       idle: work.idle,
       idleWithBackground,
       setUserSpeaking: (speaking) => Effect.sync(() => setUserSpeaking(speaking)),
-      pushAudio: (pcm) => Effect.suspend(() => (state.holder && !closed ? RealtimeReply.pushAudio(state.holder, pcm) : Effect.void)),
+      pushAudio: (pcm) =>
+        Effect.suspend((): Effect.Effect<void, RealtimeError | SessionClosed> =>
+          closed ? isClosed("pushAudio") : state.holder ? RealtimeReply.pushAudio(state.holder, pcm) : Effect.void
+        ),
       realtime: () => realtimePool?.stats(),
       say: (text, sayOptions = {}) => ask((reply) => ({ _tag: "Say", text, options: sayOptions, reply })),
       generateReply: (replyOptions = {}) => ask((reply) => ({ _tag: "Reply", options: replyOptions, reply })),

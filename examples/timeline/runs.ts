@@ -36,7 +36,7 @@ type Run = Effect.Effect<ReadonlyArray<SessionEvent>, never, Scope.Scope | Langu
 export const seed002: Run = Effect.gen(function*() {
   const session = yield* AgentSession.start({ agent: front, userdata: { saved: [] as Array<string> } })
   yield* session.idle
-  yield* session.run("I have a question about my bill")
+  yield* session.run("I have a question about my bill").pipe(Effect.orDie)
   return yield* session.eventLog
 })
 
@@ -47,7 +47,7 @@ export const seed004 = (options: RunOptions = {}): Run =>
     yield* session.idle
     for (const turn of turns) {
       if (options.pause !== undefined) yield* Effect.sleep(options.pause)
-      yield* session.run(turn)
+      yield* session.run(turn).pipe(Effect.orDie)
     }
     return yield* session.eventLog
   })

@@ -164,6 +164,14 @@ export const playTimeline = (state: TimelineState) =>
             record.resultSeqs = result.sessionEvents.map((e) => e.seq)
             record.containsInput = result.events.some((e) => e.type === "message" && e.role === "user" && e.content === text)
           })
+        ),
+        // A run the session's close overtook fails with SessionClosed: it resolved, with no result.
+        Effect.catchTag("SessionClosed", () =>
+          Effect.sync(() => {
+            record.resolvedSeq = world.seq()
+            record.resolvedOrder = world.tick()
+            record.closedBefore = true
+          })
         )
       )
     }
@@ -180,7 +188,10 @@ export const playTimeline = (state: TimelineState) =>
       Effect.gen(function*() {
         switch (action.op) {
           case "send":
-            return yield* session.send(inputText(action.input))
+            // after close a send is refused (SessionClosed): the scenario goes on
+            return yield* session.send(inputText(action.input)).pipe(
+              Effect.catchTag("SessionClosed", () => (closed() ? Effect.void : Effect.die(new Error("SessionClosed before close"))))
+            )
           case "run": {
             const fiber = yield* fork(run(action.input, action.background ?? false))
             if (!action.wait) return void pending.push({ what: `run u${action.input}`, fiber })

@@ -84,4 +84,21 @@ describe("AgentSession", () => {
       assert.strictEqual(again.events.length, 1)
     })
   })
+
+  it.effect("after close, run, send and pushAudio fail with SessionClosed instead of succeeding silently", () => {
+    const a = Agent.make({ name: "a", instructions: "A" })
+    return Effect.gen(function*() {
+      const session = yield* AgentSession.start({ agent: a })
+      yield* session.run("hello")
+      yield* session.close
+      const run = yield* session.run("are you there?").pipe(Effect.flip)
+      assert.strictEqual(run._tag, "SessionClosed")
+      assert.include(run.message, "is closed")
+      assert.strictEqual((yield* session.send("hi").pipe(Effect.flip))._tag, "SessionClosed")
+      assert.strictEqual((yield* session.pushAudio(new Uint8Array(2)).pipe(Effect.flip))._tag, "SessionClosed")
+      // nothing was recorded for the refused input
+      const history = yield* session.history
+      assert.isFalse(history.items.some((i) => i._tag === "Message" && i.text === "are you there?"))
+    }).pipe(Effect.provide(ScriptedModel.layer([{ when: () => true, reply: { text: "hi" } }])))
+  })
 })
