@@ -11,7 +11,7 @@ import type { Agent } from "./Agent.ts"
 import { ChatContext, type ChatItem, nextId } from "./ChatContext.ts"
 import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
 import * as Diagnostics from "./Diagnostics.ts"
-import { FloorError, SessionClosed } from "./Errors.ts"
+import { FloorError, SessionClosed, TurnFailed } from "./Errors.ts"
 import type { EventInput, ModelCallEvent, SessionEvent } from "./Events.ts"
 import * as Floor from "./Floor.ts"
 import * as RealtimePool from "./RealtimePool.ts"
@@ -36,9 +36,10 @@ export interface AgentSession<U = unknown> {
    * Sends user text and waits until the session is quiescent: no message waiting in any mailbox,
    * no speech playing, no handoff or hook chain in progress, the floor holder idle (rule 10).
    * The result holds what happened since the input (start-up is not part of the first run).
-   * Fails with `SessionClosed` when the session is closing or closed.
+   * Fails with `SessionClosed` when the session is closing or closed, and with `TurnFailed` (which
+   * carries the result) when a model failed and the turn got no reply and no handoff.
    */
-  readonly run: (text: string, options?: RunOptions) => Effect.Effect<RunResult, SessionClosed>
+  readonly run: (text: string, options?: RunOptions) => Effect.Effect<RunResult, SessionClosed | TurnFailed>
   /** Waits until the session is quiescent. */
   readonly idle: Effect.Effect<void>
   /** Waits until the session is quiescent and no background tool is running. */
@@ -294,7 +295,12 @@ export const start = <U = undefined>(
             const from = seq
             sendToSession({ _tag: "Input", text })
             yield* runOptions.waitForBackground ? idleWithBackground : work.idle
-            return new RunResult(since(from))
+            const result = new RunResult(since(from))
+            if (result.unanswered) {
+              const errors = result.errors
+              return yield* new TurnFailed({ message: `the turn got no answer: ${errors.map((e) => e.message).join("; ")}`, errors, result })
+            }
+            return result
           })
         ),
       idle: work.idle,

@@ -1,4 +1,6 @@
-import { Schema } from "effect"
+import { Data, Schema } from "effect"
+import type { ErrorEvent } from "./Events.ts"
+import type { RunResult } from "./RunResult.ts"
 
 /** An agent tried to speak, reply or start a task without holding the floor. */
 export class FloorError extends Schema.TaggedError<FloorError>()("FloorError", {
@@ -18,3 +20,14 @@ export class TaskError extends Schema.TaggedError<TaskError>()("TaskError", {
 export class SessionClosed extends Schema.TaggedError<SessionClosed>()("SessionClosed", {
   message: Schema.String
 }) {}
+
+/**
+ * `session.run` failed to get an answer: the model (or the realtime connection) failed and the
+ * turn produced no reply and no handoff. It carries the run's result, with the error events, so
+ * a caller can show what happened; a turn that answered despite a failed step is not a failure.
+ */
+export class TurnFailed extends Data.TaggedError("TurnFailed")<{
+  readonly message: string
+  readonly errors: ReadonlyArray<ErrorEvent>
+  readonly result: RunResult
+}> {}

@@ -5,7 +5,7 @@
  * lists every event of the run, with a marker where the expectation stopped.
  */
 import type { ChatItem } from "./ChatContext.ts"
-import type { SessionEvent } from "./Events.ts"
+import type { ErrorEvent, SessionEvent } from "./Events.ts"
 import * as Timeline from "./Timeline.ts"
 
 export type RunEvent =
@@ -277,6 +277,18 @@ export class RunResult {
       return run ? [run] : []
     })
     this.expect = new RunExpect(this.events)
+  }
+  /** The `error` events of the run (model, tool, hook, input, realtime). */
+  get errors(): ReadonlyArray<ErrorEvent> {
+    return this.sessionEvents.filter((e): e is ErrorEvent => e.type === "error")
+  }
+  /**
+   * Whether the turn got no answer because a model failed: a model or realtime error, and no
+   * reply and no handoff in the run. `session.run` fails with `TurnFailed` then.
+   */
+  get unanswered(): boolean {
+    return this.errors.some((e) => e.source === "model" || e.source === "realtime") &&
+      !this.events.some((e) => (e.type === "message" && e.role === "assistant" && e.content !== "") || e.type === "agent_handoff")
   }
   /** The last assistant message of the run, if any. */
   get finalOutput(): string | undefined {

@@ -153,6 +153,8 @@ export const playTimeline = (state: TimelineState) =>
       }
       state.runs.push(record)
       return session.run(text, { waitForBackground: background }).pipe(
+        // a turn no model answered fails with TurnFailed, which carries the run's result
+        Effect.catchTag("TurnFailed", (failed) => Effect.succeed(failed.result)),
         Effect.flatMap((result) =>
           Effect.gen(function*() {
             record.resolvedSeq = world.seq()

@@ -77,11 +77,16 @@ describe("AgentSession", () => {
     const mute = Agent.make({ name: "mute", instructions: "M" })
     return Effect.gen(function*() {
       const session = yield* AgentSession.start({ agent: mute })
-      const result = yield* session.run("hello?")
-      const error = result.sessionEvents.find((e) => e.type === "error")
-      assert.isTrue(error?.type === "error" && error.message.includes("has no language model"))
-      const again = yield* session.run("still there?")
-      assert.strictEqual(again.events.length, 1)
+      // the turn got no answer: run fails with TurnFailed, which carries the error and the result
+      const failed = yield* session.run("hello?").pipe(Effect.flip)
+      assert.strictEqual(failed._tag, "TurnFailed")
+      if (failed._tag !== "TurnFailed") return
+      assert.include(failed.errors[0]!.message, "has no language model")
+      assert.include(failed.message, "has no language model")
+      assert.isTrue(failed.result.events.some((e) => e.type === "message" && e.role === "user" && e.content === "hello?"))
+      // the session goes on: the next turn is taken (and fails the same way, typed)
+      const again = yield* session.run("still there?").pipe(Effect.flip)
+      assert.strictEqual(again._tag, "TurnFailed")
     })
   })
 
