@@ -2,6 +2,7 @@
  * The session's typed event stream. Every event carries the session-wide sequence number and
  * the clock time (milliseconds, `Clock`, so tests under `TestClock` see test time).
  */
+import type { ErrorReason } from "./ErrorInfo.ts"
 import type { ChatItem, FunctionCall, FunctionCallOutput, HandoffKind } from "./ChatContext.ts"
 import type { UsageSummary } from "./observe/Usage.ts"
 import type { SpeechSource } from "./Speech.ts"
@@ -71,7 +72,14 @@ export interface ErrorEvent extends Base {
   readonly type: "error"
   readonly agent: string | undefined
   readonly source: "model" | "tool" | "hook" | "input" | "transport" | "realtime"
+  /** One line: what failed and, where known, what to do (never a stack trace). */
   readonly message: string
+  /** Why, for a program to branch on (model failures; see src/ErrorInfo.ts). */
+  readonly reason?: ErrorReason | undefined
+  /** The provider's HTTP status, where there is one. */
+  readonly status?: number | undefined
+  /** Whether trying the same request again can help. */
+  readonly retryable?: boolean | undefined
   /** The session goes on after it. */
   readonly recoverable: boolean
 }

@@ -3,6 +3,7 @@
  * Interrupting a reply interrupts that fiber while it generates; once its tool calls run, an
  * interruption only cancels the follow-up reply (tool calls are never cut in half).
  */
+import type { ErrorInfo } from "./ErrorInfo.ts"
 import { Deferred, Effect } from "effect"
 import { nextId } from "./ChatContext.ts"
 
@@ -13,7 +14,13 @@ export type SpeechOutcome =
   | { readonly _tag: "Interrupted" }
   /** Never started: its agent lost the floor or the session closed first. */
   | { readonly _tag: "Dropped"; readonly reason: string }
-  | { readonly _tag: "Failed"; readonly message: string }
+  | {
+    readonly _tag: "Failed"
+    readonly message: string
+    readonly info?: ErrorInfo | undefined
+    /** The pretty cause, for the debug log. */
+    readonly cause?: string | undefined
+  }
 
 export interface SpeechHandle {
   readonly id: string

@@ -4,8 +4,16 @@
  */
 import { Cause, Deferred, Effect, Exit, Fiber, type Scope } from "effect"
 import * as Diagnostics from "./Diagnostics.ts"
+import * as ErrorInfo from "./ErrorInfo.ts"
 import type { SessionCore } from "./SessionCore.ts"
 import * as Speech from "./Speech.ts"
+
+
+/** A failed speech: one line and a reason for the event; the whole cause goes to the debug log. */
+const failed = (cause: Cause.Cause<unknown>): Speech.SpeechOutcome => {
+  const info = ErrorInfo.fromCause(cause)
+  return { _tag: "Failed", message: info.message, info, cause: Cause.pretty(cause) }
+}
 
 export interface SpeechHost {
   readonly name: string
@@ -145,7 +153,7 @@ export const make = (host: SpeechHost): Speeches => {
       ? { _tag: "Finished" }
       : Cause.hasInterruptsOnly(exit.cause)
       ? { _tag: "Interrupted" }
-      : { _tag: "Failed", message: Cause.pretty(exit.cause) }
+      : failed(exit.cause)
 
   const startNext: Effect.Effect<void> = Effect.suspend(() => {
     if (current || !host.mayStart()) return Effect.void
@@ -160,13 +168,27 @@ export const make = (host: SpeechHost): Speeches => {
     current = entry
     next.speech.phase = "generating"
     const end = (outcome: Speech.SpeechOutcome) =>
-      Effect.sync(() => {
+      Effect.andThen(
+        outcome._tag === "Failed" && outcome.cause !== undefined
+          ? Effect.logDebug(`reply of ${host.name} failed: ${outcome.cause}`)
+          : Effect.void,
+        Effect.sync(() => {
         if (outcome._tag === "Failed") {
-          host.core.emit({ type: "error", agent: host.name, source: "model", message: outcome.message, recoverable: true })
+          const info = outcome.info
+          host.core.emit({
+            type: "error",
+            agent: host.name,
+            source: "model",
+            message: info?.message ?? outcome.message,
+            reason: info?.reason,
+            status: info?.status,
+            retryable: info?.retryable,
+            recoverable: true
+          })
         }
         host.ended(next.speech)
         finish(next.speech, outcome)
-      })
+      }))
     return next.body(next.speech).pipe(
       Effect.exit,
       // A reply that fails because the session is closing under it was cut, not broken.
