@@ -57,6 +57,8 @@ const reasonOf = (tag: string, kind: string | undefined): ErrorReason => {
       return "InvalidResponse"
     case "NetworkError":
       return kind === "TransportError" ? "Transport" : "InvalidRequest"
+    case "Timeout":
+      return "Timeout"
     default:
       return "Unknown"
   }
@@ -76,9 +78,10 @@ export const fromError = (error: unknown): ErrorInfo => {
   const candidate = error as { readonly _tag?: string; readonly reason?: unknown; readonly message?: string } | null
   const reason = (candidate?._tag === "AiError" ? candidate.reason : candidate) as ReasonLike | null
   if (reason !== null && typeof reason === "object" && typeof reason._tag === "string" && reason._tag.endsWith("Error")) {
-    const kind = reasonOf(reason._tag, reason.reason)
+    // a layer's timeout is a transport failure whose description says so
+    const kind = reasonOf(reason.description?.startsWith("timeout:") ? "Timeout" : reason._tag, reason.reason)
     const status = reason.http?.response?.status
-    const detail = firstLine(reason.description ?? (candidate as { message?: string }).message ?? reason._tag)
+    const detail = firstLine(reason.description ?? (candidate as { message?: string }).message ?? reason._tag).replace(/^timeout: /, "")
     const hint = advice[kind]
     return {
       reason: kind,

@@ -91,6 +91,17 @@ export interface Options {
   readonly retryBaseDelay?: Duration.Input | undefined
   /** A 429 asking to wait longer than this is not retried. Default 30 s. */
   readonly maxRetryAfter?: Duration.Input | undefined
+  /**
+   * Longest wait for the response to start (its headers), per attempt; a timeout is retried like
+   * a transport failure. Default 30 s.
+   */
+  readonly responseTimeout?: Duration.Input | undefined
+  /**
+   * Longest silence in the response stream (also before its first chunk): a server that sends
+   * headers and then nothing ends the reply with a Timeout instead of holding the turn. Not
+   * retried (part of the answer may have been spoken). Default 30 s.
+   */
+  readonly idleTimeout?: Duration.Input | undefined
   /** Extra request headers (e.g. `OpenAI-Organization`). */
   readonly headers?: Readonly<Record<string, string>> | undefined
 }
@@ -126,6 +137,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const maxRetries = Math.max(0, Math.floor(options.maxRetries ?? 2))
   const retryBaseDelay = Duration.fromInputUnsafe(options.retryBaseDelay ?? "500 millis")
   const maxRetryAfter = Duration.fromInputUnsafe(options.maxRetryAfter ?? "30 seconds")
+  const responseTimeout = Duration.fromInputUnsafe(options.responseTimeout ?? "30 seconds")
+  const idleTimeout = Duration.fromInputUnsafe(options.idleTimeout ?? "30 seconds")
+  const timedOut = (method: string, what: string) =>
+    aiError(method, new AiError.NetworkError({ reason: "TransportError", method: "POST", url, description: `timeout: ${what}` }))
   const settings: RequestSettings = {
     model: options.model,
     parallelToolCalls: options.parallelToolCalls ?? true,
@@ -203,6 +218,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const open = (method: string, body: WireRequestBody) =>
     attempt(method, body).pipe(
+      Effect.timeoutOrElse({
+        duration: responseTimeout,
+        orElse: () => Effect.fail(timedOut(method, `no response within ${Duration.format(responseTimeout)}`))
+      }),
       Effect.tapError((error) =>
         Effect.logDebug("OpenAiChat request failed").pipe(
           Effect.annotateLogs({
@@ -228,6 +247,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         Stream.mapError((error) =>
           aiError(method, networkReason(error, { method: "POST", url, scrub, phase: "response stream failed" }))
         ),
+        Stream.timeoutOrElse({
+          duration: idleTimeout,
+          orElse: () => Stream.fail(timedOut(method, `the response stream was silent for ${Duration.format(idleTimeout)}`))
+        }),
         Stream.decodeText()
       )
       return decodeChatStream(text, {
