@@ -52,7 +52,7 @@ import {
   Stream
 } from "effect"
 import { AiError, IdGenerator, LanguageModel, type Response, Telemetry } from "effect/ai"
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import {
   aiError,
   isRetryableBeforeBody,
@@ -102,6 +102,13 @@ export interface Options {
    * retried (part of the answer may have been spoken). Default 30 s.
    */
   readonly idleTimeout?: Duration.Input | undefined
+  /**
+   * The most of an error body (or a JSON answer where a stream was asked for) that is read; the
+   * rest is not downloaded. Default 64 KiB.
+   */
+  readonly maxErrorBodyBytes?: number | undefined
+  /** The longest answer accepted, in characters of the response stream. Default 4 MiB. */
+  readonly maxResponseChars?: number | undefined
   /** Extra request headers (e.g. `OpenAI-Organization`). */
   readonly headers?: Readonly<Record<string, string>> | undefined
 }
@@ -137,6 +144,27 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const maxRetries = Math.max(0, Math.floor(options.maxRetries ?? 2))
   const retryBaseDelay = Duration.fromInputUnsafe(options.retryBaseDelay ?? "500 millis")
   const maxRetryAfter = Duration.fromInputUnsafe(options.maxRetryAfter ?? "30 seconds")
+  const maxErrorBodyBytes = options.maxErrorBodyBytes ?? 64 * 1024
+  const maxResponseChars = options.maxResponseChars ?? 4 * 1024 * 1024
+  /** Reads at most `maxErrorBodyBytes` of a body; what is past the limit is not downloaded. */
+  const boundedText = (response: HttpClientResponse.HttpClientResponse) =>
+    Effect.suspend(() => {
+      let seen = 0
+      return response.stream.pipe(
+        Stream.takeWhile((chunk) => {
+          const keep = seen < maxErrorBodyBytes
+          seen += chunk.byteLength
+          return keep
+        }),
+        Stream.runCollect,
+        Effect.map((chunks) => {
+          const bytes = Buffer.concat(chunks)
+          const text = new TextDecoder().decode(bytes.subarray(0, maxErrorBodyBytes))
+          return seen > maxErrorBodyBytes ? `${text}... (body cut at ${maxErrorBodyBytes} bytes)` : text
+        }),
+        Effect.orElseSucceed(() => "")
+      )
+    })
   const responseTimeout = Duration.fromInputUnsafe(options.responseTimeout ?? "30 seconds")
   const idleTimeout = Duration.fromInputUnsafe(options.idleTimeout ?? "30 seconds")
   const timedOut = (method: string, what: string) =>
@@ -178,7 +206,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       const contentType = response.headers["content-type"] ?? ""
       if (!contentType.includes("application/json")) return response
       // a JSON body where an event stream was asked for: an error envelope, or a server that ignored `stream`
-      const text = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
+      const text = yield* boundedText(response)
       return yield* Effect.fail(aiError(
         method,
         Option.match(parseErrorBody(text), {
@@ -190,7 +218,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         })
       ))
     }
-    const text = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
+    const text = yield* boundedText(response)
     const nowMillis = yield* Clock.currentTimeMillis
     return yield* Effect.fail(aiError(
       method,
@@ -243,6 +271,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         request: { model: settings.model, temperature: settings.temperature, maxTokens: settings.maxTokens }
       })
       const response = yield* open(method, body)
+      let received = 0
       const text = response.stream.pipe(
         Stream.mapError((error) =>
           aiError(method, networkReason(error, { method: "POST", url, scrub, phase: "response stream failed" }))
@@ -251,7 +280,13 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           duration: idleTimeout,
           orElse: () => Stream.fail(timedOut(method, `the response stream was silent for ${Duration.format(idleTimeout)}`))
         }),
-        Stream.decodeText()
+        Stream.decodeText(),
+        Stream.mapEffect((chunk) => {
+          received += chunk.length
+          return received > maxResponseChars
+            ? Effect.fail(aiError(method, new AiError.InvalidResponseError({ description: `the answer exceeded ${maxResponseChars} characters` })))
+            : Effect.succeed(chunk)
+        })
       )
       return decodeChatStream(text, {
         operation: method,

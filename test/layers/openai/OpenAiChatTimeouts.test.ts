@@ -41,4 +41,33 @@ describe("OpenAiChat timeouts", () => {
       }).pipe(Effect.provide(model), Effect.scoped)
       assert.strictEqual(server.requests.length, 3) // a stalled body is not retried
     }).pipe(Effect.scoped))
+
+  it.live("bounds: a 5 MB error body is read only up to maxErrorBodyBytes; an answer over maxResponseChars is refused", () =>
+    Effect.gen(function*() {
+      const server = yield* MockChat.make
+      const huge = JSON.stringify({ error: { message: "x".repeat(5 * 1024 * 1024), type: "server_error", code: null } })
+      server.reply(
+        { _tag: "Error", status: 400, body: huge },
+        MockChat.sse([MockChat.delta({ role: "assistant", content: "y".repeat(3000) }), MockChat.delta({}, "stop")])
+      )
+      const model = OpenAiChat.layer({
+        baseUrl: server.baseUrl,
+        apiKey: Redacted.make("sk-test"),
+        model: "m",
+        maxErrorBodyBytes: 4096,
+        maxResponseChars: 1000
+      }).pipe(Layer.provide(FetchHttpClient.layer))
+      yield* Effect.gen(function*() {
+        const session = yield* AgentSession.start({ agent })
+        const refused = yield* session.run("hello?").pipe(Effect.flip)
+        assert.strictEqual(refused._tag, "TurnFailed")
+        if (refused._tag === "TurnFailed") {
+          assert.strictEqual(refused.errors[0]!.reason, "InvalidRequest")
+          assert.isBelow(refused.errors[0]!.message.length, 8192)
+        }
+        const long = yield* session.run("talk a lot").pipe(Effect.flip)
+        assert.strictEqual(long._tag, "TurnFailed")
+        if (long._tag === "TurnFailed") assert.match(long.errors[0]!.message, /exceeded 1000 characters/)
+      }).pipe(Effect.provide(model), Effect.scoped)
+    }).pipe(Effect.scoped))
 })
