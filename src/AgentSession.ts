@@ -11,7 +11,7 @@ import type { Agent } from "./Agent.ts"
 import { ChatContext, type ChatItem, nextId } from "./ChatContext.ts"
 import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
 import * as Diagnostics from "./Diagnostics.ts"
-import { FloorError, SessionClosed, TurnFailed } from "./Errors.ts"
+import { FloorError, InvalidInput, SessionClosed, TurnFailed } from "./Errors.ts"
 import type { EventInput, ModelCallEvent, SessionEvent } from "./Events.ts"
 import * as Floor from "./Floor.ts"
 import * as RealtimePool from "./RealtimePool.ts"
@@ -31,15 +31,16 @@ export interface AgentSession<U = unknown> {
   readonly id: string
   readonly userdata: U
   /** Sends user text to the agent holding the floor; fails with `SessionClosed` once closing. */
-  readonly send: (text: string) => Effect.Effect<void, SessionClosed>
+  readonly send: (text: string) => Effect.Effect<void, SessionClosed | InvalidInput>
   /**
    * Sends user text and waits until the session is quiescent: no message waiting in any mailbox,
    * no speech playing, no handoff or hook chain in progress, the floor holder idle (rule 10).
    * The result holds what happened since the input (start-up is not part of the first run).
-   * Fails with `SessionClosed` when the session is closing or closed, and with `TurnFailed` (which
+   * Fails with `SessionClosed` when the session is closing or closed, `InvalidInput` when the text
+   * is longer than `maxInputChars`, and with `TurnFailed` (which
    * carries the result) when a model failed and the turn got no reply and no handoff.
    */
-  readonly run: (text: string, options?: RunOptions) => Effect.Effect<RunResult, SessionClosed | TurnFailed>
+  readonly run: (text: string, options?: RunOptions) => Effect.Effect<RunResult, SessionClosed | TurnFailed | InvalidInput>
   /** Waits until the session is quiescent. */
   readonly idle: Effect.Effect<void>
   /** Waits until the session is quiescent and no background tool is running. */
@@ -92,6 +93,8 @@ export interface StartOptions<U> {
    * outlive a handoff) and report to whoever holds the floor.
    */
   readonly tools?: ReadonlyArray<Tool>
+  /** The longest user text `send` and `run` take (characters; default 32,000). */
+  readonly maxInputChars?: number
 }
 
 export interface RunOptions {
@@ -272,6 +275,11 @@ export const start = <U = undefined>(
       }
     })
 
+    const maxInputChars = options.maxInputChars ?? 32_000
+    const tooLong = (text: string) =>
+      text.length > maxInputChars
+        ? Effect.fail(new InvalidInput({ message: `the user's text has ${text.length} characters, over the limit of ${maxInputChars} (maxInputChars)` }))
+        : undefined
     const isClosed = (what: string) =>
       Effect.fail(new SessionClosed({ message: `${what}: session ${core.id} is closed; start a new one` }))
 
@@ -285,11 +293,16 @@ export const start = <U = undefined>(
     const session: AgentSession<U> = {
       id: core.id,
       userdata: options.userdata as U,
-      send: (text) => Effect.suspend(() => (closed ? isClosed("send") : Effect.sync(() => sendToSession({ _tag: "Input", text })))),
+      send: (text) =>
+        Effect.suspend((): Effect.Effect<void, SessionClosed | InvalidInput> =>
+          closed ? isClosed("send") : tooLong(text) ?? Effect.sync(() => sendToSession({ _tag: "Input", text }))
+        ),
       run: (text, runOptions = {}) =>
         runLock.withPermit(
           Effect.gen(function*() {
             if (closed) return yield* isClosed("run")
+            const refused = tooLong(text)
+            if (refused) return yield* refused
             yield* work.idle
             if (closed) return yield* isClosed("run")
             const from = seq

@@ -16,6 +16,11 @@ export class TaskError extends Schema.TaggedError<TaskError>()("TaskError", {
   cause: Schema.optional(Schema.Unknown)
 }) {}
 
+/** User input the session does not take (too long); nothing of it was recorded. */
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+  message: Schema.String
+}) {}
+
 /** The session is closed; nothing more can be sent to it. */
 export class SessionClosed extends Schema.TaggedError<SessionClosed>()("SessionClosed", {
   message: Schema.String

@@ -155,6 +155,7 @@ export const playTimeline = (state: TimelineState) =>
       return session.run(text, { waitForBackground: background }).pipe(
         // a turn no model answered fails with TurnFailed, which carries the run's result
         Effect.catchTag("TurnFailed", (failed) => Effect.succeed(failed.result)),
+        Effect.catchTag("InvalidInput", (e) => Effect.die(e)),
         Effect.flatMap((result) =>
           Effect.gen(function*() {
             record.resolvedSeq = world.seq()
@@ -192,7 +193,8 @@ export const playTimeline = (state: TimelineState) =>
           case "send":
             // after close a send is refused (SessionClosed): the scenario goes on
             return yield* session.send(inputText(action.input)).pipe(
-              Effect.catchTag("SessionClosed", () => (closed() ? Effect.void : Effect.die(new Error("SessionClosed before close"))))
+              Effect.catchTag("SessionClosed", () => (closed() ? Effect.void : Effect.die(new Error("SessionClosed before close")))),
+              Effect.orDie // the sim's inputs are short: InvalidInput would be a baton bug
             )
           case "run": {
             const fiber = yield* fork(run(action.input, action.background ?? false))

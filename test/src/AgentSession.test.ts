@@ -106,4 +106,19 @@ describe("AgentSession", () => {
       assert.isFalse(history.items.some((i) => i._tag === "Message" && i.text === "are you there?"))
     }).pipe(Effect.provide(ScriptedModel.layer([{ when: () => true, reply: { text: "hi" } }])))
   })
+
+  it.effect("user text over maxInputChars is refused with InvalidInput and nothing is recorded", () => {
+    const a = Agent.make({ name: "a", instructions: "A" })
+    return Effect.gen(function*() {
+      const session = yield* AgentSession.start({ agent: a, maxInputChars: 10 })
+      const refused = yield* session.run("x".repeat(11)).pipe(Effect.flip)
+      assert.strictEqual(refused._tag, "InvalidInput")
+      assert.include(refused.message, "11 characters, over the limit of 10")
+      assert.strictEqual((yield* session.send("y".repeat(11)).pipe(Effect.flip))._tag, "InvalidInput")
+      const ok = yield* session.run("short")
+      assert.strictEqual(ok.finalOutput, "hi")
+      const history = yield* session.history
+      assert.deepStrictEqual(history.items.flatMap((i) => (i._tag === "Message" && i.role === "user" ? [i.text] : [])), ["short"])
+    }).pipe(Effect.provide(ScriptedModel.layer([{ when: () => true, reply: { text: "hi" } }])))
+  })
 })
