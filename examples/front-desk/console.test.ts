@@ -4,6 +4,7 @@
  * prompt for it has appeared (no fixed sleeps; the timeouts are only guards).
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import { createServer } from "node:http"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "vitest"
 import { demoConversation } from "./conversation.ts"
@@ -89,7 +90,7 @@ const assertInOrder = (output: string, fragments: ReadonlyArray<string>) => {
   }
 }
 
-describe.concurrent("npm start (examples/front-desk/main.ts) in a terminal", () => {
+describe.concurrent("npm run console (examples/front-desk/main.ts) in a terminal", () => {
   it("runs the whole demo conversation on the demo model and exits 0 at the end of input", async () => {
     // The demo conversation, with an empty line and a line full of control characters before "Bye".
     const input = [...demoConversation.slice(0, -1), "", "\u0007\u001b[31mhello\u001b[0m", ...demoConversation.slice(-1)]
@@ -181,5 +182,26 @@ describe.concurrent("npm start (examples/front-desk/main.ts) in a terminal", () 
     assert.notInclude(out, "demo model")
     assert.notInclude(out + program.stderr(), key)
     assert.isTrue(out.endsWith(CLOSED))
+  })
+
+  it("a key the server refuses (401) ends the console with one line saying what to do, and exit code 1", async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(401, { "content-type": "application/json" })
+      res.end(JSON.stringify({ error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } }))
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    try {
+      const port = (server.address() as { port: number }).port
+      const program = start({ OPENAI_API_KEY: "sk-wrong-0123456789", OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` })
+      const { code } = await program.exited
+      const err = program.stderr()
+      assert.strictEqual(code, 1, program.stdout() + err)
+      assert.match(err, /^baton: the model failed \(InvalidKey \(401\): .*\); set OPENAI_API_KEY to a valid key/)
+      assert.strictEqual(err.trim().split("\n").length, 1, err)
+      assert.notMatch(err, /\s+at\s|\.ts:\d+/)
+      assert.notInclude(program.stdout() + err, "sk-wrong-0123456789")
+    } finally {
+      server.close()
+    }
   })
 })

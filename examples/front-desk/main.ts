@@ -1,5 +1,5 @@
 /**
- * The front desk in the terminal: `npm start` (or `npx node examples/front-desk/main.ts`).
+ * The front desk in the terminal: `npm run console` (or `npx node examples/front-desk/main.ts`).
  *
  * With no `OPENAI_API_KEY` and no `OPENAI_BASE_URL` it runs on the built-in demo model
  * (`demoModel.ts`); with either set it uses the OpenAI-compatible chat layer
@@ -83,9 +83,23 @@ export const main = Effect.gen(function*() {
 }).pipe(Effect.provide(Layer.provideMerge(ConsoleTransport.layer(), NodeStdio.layer)))
 
 if (import.meta.main) {
-  NodeRuntime.runMain(main, {
+  // A model that refuses the configuration (key, URL, request) ends the console with one line
+  // saying what to do, and exit code 1; no stack trace.
+  let fatal = false
+  const program = main.pipe(
+    Effect.catchTag("FatalModelError", (error) =>
+      Effect.sync(() => {
+        fatal = true
+        process.stderr.write(`${error.message}\n`)
+      }))
+  )
+  NodeRuntime.runMain(program, {
     // Ctrl-C is the normal way to leave: the session is closed cleanly and the exit code is 0.
     teardown: (exit, onExit) =>
-      Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
+      fatal
+        ? onExit(1)
+        : Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+        ? onExit(0)
+        : Runtime.defaultTeardown(exit, onExit)
   })
 }

@@ -37,7 +37,7 @@
  * Colours (ANSI) are used only when stdout is a terminal and `NO_COLOR` is unset or empty.
  */
 import * as NodeStdio from "@effect/platform-node/NodeStdio"
-import { Config, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Semaphore, Stdio, Stream } from "effect"
+import { Config, Context, Data, Deferred, Effect, Exit, Fiber, Layer, Option, Semaphore, Stdio, Stream } from "effect"
 import type { AgentSession } from "../../src/AgentSession.ts"
 import type { SessionEvent } from "../../src/index.ts"
 import { type SpeechInfo, TextOutput, type TextOutputService } from "../../services/TextOutput.ts"
@@ -63,9 +63,27 @@ export interface ConsoleTransportService {
   /**
    * Runs the console for `session`: shows its events and replies, sends it the lines read from
    * stdin, and when input ends (or the session closes, or this is interrupted) closes the
-   * session and renders its last events.
+   * session and renders its last events. Fails with `FatalModelError` when the model refuses the
+   * configuration itself (an invalid key, a refused request): no turn could succeed after it.
    */
-  readonly attach: (session: AgentSession<any>) => Effect.Effect<void>
+  readonly attach: (session: AgentSession<any>) => Effect.Effect<void, FatalModelError>
+}
+
+/** The model refused the configuration (key, URL, request shape): the console cannot go on. */
+export class FatalModelError extends Data.TaggedError("FatalModelError")<{ readonly message: string }> {}
+
+/** Reasons no later turn can fix, with what the user should do. */
+const fatal: Partial<Record<string, string>> = {
+  InvalidKey: "set OPENAI_API_KEY to a valid key (or unset it and OPENAI_BASE_URL for the demo model)",
+  QuotaExhausted: "the account behind OPENAI_API_KEY has no quota left",
+  InvalidRequest: "the server refused the request: check OPENAI_MODEL, and that OPENAI_BASE_URL ends in /v1"
+}
+
+/** The one line to leave with when `event` is a failure no later turn can fix. */
+export const fatalLine = (event: SessionEvent): string | undefined => {
+  if (event.type !== "error" || event.source !== "model" || event.retryable || event.reason === undefined) return undefined
+  const todo = fatal[event.reason]
+  return todo === undefined ? undefined : `baton: the model failed (${event.message}); ${todo}`
 }
 
 type Open = "none" | "prompt" | "speech"
@@ -115,8 +133,13 @@ const make = (stdio: Stdio.Stdio, style: Style.Style, echoInput: boolean, prompt
     )
 
     /** Events from the stream: rendered directly when nothing is missing, else from the log. */
+    let onFatal: ((line: string) => void) | undefined
     const onEvents = (events: ReadonlyArray<SessionEvent>) =>
       Effect.suspend(() => {
+        for (const event of events) {
+          const line = fatalLine(event)
+          if (line !== undefined) onFatal?.(line)
+        }
         const fresh = events.filter((event) => event.seq > lastSeq)
         const contiguous = fresh.every((event, i) => event.seq === (i === 0 ? lastSeq : fresh[i - 1]!.seq) + 1)
         return contiguous ? render(fresh) : catchUp
@@ -179,12 +202,14 @@ const make = (stdio: Stdio.Stdio, style: Style.Style, echoInput: boolean, prompt
         yield* writeLines(notices.map((notice) => style.dim(`  ${notice}`)))
       }))
 
-    const attach = (target: AgentSession<any>): Effect.Effect<void> =>
+    const attach = (target: AgentSession<any>): Effect.Effect<void, FatalModelError> =>
       Effect.gen(function*() {
         const closed = yield* Deferred.make<void>()
+        const failedFatally = yield* Deferred.make<never, FatalModelError>()
         yield* locked(Effect.sync(() => {
           session = target
           onClose = () => Deferred.doneUnsafe(closed, Exit.void)
+          onFatal = (message) => Deferred.doneUnsafe(failedFatally, Effect.fail(new FatalModelError({ message })))
         }))
         yield* locked(catchUp)
         const renderer = yield* target.events.pipe(
@@ -206,9 +231,8 @@ const make = (stdio: Stdio.Stdio, style: Style.Style, echoInput: boolean, prompt
           Stream.runForEach(turn),
           Effect.catch((error) => locked(writeLines([style.red(`! error (input): ${error.message}`)])))
         )
-        yield* target.idle
-        yield* showPrompt
-        yield* Effect.raceFirst(input, Deferred.await(closed))
+        yield* Effect.raceFirst(target.idle.pipe(Effect.andThen(showPrompt)), Deferred.await(failedFatally))
+        yield* Effect.raceFirst(Effect.raceFirst(input, Deferred.await(closed)), Deferred.await(failedFatally))
         yield* Fiber.interrupt(renderer)
       }).pipe(Effect.ensuring(finish(target)))
 
