@@ -162,4 +162,37 @@ describe("Server /ws", () => {
       assert.deepStrictEqual(yield* Fiber.join(drained), { finished: 0, closed: 1 })
       assert.strictEqual(server.state.registry.open(), 0)
     }).pipe(Effect.scoped))
+
+  it.live("a frame over maxFrameBytes closes that connection (1009); other sessions go on", () =>
+    Effect.gen(function*() {
+      const server = yield* start(front, model, { maxFrameBytes: 1024 })
+      const big = yield* connect(`${server.ws}/ws`)
+      const other = yield* connect(`${server.ws}/ws`)
+      yield* wait(() => big.waitFor((f) => f.type === "ready"))
+      big.socket.send(Buffer.alloc(4096))
+      const { code } = yield* wait(() => big.closed)
+      assert.strictEqual(code, 1009)
+      other.sendJson({ type: "user_text", text: "hello" })
+      yield* wait(() => other.waitFor((f) => f.type === "speech_finished", "the other session's reply"))
+    }).pipe(Effect.scoped))
+
+  it.live("a connection that says nothing for idleSeconds is closed with a close event", () =>
+    Effect.gen(function*() {
+      const server = yield* start(front, model, { idleSeconds: 1 })
+      const client = yield* connect(`${server.ws}/ws`)
+      const close = yield* wait(() => client.waitFor((f) => f.type === "close", "close", 5000))
+      assert.strictEqual(close.reason, "no message for 1 s")
+      assert.strictEqual((yield* wait(() => client.closed)).code, 1000)
+    }).pipe(Effect.scoped))
+
+  it.live("with an Origin allow-list, another origin is refused (403); a listed one and none (non-browser) are let in", () =>
+    Effect.gen(function*() {
+      const server = yield* start(front, model, { allowedOrigins: ["https://app.example"] })
+      const evil = yield* connect(`${server.ws}/ws`, { origin: "https://evil.example" }).pipe(Effect.flip)
+      assert.match(evil.message, /HTTP 403/)
+      const good = yield* connect(`${server.ws}/ws`, { origin: "https://app.example" })
+      yield* wait(() => good.waitFor((f) => f.type === "ready"))
+      const none = yield* connect(`${server.ws}/ws`)
+      yield* wait(() => none.waitFor((f) => f.type === "ready"))
+    }).pipe(Effect.scoped))
 })
