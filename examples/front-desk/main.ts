@@ -6,6 +6,8 @@
  * (`OPENAI_API_KEY=... npm start`, or
  * `OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_MODEL=llama3.1 npm start` for Ollama).
  *
+ * `--timeline out.svg` writes the session's handoff timeline picture when it ends.
+ *
  * Type a line and press Enter; Ctrl-D (end of input) or Ctrl-C closes the session and exits 0.
  */
 // Sub-path imports: the package index also loads the HTTP server, Redis, workers, ... (over a second).
@@ -16,6 +18,8 @@ import * as ConsoleTransport from "../../layers/console/ConsoleTransport.ts"
 import type { Style } from "../../layers/console/Style.ts"
 import { OpenAiChat } from "../../layers/openai/OpenAiChat.ts"
 import { AgentSession } from "../../src/index.ts"
+import * as Timeline from "../../src/Timeline.ts"
+import { writeFile } from "node:fs/promises"
 import { greeter, makeFrontDesk } from "./agents.ts"
 import * as DemoModel from "./demoModel.ts"
 
@@ -59,8 +63,27 @@ const frontDesk = <R>(describeModel: (style: Style) => Effect.Effect<string, nev
     const console = yield* ConsoleTransport.ConsoleTransport
     yield* console.print(...header(console.style, yield* describeModel(console.style)))
     const session = yield* AgentSession.start({ agent: greeter, userdata: makeFrontDesk() })
-    yield* console.attach(session)
+    yield* console.attach(session).pipe(Effect.ensuring(writeTimeline(session)))
   }).pipe(Effect.scoped)
+
+/** `--timeline out.svg`: the session's handoff timeline, written when it ends. */
+const timelinePath = (): string | undefined => {
+  const at = process.argv.indexOf("--timeline")
+  return at < 0 ? undefined : process.argv[at + 1]
+}
+
+const writeTimeline = (session: AgentSession.AgentSession) =>
+  Effect.gen(function*() {
+    const path = timelinePath()
+    if (path === undefined) return
+    const svg = Timeline.fromEvents(yield* session.eventLog, { title: "baton · front desk" })
+    yield* Effect.tryPromise(() => writeFile(path, svg)).pipe(
+      Effect.matchEffect({
+        onFailure: (e) => Effect.sync(() => process.stderr.write(`could not write the timeline to ${path}: ${String(e.cause)}\n`)),
+        onSuccess: () => Effect.sync(() => process.stderr.write(`timeline written to ${path}\n`))
+      })
+    )
+  })
 
 const runDemo = Effect.gen(function*() {
   const stdio = yield* Stdio.Stdio
