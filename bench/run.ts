@@ -100,7 +100,7 @@ const rest = [...sections].filter((s) => s === "lifecycle" || s === "idleHeap").
 const peerRest: PeerOutcome | { readonly skipped: string } = !withPeer
   ? { skipped: "run with --no-peer" }
   : rest === ""
-  ? { ok: true, installed: false, result: { meta: { agentsVersion: null, rtcNodeVersion: null, node: process.version } } }
+  ? { ok: true, installed: false, result: { meta: rounds.find((r) => r.peerMeta)?.peerMeta ?? { agentsVersion: null, rtcNodeVersion: null, node: process.version } } }
   : await runPeer({ SECTIONS: rest })
 /** The other sections' peer numbers, with the handoff of the median round. */
 const peer: PeerOutcome | { readonly skipped: string } = "ok" in peerRest && peerRest.ok && median?.peer

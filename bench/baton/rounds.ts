@@ -7,12 +7,14 @@
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import type { HandoffResult } from "./handoff.ts"
-import { type PeerOutcome, runPeer } from "./peer.ts"
+import { type PeerOutcome, type PeerResult, runPeer } from "./peer.ts"
 import { log } from "./stats.ts"
 
 export interface Round {
   readonly baton?: HandoffResult | undefined
   readonly peer?: Record<string, any> | undefined
+  /** The peer's versions, as its JSON reports them. */
+  readonly peerMeta?: PeerResult["meta"] | undefined
   readonly errors: ReadonlyArray<string>
 }
 
@@ -46,13 +48,15 @@ export const runRounds = async (rounds: number, withPeer: boolean): Promise<Read
       return undefined
     })
     let peer: Record<string, any> | undefined
+    let peerMeta: PeerResult["meta"] | undefined
     if (withPeer) {
       log(`handoff round ${i} of ${rounds}: agents-js`)
       const outcome = await runPeer({ SECTIONS: "handoff" })
       if (!outcome.ok) errors.push(outcome.reason)
       peer = peerHandoff(outcome)
+      if (outcome.ok) peerMeta = outcome.result.meta
     }
-    out.push({ baton, peer, errors })
+    out.push({ baton, peer, peerMeta, errors })
   }
   return out
 }
