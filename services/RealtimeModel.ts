@@ -2,7 +2,7 @@
  * `RealtimeModel`: a speech-to-speech model reached over one long-lived connection (OpenAI
  * Realtime, Gemini Live). Providers are Layers; baton's core leases their connections to
  * actors (see src/RealtimeLease.ts) and moves them between actors on a handoff when the
- * capabilities allow it (DESIGN.md rule 7).
+ * capabilities allow it (docs/rules.md, rule 7).
  *
  * Requests are pipelined: every operation returns as soon as its frame is written. Operations
  * the server acknowledges return an `Ack` to await separately (with the provider's timeout); an

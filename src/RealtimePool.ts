@@ -1,5 +1,5 @@
 /**
- * The session's realtime connections, leased to one actor at a time (DESIGN.md rule 7).
+ * The session's realtime connections, leased to one actor at a time (docs/rules.md, rule 7).
  *
  * A lease is the only way to use a connection: its operations fail with reason "revoked" once
  * it is released, and its event queue ends, so an actor that passed the floor can neither send

@@ -1,7 +1,7 @@
 /**
  * The Gemini Live conversation as the client knows it, and what `updateChatContext` may do with
  * it. Gemini's history is append-only (`clientContent` adds turns; nothing removes one,
- * PROTOCOLS.md 2.7), so:
+ * docs/protocols.md 2.7), so:
  *
  * - a context item already in the history is left alone: matched by id (the ids of items the
  *   client sent, or the ids of this connection's events: `itemId` of a model turn, of a user

@@ -12,7 +12,7 @@
  *
  * Both provide `RealtimeModel` (and `GeminiLive`, the non-secret settings in use).
  *
- * **Capabilities** (what the protocol allows, PROTOCOLS.md 2.6, 2.7)
+ * **Capabilities** (what the protocol allows, docs/protocols.md 2.6, 2.7)
  *
  * - Instructions and tools are fixed by `setup`: `updateSession` with different ones fails with
  *   reason `unsupported` (baton then opens a new connection). There is no tool choice at all.

@@ -318,7 +318,7 @@ export const connectGemini = Effect.fn("GeminiLive.connect")(function*(
             : [{ role: "user", parts: [{ text: options.instructions }] }]
           send(live, ClientMessages.clientContent(turns, true))
         }),
-    // a `clientContent` interrupts the current generation (PROTOCOLS.md 2.3)
+    // a `clientContent` interrupts the current generation (docs/protocols.md 2.3)
     // Gemini has no response ids: this cuts the model's current turn, whichever it is.
     cancelResponse: () => exec("clientContent (cancel)", (live) => void send(live, ClientMessages.clientContent([], false))),
     truncate: () => unsupported("a model turn cannot be truncated"),

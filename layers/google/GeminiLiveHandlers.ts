@@ -1,5 +1,5 @@
 /**
- * What the Gemini Live client does with each server message (PROTOCOLS.md 2.4, 2.5): it turns
+ * What the Gemini Live client does with each server message (docs/protocols.md 2.4, 2.5): it turns
  * `serverContent` into baton events and keeps the conversation history.
  *
  * - A model turn has no id on the wire: the client numbers them. Its first content

@@ -1,5 +1,5 @@
 /**
- * Wire format of the Gemini Live API (`BidiGenerateContent` over a WebSocket, PROTOCOLS.md
+ * Wire format of the Gemini Live API (`BidiGenerateContent` over a WebSocket, docs/protocols.md
  * section 2): a lenient schema of the server message, builders of the client messages (each has
  * exactly one of `setup`, `clientContent`, `realtimeInput`, `toolResponse`), the conversion of
  * baton chat items to `Content` turns, and of JSON Schema tool parameters to the OpenAPI subset
@@ -141,7 +141,7 @@ const parseArgs = (text: string): unknown => {
 export const contentOf = (item: ChatItem): Content | undefined => {
   switch (item._tag) {
     case "Message":
-      // Gemini has no system role in turns: system notes are sent without a role (PROTOCOLS.md 2.7)
+      // Gemini has no system role in turns: system notes are sent without a role (docs/protocols.md 2.7)
       return item.role === "assistant"
         ? { role: "model", parts: [{ text: item.text }] }
         : item.role === "user"

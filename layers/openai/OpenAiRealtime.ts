@@ -36,7 +36,7 @@ import { connectOpenAi, type ConnectionSettings } from "./OpenAiRealtimeConnecti
 export const DEFAULT_MODEL = "gpt-realtime"
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-/** Server turn detection (PROTOCOLS.md 1.2); `null` in {@link Options.turnDetection} disables it. */
+/** Server turn detection (docs/protocols.md 1.2); `null` in {@link Options.turnDetection} disables it. */
 export type TurnDetection =
   | {
     readonly type: "server_vad"

@@ -2,7 +2,7 @@
  * What the OpenAI Realtime client does with each server event: resolve or reject pending
  * acknowledgements, keep the conversation mirror, and turn the rest into baton `RealtimeEvent`s.
  *
- * Acknowledgements (PROTOCOLS.md 1.3): `session.updated` answers a `session.update` (the server
+ * Acknowledgements (docs/protocols.md 1.3): `session.updated` answers a `session.update` (the server
  * does not echo the event id on success, so it is matched to the oldest pending update whose
  * fields it shows); `conversation.item.added` (item id) answers `conversation.item.create`;
  * `conversation.item.deleted` (item id) answers `conversation.item.delete`; an `error` whose
@@ -14,7 +14,7 @@ import type { AckTracker } from "./RealtimeAcks.ts"
 import { heldFromWire, type HeldItems } from "./RealtimeItems.ts"
 import type { ServerEvent, WireSession } from "./RealtimeWire.ts"
 
-/** `error` codes after which the connection is unusable (PROTOCOLS.md 1.7). */
+/** `error` codes after which the connection is unusable (docs/protocols.md 1.7). */
 export const FATAL_ERROR_CODES = new Set([
   "invalid_api_key",
   "insufficient_quota",
@@ -101,7 +101,7 @@ export const makeHandler = (ctx: HandlerContext) => {
             return true
           }
           if (code === "conversation_already_has_active_response") {
-            // A server-VAD response started as the client asked for one (PROTOCOLS.md 5.5): it
+            // A server-VAD response started as the client asked for one (docs/protocols.md 5.5): it
             // answers the same conversation, and responses are matched to requests in order,
             // so the request is served by it. Nothing is lost: not an error for the agent.
             yield* Effect.logDebug(`realtime: ${message} (the server's own response serves the request)`)
@@ -149,7 +149,7 @@ export const makeHandler = (ctx: HandlerContext) => {
           yield* ctx.acks.resolveKey(deleteKey(event.item_id), `conversation.item.deleted ${event.item_id}`)
           return true
         case "conversation.item.truncated":
-          // the server drops the transcript of a truncated item (PROTOCOLS.md 1.4 F)
+          // the server drops the transcript of a truncated item (docs/protocols.md 1.4 F)
           ctx.held.setText(event.item_id, "")
           return true
         case "conversation.item.input_audio_transcription.delta": {

@@ -1,6 +1,6 @@
 /**
  * The OpenAI Realtime conversation as the client knows it, and the diff that makes it equal to a
- * baton `ChatContext` (PROTOCOLS.md 1.5, 1.6).
+ * baton `ChatContext` (docs/protocols.md 1.5, 1.6).
  *
  * - `HeldItems` mirrors the server's ordered item list. It is *projected*: an item the client
  *   creates or deletes is applied when the request is written (pipelining: a second diff must not

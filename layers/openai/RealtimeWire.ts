@@ -1,5 +1,5 @@
 /**
- * Wire format of the OpenAI Realtime GA API (`gpt-realtime`, PROTOCOLS.md section 1): lenient
+ * Wire format of the OpenAI Realtime GA API (`gpt-realtime`, docs/protocols.md section 1): lenient
  * schemas for the server events the client acts on, and builders for the client events.
  *
  * Pure module: no IO, no services.
