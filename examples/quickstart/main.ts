@@ -1,12 +1,16 @@
 /**
- * The README's example: two agents handing off, on a real model.
+ * The README's example: two agents handing off.
+ *   npx node examples/quickstart/main.ts                                  (a scripted demo model)
  *   OPENAI_API_KEY=sk-... npx node examples/quickstart/main.ts
  *   OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_MODEL=llama3.1 npx node examples/quickstart/main.ts
  */
-import { Effect } from "effect"
+import { Config, Console, Effect, Layer, Option } from "effect"
+import type { LanguageModel } from "effect/ai"
 import { OpenAiChat } from "../../layers/openai/OpenAiChat.ts"
+import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { AgentSession } from "../../src/index.ts"
 import { greeter } from "./agents.ts"
+import { rules } from "./script.ts"
 
 export const main = Effect.gen(function*() {
   const session = yield* AgentSession.start({ agent: greeter })
@@ -15,7 +19,18 @@ export const main = Effect.gen(function*() {
   return result
 }).pipe(Effect.scoped)
 
-if (import.meta.main) Effect.runPromise(main.pipe(Effect.provide(OpenAiChat.layerConfigFetch))).catch((e) => {
-  console.error(String(e))
-  process.exitCode = 1
-})
+/** The OpenAI-compatible model when OPENAI_API_KEY or OPENAI_BASE_URL is set; else a scripted one, said so. */
+export const model: Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError> = Layer.unwrap(Effect.gen(function*() {
+  const configured = Option.isSome(yield* Config.option(Config.NonEmptyString("OPENAI_API_KEY"))) ||
+    Option.isSome(yield* Config.option(Config.NonEmptyString("OPENAI_BASE_URL")))
+  if (configured) return OpenAiChat.layerConfigFetch as Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError>
+  yield* Console.log("No OPENAI_API_KEY or OPENAI_BASE_URL: running on a scripted demo model.\n")
+  return ScriptedModel.layer(rules)
+}))
+
+if (import.meta.main) {
+  Effect.runPromise(main.pipe(Effect.provide(model))).catch((e) => {
+    console.error(String(e)) // one line: what failed (an invalid key, a refused request, ...)
+    process.exitCode = 1
+  })
+}
