@@ -37,6 +37,7 @@
  *
  * @since 0.1.0
  */
+import * as ErrorInfo from "../../src/ErrorInfo.ts"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import {
   Clock,
@@ -244,8 +245,13 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     return retryAfter === undefined || Duration.isLessThanOrEqualTo(retryAfter, maxRetryAfter)
   }
 
-  const open = (method: string, body: WireRequestBody) =>
-    attempt(method, body).pipe(
+  /** Where a retry waits (the schedule's own rule, stated for the log line). */
+  const retryDelay = (error: AiError.AiError, retry: number): Duration.Duration =>
+    error.retryAfter ?? Duration.times(retryBaseDelay, 2 ** (retry - 1))
+
+  const open = (method: string, body: WireRequestBody) => {
+    let failures = 0
+    return attempt(method, body).pipe(
       Effect.timeoutOrElse({
         duration: responseTimeout,
         orElse: () => Effect.fail(timedOut(method, `no response within ${Duration.format(responseTimeout)}`))
@@ -259,8 +265,16 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           })
         )
       ),
+      // A retry is visible: one warning line with the reason, the status and the wait.
+      Effect.tapError((error) => {
+        failures++
+        if (failures > maxRetries || !shouldRetry(error)) return Effect.void
+        const info = ErrorInfo.fromError(error)
+        return Effect.logWarning(`model request failed (${info.reason}${info.status === undefined ? "" : ` ${info.status}`}); retrying in ${Duration.format(retryDelay(error, failures))}`)
+      }),
       Effect.retry({ schedule: retrySchedule, times: maxRetries, while: shouldRetry })
     )
+  }
 
   const stream = (method: string, options: LanguageModel.ProviderOptions) =>
     Stream.unwrap(Effect.gen(function*() {

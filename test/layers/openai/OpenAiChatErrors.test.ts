@@ -45,6 +45,12 @@ describe("OpenAiChat", () => {
           Effect.forkChild
         )
         yield* liveTimeout(awaitLog(capture, "OpenAiChat request failed"))
+        yield* liveTimeout(awaitLog(capture, "retrying in"))
+        // the retry is visible: reason, status and the wait, in one warning line
+        assert.isTrue(
+          capture.logs.some((line) => line.includes(`model request failed (RateLimited 429); retrying in ${Duration.format(Duration.millis(waitMs))}`)),
+          capture.logs.join("\n")
+        )
         assert.strictEqual(server.requests.length, 1)
         yield* TestClock.adjust(Duration.millis(waitMs))
         const { exit, parts } = yield* liveTimeout(Fiber.join(fiber))
