@@ -4,7 +4,7 @@
  * server closes: no new sessions, open ones may finish for `drainSeconds`, the rest get a `close`
  * event; then the process exits 0.
  */
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { HttpServer } from "effect/http"
 import * as Server from "./Server.ts"
 
@@ -22,4 +22,4 @@ export const run = (options: Server.ServeOptions) =>
       })
     )
     return yield* Effect.never
-  }).pipe(Effect.scoped, Effect.provide(Server.layer(options).pipe(Layer.orDie)))
+  }).pipe(Effect.scoped, Effect.provide(Server.layer(options)))

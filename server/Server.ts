@@ -6,7 +6,7 @@
  */
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Data, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { RtcNode } from "../layers/rtc/RtcNode.ts"
@@ -101,9 +101,19 @@ const routes = (options: ServeOptions, registry: Registry.Registry) =>
     yield* router.add("GET", "/twilio", upgradeTo(Twilio.serve))
   }))
 
+const loopback = (host: string) => host === "127.0.0.1" || host === "localhost" || host === "::1"
+
+/** Without a shared secret the service must not face a network: a non-loopback HOST is refused. */
+export class UnsafeHost extends Data.TaggedError("UnsafeHost")<{ readonly message: string }> {}
+
 /** Serves on `options.host:options.port` until the Layer's Scope closes. */
 export const layer = (options: ServeOptions) =>
   Layer.unwrap(Effect.gen(function*() {
+    if (Option.isNone(options.token) && !loopback(options.host)) {
+      return yield* new UnsafeHost({
+        message: `HOST=${options.host} without BATON_TOKEN would let anyone who reaches it talk to your agents: set BATON_TOKEN, or leave HOST at 127.0.0.1`
+      })
+    }
     const registry = yield* Registry.make(options.maxSessions)
     return HttpRouter.serve(routes(options, registry), { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provideMerge(Layer.succeed(ServerState, { registry })),
@@ -121,7 +131,5 @@ export const banner = (url: string, options: ServerOptions): ReadonlyArray<strin
   `baton is serving on ${url}  (open it in a browser)`,
   Option.isSome(options.token)
     ? `  /ws needs a token: POST ${url}/token with Authorization: Bearer $BATON_TOKEN`
-    : options.host === "127.0.0.1" || options.host === "localhost" || options.host === "::1"
-    ? "  no BATON_TOKEN: listening on this machine only (set BATON_TOKEN to serve a network)"
-    : `  WARNING: no BATON_TOKEN and HOST=${options.host}: anyone who reaches it can talk to your agents`
+    : "  no BATON_TOKEN: listening on this machine only (set BATON_TOKEN to serve a network)"
 ]

@@ -34,10 +34,26 @@ const main = Effect.gen(function*() {
   return yield* serve.pipe(Effect.provide(Layer.merge(model, Observe.layerConfig.pipe(Layer.provide(NodeFileSystem.layer)))))
 })
 
+/** What cannot start the service ends the process with one line saying why, and exit code 1. */
+let failedToStart = false
+const program = main.pipe(
+  Effect.catchTags({
+    UnsafeHost: (e) => Effect.sync(() => void (failedToStart = true, process.stderr.write(`baton: ${e.message}\n`))),
+    ServeError: (e) =>
+      Effect.sync(() =>
+        void (failedToStart = true, process.stderr.write(`baton: cannot listen: ${String((e.cause as Error)?.message ?? e.cause)} (is PORT taken?)\n`))
+      )
+  })
+)
+
 if (import.meta.main) {
-  NodeRuntime.runMain(main, {
+  NodeRuntime.runMain(program, {
     disableErrorReporting: false,
     teardown: (exit, onExit) =>
-      Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
+      failedToStart
+        ? onExit(1)
+        : Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+        ? onExit(0)
+        : Runtime.defaultTeardown(exit, onExit)
   })
 }

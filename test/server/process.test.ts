@@ -3,7 +3,7 @@
  * key, a real client talks to the front desk; SIGTERM drains (the open session gets `close`) and
  * the process exits 0.
  */
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { connect, wait } from "./harness.ts"
@@ -42,4 +42,14 @@ describe("server/main.ts (npm start)", () => {
       assert.strictEqual(yield* wait(() => exited), 0)
       assert.include(out, "drained: 0 finished, 1 closed")
     }).pipe(Effect.scoped), 30_000)
+
+  it("without BATON_TOKEN a non-loopback HOST is refused with one line and exit code 1", () => {
+    const result = spawnSync(process.execPath, ["server/main.ts"], {
+      env: { ...process.env, HOST: "0.0.0.0", PORT: "0", BATON_TOKEN: "" },
+      encoding: "utf8",
+      timeout: 20_000
+    })
+    assert.strictEqual(result.status, 1, result.stdout + result.stderr)
+    assert.match(result.stderr, /^baton: HOST=0\.0\.0\.0 without BATON_TOKEN .* set BATON_TOKEN, or leave HOST at 127\.0\.0\.1\n$/)
+  })
 })
