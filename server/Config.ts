@@ -24,6 +24,8 @@ export interface ServerOptions {
   readonly tokenTtlSeconds: number
   /** Browser origins allowed to open `/ws` (empty: any origin, or none sent). */
   readonly allowedOrigins: ReadonlyArray<string>
+  /** Where each session's audio (both sides) is recorded as WAV files; none when unset. */
+  readonly recordDir: Option.Option<string>
 }
 
 export const defaults: ServerOptions = {
@@ -36,7 +38,8 @@ export const defaults: ServerOptions = {
   drainSeconds: 30,
   token: Option.none(),
   tokenTtlSeconds: 600,
-  allowedOrigins: []
+  allowedOrigins: [],
+  recordDir: Option.none()
 }
 
 const int = (name: string, fallback: number) => Config.Int(name).pipe(Config.withDefault(fallback))
@@ -58,6 +61,7 @@ export const fromEnv: Effect.Effect<ServerOptions, Config.ConfigError> = Effect.
     allowedOrigins: yield* Config.String("BATON_ORIGINS").pipe(
       Config.map((list) => list.split(",").map((o) => o.trim()).filter((o) => o !== "")),
       Config.withDefault([] as ReadonlyArray<string>)
-    )
+    ),
+    recordDir: yield* Config.option(Config.NonEmptyString("BATON_RECORD_DIR"))
   }
 })

@@ -6,7 +6,8 @@
  * goes to the holder's realtime connection (resampled to the model's rate) and to the session's
  * `AudioInput`, where a cascaded voice pipeline reads it.
  */
-import { Deferred, Effect, Option, Stream } from "effect"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { Clock, Deferred, Effect, FileSystem, Option, Stream } from "effect"
 import { Socket } from "effect/socket"
 import * as AudioFrame from "../services/AudioFrame.ts"
 import { AudioOutput, type AudioOutputService } from "../services/AudioOutput.ts"
@@ -14,6 +15,7 @@ import type { ResamplerService, ResamplerStage } from "../services/Resampler.ts"
 import { RealtimeModel } from "../services/RealtimeModel.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import { type Agent, AgentSession } from "../src/index.ts"
+import * as AudioRecorder from "../src/observe/AudioRecorder.ts"
 import * as Timeline from "../src/Timeline.ts"
 import type { ServerOptions } from "./Config.ts"
 import * as ServiceMetrics from "./Metrics.ts"
@@ -42,11 +44,13 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
   const closer = yield* Deferred.make<string>()
   yield* Effect.acquireRelease(ctx.registry.register(closer), () => ctx.registry.unregister(closer))
 
+  const recorder = yield* record(ctx)
+  const output = audioOutput(send, sendBytes)
   const session = yield* AgentSession.start({
     agent: ctx.agent,
     userdata: ctx.userdata(),
     textOutput: textOutput(send)
-  }).pipe(Effect.provideService(AudioOutput, audioOutput(send, sendBytes)))
+  }).pipe(Effect.provideService(AudioOutput, recorder ? recorder.output(output) : output))
   yield* ServiceMetrics.sessionOpened
 
   yield* session.events.pipe(Stream.runForEach(send), Effect.forkScoped)
@@ -55,8 +59,9 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
   let toModel: ResamplerStage | undefined
   const pushAudio = (bytes: Uint8Array) =>
     Effect.gen(function*() {
-      if (!realtime) return
       if (bytes.byteLength % 2 !== 0) return yield* send(inputError("an audio frame needs an even number of bytes (PCM16)"))
+      if (recorder) yield* recorder.user(AudioFrame.fromPcm16(bytes, inputRate))
+      if (!realtime) return
       toModel ??= yield* ctx.resampler.make(inputRate, ctx.realtimeInputRate)
       for (const frame of toModel.push(AudioFrame.fromPcm16(bytes, inputRate))) {
         yield* session.pushAudio(AudioFrame.toPcm16(frame)).pipe(
@@ -119,6 +124,20 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
   Effect.scoped(effect).pipe(
     Effect.ensuring(Effect.sync(() => ctx.registry.release()).pipe(Effect.andThen(ServiceMetrics.sessionClosed)))
   ))
+
+/** With a record directory: `<dir>/<time>-<n>.agent.wav` and `.user.wav` for this connection. */
+let recordings = 0
+const record = (ctx: ConnectionContext) =>
+  Option.match(ctx.options.recordDir, {
+    onNone: () => Effect.succeed(undefined),
+    onSome: (dir) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.makeDirectory(dir, { recursive: true }).pipe(Effect.ignore)
+        const stamp = new Date(yield* Clock.currentTimeMillis).toISOString().replace(/[:.]/g, "-")
+        return yield* AudioRecorder.make(`${dir.replace(/\/+$/, "")}/call-${stamp}-${++recordings}`)
+      }).pipe(Effect.provide(NodeFileSystem.layer))
+  })
 
 const inputError = (message: string): ServerFrame => ({ type: "error", source: "input", message, recoverable: true })
 

@@ -96,6 +96,8 @@ export interface AudioRecorder {
   readonly output: (inner: AudioOutputService) => AudioOutputService
   /** `inner` with every frame read from it also recorded as the user's side. */
   readonly input: (inner: AudioInputService) => AudioInputService
+  /** Records one frame of the user's side (for transports that hand audio on themselves). */
+  readonly user: (frame: AudioFrame.AudioFrame) => Effect.Effect<void>
 }
 
 /** A recorder writing `<prefix>.agent.wav` and `<prefix>.user.wav` until the Scope closes. */
@@ -111,7 +113,8 @@ export const make = Effect.fn("AudioRecorder.make")(function*(prefix: string) {
         ).pipe(Effect.andThen(inner.write(pcm, sampleRate, info))),
       clear: (info) => inner.clear(info)
     }),
-    input: (inner) => ({ frames: inner.frames.pipe(Stream.tap((frame) => user.append(frame))) })
+    input: (inner) => ({ frames: inner.frames.pipe(Stream.tap((frame) => user.append(frame))) }),
+    user: (frame) => user.append(frame)
   }
   return recorder
 })

@@ -5,7 +5,12 @@
  * and answers with audio, which comes back to each client in its own format.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Option, Redacted } from "effect"
+import * as AudioFrame from "../../services/AudioFrame.ts"
+import * as Wav from "../../services/Wav.ts"
 import { OpenAiRealtime } from "../../layers/openai/OpenAiRealtime.ts"
 import { Agent } from "../../src/index.ts"
 import * as OpenAIRealtimeMock from "../mocks/openai-realtime/index.ts"
@@ -24,7 +29,9 @@ describe("Server audio", () => {
   it.live("/ws: the user's 16 kHz speech reaches the model at 24 kHz; its spoken answer comes back as PCM16", () =>
     Effect.gen(function*() {
       const mock = yield* OpenAIRealtimeMock.make({ transcribe: () => "what is the weather", script: () => Plan.say("It is sunny today.") })
-      const server = yield* start(agent, realtime(mock), { realtimeInputRate: 24_000 })
+      const dir = mkdtempSync(join(tmpdir(), "baton-record-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const server = yield* start(agent, realtime(mock), { realtimeInputRate: 24_000, recordDir: Option.some(dir) })
       const client = yield* connect(`${server.ws}/ws`)
       const ready = yield* wait(() => client.waitFor((f) => f.type === "ready"))
       assert.strictEqual(ready.audio, "realtime")
@@ -42,6 +49,19 @@ describe("Server audio", () => {
       assert.isAbove(client.binary.reduce((n, b) => n + b.byteLength, 0), 0)
       assert.isTrue(client.frames.some((f) => f.type === "conversation_item_added" && f.item.role === "user" && f.item.text === "what is the weather"))
       assert.include(client.frames.filter((f) => f.type === "agent_text").map((f) => f.delta).join(""), "It is sunny today.")
+      // with a record directory, both sides of the call are in WAV files once the session ends
+      client.socket.close()
+      yield* wait(async () => {
+        for (let i = 0; i < 200 && server.state.registry.open() > 0; i++) await sleep(10)
+      })
+      const files = readdirSync(dir).sort()
+      assert.strictEqual(files.length, 2, files.join(", "))
+      const [agentSide, userSide] = files.map((f) => Wav.decodeSync(readFileSync(join(dir, f))))
+      assert.match(files[0]!, /\.agent\.wav$/)
+      if (typeof agentSide === "string" || typeof userSide === "string") return assert.fail(`${agentSide} ${userSide}`)
+      assert.strictEqual(userSide!.sampleRate, 16000)
+      assert.isAbove(AudioFrame.durationMs(userSide!), 1000) // the 1.3 s the client sent
+      assert.isAbove(AudioFrame.rms(agentSide!), 0)
     }).pipe(Effect.scoped), 30_000)
 
   it.live("/twilio: a caller's µ-law speech in 20 ms media messages is answered with µ-law media and a mark", () =>
