@@ -15,10 +15,11 @@
  * runs measured again after this many in all; 0 skips them), LIFECYCLE_N (20),
  * LIFECYCLE_WARMUP (3), IDLE_SESSIONS (1000), SAMPLES (1; 0 leaves raw samples out of the JSON),
  * ITER_TIMEOUT_MS (10000), SECTIONS (handoff,lifecycle,idleHeap,load,longSession); for load
- * (baton only): SESSIONS (1000), SPREAD_S (10), SATURATE (0); for longSession: LONG_TURNS (5000).
+ * (baton only): SESSIONS (1000), SPREAD_S (10), SATURATE (0); for longSession: LONG_TURNS (5000);
+ * server: the service with 100 and 1,000 WebSocket clients (bench/server-sessions.ts).
  * Exits with 1 only when a baton measurement failed.
  */
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawnSync } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import os from "node:os"
 import { fileURLToPath } from "node:url"
@@ -43,7 +44,22 @@ const json = jsonAt < 0
   ? args[jsonAt + 1]!
   : "-"
 const withPeer = !args.includes("--no-peer")
-const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap,load,longSession").split(",").map((s) => s.trim()))
+const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap,load,longSession,server").split(",").map((s) => s.trim()))
+
+/** bench/server-sessions.ts (100 and 1,000 WebSocket clients) in its own process: its Markdown table. */
+const runServerBench = (): string | undefined => {
+  log("running the service bench: bench/server-sessions.ts")
+  const r = spawnSync(process.execPath, ["--expose-gc", fileURLToPath(new URL("./server-sessions.ts", import.meta.url))], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+    timeout: 10 * 60_000
+  })
+  if (r.status !== 0) {
+    errors["server"] = `bench/server-sessions.ts exited with ${r.status ?? r.signal}`
+    return undefined
+  }
+  return r.stdout.trim()
+}
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const batonVersion = () => {
@@ -116,7 +132,10 @@ const realtime = args.includes("--no-realtime")
     return undefined
   })
 
-const tables = render(machine, baton, peer, rounds) + (realtime ? `\n${realtime.markdown}\n` : "")
+// Sessions over the service's WebSocket endpoint (baton only), in a process of its own.
+const serverTable = sections.has("server") ? runServerBench() : undefined
+
+const tables = render(machine, baton, peer, rounds) + (serverTable ? `\n### The service: sessions over /ws\n\n${serverTable}\n` : "") + (realtime ? `\n${realtime.markdown}\n` : "")
 const raw = JSON.stringify({ machine, baton: { ...baton, wallMs: Math.round(batonWallMs) }, agentsJs: peer, handoffRounds: rounds }, null, 2) + "\n"
 if (json === "-") {
   process.stderr.write(`\n${tables}\n`)

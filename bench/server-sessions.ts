@@ -1,6 +1,6 @@
 /**
  * Sessions held by one service process over its WebSocket endpoint (issue 14): N clients (100,
- * then 1,000; SESSIONS=100,1000) connect to /ws on 127.0.0.1, each takes two text turns, the
+ * then 1,000; SERVER_SESSIONS=100,1000) connect to /ws on 127.0.0.1, each takes two text turns, the
  * second a handoff whose new agent speaks, and stays connected. Prints event-loop lag p99/max
  * while they talk (the clients run in this same process, so the figure includes their work),
  * heap per open session (after gc) and the turns per second reached.
@@ -93,7 +93,7 @@ const measure = (n: number) =>
     }
   }))
 
-const sizes = (process.env.SESSIONS ?? "100,1000").split(",").map(Number)
+const sizes = (process.env.SERVER_SESSIONS ?? "100,1000").split(",").map(Number)
 const rows: Array<string> = []
 for (const n of sizes) {
   const r = await Effect.runPromise(measure(n))
