@@ -16,6 +16,40 @@ import { format } from "./Scenario.ts"
 import { DEFAULT_EXCLUDE, explain, runSeeds, simulate, type SimOptions } from "./Sim.ts"
 
 const args = process.argv.slice(2)
+
+const HELP = `npm run sim -- [options]
+
+  --seeds N       run N seeds (default 1000), print a summary and the first failure, shrunk
+  --from N        start at seed N (default 0)
+  --seed N        run one seed: its reproduction, or with --log its whole event log
+  --log           with --seed: print the event log
+  --all           include the known core bugs the default runs leave out
+  --no-shrink     do not shrink a failure
+  --target TEXT   shrink for the violation whose message contains TEXT
+  --fault NAME    switch on a protocol fault (order | last) to see the checker catch it
+  --help          this text`
+
+/** Options and whether each takes a value; anything else is refused before any seed runs. */
+const known: Record<string, boolean> = {
+  "--seeds": true, "--from": true, "--seed": true, "--target": true, "--fault": true,
+  "--log": false, "--all": false, "--no-shrink": false, "--help": false, "-h": false
+}
+const unknown = (() => {
+  for (let i = 0; i < args.length; i++) {
+    const takes = known[args[i]!]
+    if (takes === undefined) return args[i]
+    if (takes) i++
+  }
+  return undefined
+})()
+if (args.includes("--help") || args.includes("-h")) {
+  console.log(HELP)
+  process.exit(0)
+}
+if (unknown !== undefined) {
+  console.error(`sim: unknown option ${unknown}\n\n${HELP}`)
+  process.exit(2)
+}
 const flag = (name: string) => args.includes(`--${name}`)
 const value = (name: string): number | undefined => {
   const i = args.indexOf(`--${name}`)
