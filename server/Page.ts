@@ -74,11 +74,16 @@ const clearAudio = () => { for (const s of state.sources) { try { s.stop() } cat
 ws.onmessage = (m) => {
   if (typeof m.data !== "string") return play(m.data)
   const e = JSON.parse(m.data)
-  if (e.type !== "timeline") logEvent(e)
+  if (e.type !== "timeline" && e.type !== "agent_text") logEvent(e)
   switch (e.type) {
     case "ready": state.audioIn = e.audio; $("floor").textContent = e.agent || "–"
-      $("status").textContent = e.audio === "none" ? "connected · text only (no realtime model or voice pipeline on this server)" : "connected · voice on"; break
-    case "agent_text": (state.speaking[e.speechId] ??= line("agent", e.agent + ":", "")).append(e.delta); break
+      $("status").textContent = e.audio === "none" ? "connected · text only (no realtime model or voice pipeline on this server)" : "connected · voice on"
+      $("talk").disabled = $("openMic").disabled = e.audio === "none"; break
+    case "function_tools_executed": // the reply goes on after its tools: a new line
+      for (const id of Object.keys(state.speaking)) if (state.speaking[id].dataset.agent === e.agent) delete state.speaking[id]; break
+    case "agent_text":
+      if (!state.speaking[e.speechId]) { state.speaking[e.speechId] = line("agent", e.agent + ":", ""); state.speaking[e.speechId].dataset.agent = e.agent }
+      state.speaking[e.speechId].append(e.delta); break
     case "conversation_item_added":
       if (e.item && e.item._tag === "Message" && e.item.role === "user") line("user", "you:", e.item.text); break
     case "agent_handoff": $("floor").textContent = e.to; clearTimeout(state.redraw)
