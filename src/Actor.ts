@@ -228,7 +228,12 @@ const build = (
    * server answer with this agent's configuration.
    */
   const takeConnection = () =>
-    actor.realtime && holdsFloor() ? RealtimeReply.take(actor).pipe(Effect.forkIn(actor.scope, { startImmediately: true })) : Effect.void
+    actor.realtime && holdsFloor()
+      // Part of the handoff for rule 10: the take holds a work token (taken as the fiber starts,
+      // while the message that asked for it still holds its own), so a run resolves only once
+      // the connection has moved.
+      ? RealtimeReply.take(actor).pipe(work.track, Effect.forkIn(actor.scope, { startImmediately: true }))
+      : Effect.void
 
   const setState = (next: AgentState) => {
     if (next === state) return

@@ -100,9 +100,7 @@ export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
     // Background tools report when they finish: a run that did not wait for them may see that.
     if (!run.background && (run.backgroundRunning || backgroundPending(ctx, run.resolvedSeq))) continue
     const next = rec.actions.find((a) => a.order > run.resolvedOrder && a.op !== "idle")?.seq ?? rec.settled?.seq ?? rec.closeSeq ?? Infinity
-    // Connection bookkeeping is not conversation: a new holder takes its realtime connection
-    // once the old holder's response settled, which may be after the run resolved.
-    const late = rec.events.filter((e) => e.seq >= run.resolvedSeq! && e.seq < next && e.type !== "realtime_connection")
+    const late = rec.events.filter((e) => e.seq >= run.resolvedSeq! && e.seq < next)
     // A spoken turn is the server's until it reports it: what it brings may follow the run.
     if (late.length > 0 && voiceInFlight(ctx, run.resolvedOrder, late[0]!.at)) continue
     if (late.length > 0) {
