@@ -37,6 +37,7 @@
  *
  * @since 0.1.0
  */
+import * as ChatLimits from "./ChatLimits.ts"
 import * as ErrorInfo from "../../src/ErrorInfo.ts"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import {
@@ -53,7 +54,7 @@ import {
   Stream
 } from "effect"
 import { AiError, IdGenerator, LanguageModel, type Response, Telemetry } from "effect/ai"
-import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import {
   aiError,
   isRetryableBeforeBody,
@@ -72,8 +73,8 @@ export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
 /** Default `OPENAI_MODEL`. */
 export const DEFAULT_MODEL = "gpt-4o-mini"
 
-/** Explicit options for {@link OpenAiChat.layer}. */
-export interface Options {
+/** Explicit options for {@link OpenAiChat.layer} (with the limits of `ChatLimits.Tuning`). */
+export interface Options extends ChatLimits.Tuning {
   /** Model name sent as `model`. */
   readonly model: string
   /** Bearer key. Omit for keyless servers (Ollama, llama.cpp, vLLM, ...). */
@@ -92,24 +93,6 @@ export interface Options {
   readonly retryBaseDelay?: Duration.Input | undefined
   /** A 429 asking to wait longer than this is not retried. Default 30 s. */
   readonly maxRetryAfter?: Duration.Input | undefined
-  /**
-   * Longest wait for the response to start (its headers), per attempt; a timeout is retried like
-   * a transport failure. Default 30 s.
-   */
-  readonly responseTimeout?: Duration.Input | undefined
-  /**
-   * Longest silence in the response stream (also before its first chunk): a server that sends
-   * headers and then nothing ends the reply with a Timeout instead of holding the turn. Not
-   * retried (part of the answer may have been spoken). Default 30 s.
-   */
-  readonly idleTimeout?: Duration.Input | undefined
-  /**
-   * The most of an error body (or a JSON answer where a stream was asked for) that is read; the
-   * rest is not downloaded. Default 64 KiB.
-   */
-  readonly maxErrorBodyBytes?: number | undefined
-  /** The longest answer accepted, in characters of the response stream. Default 4 MiB. */
-  readonly maxResponseChars?: number | undefined
   /** Extra request headers (e.g. `OpenAI-Organization`). */
   readonly headers?: Readonly<Record<string, string>> | undefined
 }
@@ -145,31 +128,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const maxRetries = Math.max(0, Math.floor(options.maxRetries ?? 2))
   const retryBaseDelay = Duration.fromInputUnsafe(options.retryBaseDelay ?? "500 millis")
   const maxRetryAfter = Duration.fromInputUnsafe(options.maxRetryAfter ?? "30 seconds")
-  const maxErrorBodyBytes = options.maxErrorBodyBytes ?? 64 * 1024
-  const maxResponseChars = options.maxResponseChars ?? 4 * 1024 * 1024
-  /** Reads at most `maxErrorBodyBytes` of a body; what is past the limit is not downloaded. */
-  const boundedText = (response: HttpClientResponse.HttpClientResponse) =>
-    Effect.suspend(() => {
-      let seen = 0
-      return response.stream.pipe(
-        Stream.takeWhile((chunk) => {
-          const keep = seen < maxErrorBodyBytes
-          seen += chunk.byteLength
-          return keep
-        }),
-        Stream.runCollect,
-        Effect.map((chunks) => {
-          const bytes = Buffer.concat(chunks)
-          const text = new TextDecoder().decode(bytes.subarray(0, maxErrorBodyBytes))
-          return seen > maxErrorBodyBytes ? `${text}... (body cut at ${maxErrorBodyBytes} bytes)` : text
-        }),
-        Effect.orElseSucceed(() => "")
-      )
-    })
-  const responseTimeout = Duration.fromInputUnsafe(options.responseTimeout ?? "30 seconds")
-  const idleTimeout = Duration.fromInputUnsafe(options.idleTimeout ?? "30 seconds")
-  const timedOut = (method: string, what: string) =>
-    aiError(method, new AiError.NetworkError({ reason: "TransportError", method: "POST", url, description: `timeout: ${what}` }))
+  const limits = ChatLimits.make({ ...options, url })
   const settings: RequestSettings = {
     model: options.model,
     parallelToolCalls: options.parallelToolCalls ?? true,
@@ -207,7 +166,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       const contentType = response.headers["content-type"] ?? ""
       if (!contentType.includes("application/json")) return response
       // a JSON body where an event stream was asked for: an error envelope, or a server that ignored `stream`
-      const text = yield* boundedText(response)
+      const text = yield* limits.boundedText(response)
       return yield* Effect.fail(aiError(
         method,
         Option.match(parseErrorBody(text), {
@@ -219,7 +178,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         })
       ))
     }
-    const text = yield* boundedText(response)
+    const text = yield* limits.boundedText(response)
     const nowMillis = yield* Clock.currentTimeMillis
     return yield* Effect.fail(aiError(
       method,
@@ -252,10 +211,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const open = (method: string, body: WireRequestBody) => {
     let failures = 0
     return attempt(method, body).pipe(
-      Effect.timeoutOrElse({
-        duration: responseTimeout,
-        orElse: () => Effect.fail(timedOut(method, `no response within ${Duration.format(responseTimeout)}`))
-      }),
+      limits.responseTimeout(method),
       Effect.tapError((error) =>
         Effect.logDebug("OpenAiChat request failed").pipe(
           Effect.annotateLogs({
@@ -285,22 +241,13 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         request: { model: settings.model, temperature: settings.temperature, maxTokens: settings.maxTokens }
       })
       const response = yield* open(method, body)
-      let received = 0
       const text = response.stream.pipe(
         Stream.mapError((error) =>
           aiError(method, networkReason(error, { method: "POST", url, scrub, phase: "response stream failed" }))
         ),
-        Stream.timeoutOrElse({
-          duration: idleTimeout,
-          orElse: () => Stream.fail(timedOut(method, `the response stream was silent for ${Duration.format(idleTimeout)}`))
-        }),
+        limits.idleTimeout(method),
         Stream.decodeText(),
-        Stream.mapEffect((chunk) => {
-          received += chunk.length
-          return received > maxResponseChars
-            ? Effect.fail(aiError(method, new AiError.InvalidResponseError({ description: `the answer exceeded ${maxResponseChars} characters` })))
-            : Effect.succeed(chunk)
-        })
+        limits.maxAnswer(method)
       )
       return decodeChatStream(text, {
         operation: method,
