@@ -1,5 +1,5 @@
 /**
- * Shared assertions for the rules of DESIGN.md, over a session's history and event log.
+ * Shared assertions for the rules of docs/rules.md, over a session's history and event log.
  */
 import { assert } from "@effect/vitest"
 import type { ChatContext, FunctionCallOutput } from "../src/ChatContext.ts"

@@ -1,5 +1,5 @@
 /**
- * Fault injection and latency knobs of the Gemini Live mock (PROTOCOLS.md 2.9, 2.10, 4): goAway
+ * Fault injection and latency knobs of the Gemini Live mock (docs/protocols.md 2.9, 2.10, 4): goAway
  * then close, a tool call lost across a reconnect, late / dropped setupComplete, close codes with
  * truncated reasons, binary frames, noise, Vertex-style calls. Loose timing bounds (live clock).
  */

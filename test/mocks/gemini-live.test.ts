@@ -1,5 +1,5 @@
 /**
- * Protocol conformance of the Gemini Live mock, driven by a raw `ws` client (PROTOCOLS.md section 2):
+ * Protocol conformance of the Gemini Live mock, driven by a raw `ws` client (docs/protocols.md section 2):
  * setup, model turns (audio, text, 3.1 multi-part), realtime input with activity detection, tool
  * calls, barge-in, session resumption, and the capability facts (tools / instructions fixed by setup).
  */

@@ -1,5 +1,5 @@
 /**
- * Fault injection and latency knobs of the OpenAI Realtime mock (PROTOCOLS.md 1.10, 4): late /
+ * Fault injection and latency knobs of the OpenAI Realtime mock (docs/protocols.md 1.10, 4): late /
  * slow / dropped acks, rejected updates, closes mid-response, server-initiated function calls,
  * noise frames, session expiry, handshake faults. Timing assertions use loose bounds (live clock).
  */
@@ -148,7 +148,7 @@ describe("OpenAI Realtime mock: faults and latency", () => {
       expect(typesOf(events).slice(0, 3)).toEqual(["conversation.item.added", "conversation.item.done", "response.created"])
       expect(events.find((e) => e.type === "response.function_call_arguments.done")).toMatchObject({ name: "transfer", call_id: "call_transfer00001" })
 
-      // push at a moment chosen by the test, racing a client response.create (PROTOCOLS.md 1.10 #5)
+      // push at a moment chosen by the test, racing a client response.create (docs/protocols.md 1.10 #5)
       const conn = yield* mock.awaitConnection(0)
       yield* conn.pushResponse(Plan.say("server speaks first", { deltaIntervalMs: 10 }))
       yield* client.send({ type: "response.create", event_id: "mine" })

@@ -1,6 +1,6 @@
 /**
  * Protocol conformance of the OpenAI Realtime GA mock, driven by a raw `ws` client
- * (PROTOCOLS.md section 1): session start, text / audio / function-call turns, items and
+ * (docs/protocols.md section 1): session start, text / audio / function-call turns, items and
  * previous_item_id, truncation, session.update effects, server VAD and interruption.
  */
 import { describe, expect, it } from "@effect/vitest"

@@ -1,5 +1,5 @@
 /**
- * The checker: the rules of DESIGN.md over one run's event log, history, world and final state.
+ * The checker: the rules of docs/rules.md over one run's event log, history, world and final state.
  * Each rule is a function returning violations (never throwing), so a run reports all it broke:
  *
  * - rules 1, 2 (one floor, silence after handoff): CheckFloor.ts

@@ -32,7 +32,7 @@ const keptWhilePaused = (ctx: Ctx, e: SessionEvent, returned: ReadonlySet<string
  * Rule 1 (the floor as the handoff events say; every change one atomic step; input only to the
  * holder) and the event part of rule 2 (nothing from an agent after it passed the floor).
  *
- * One exemption, as DESIGN.md has it ("its background tools may keep running"; tool calls are
+ * One exemption, as docs/rules.md has it ("its background tools may keep running"; tool calls are
  * never cut in half): calls still running when an agent lost the floor (a forced handoff during
  * its tool phase) get their outputs later, and that speech's end is reported then.
  */

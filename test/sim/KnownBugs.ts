@@ -12,7 +12,7 @@ import type { Recording } from "./Runner.ts"
 import type { Scenario } from "./Scenario.ts"
 
 export interface KnownBugPattern {
-  /** The DESIGN.md rule it breaks. */
+  /** The rule (docs/rules.md) it breaks. */
   readonly rule: string
   readonly description: string
   readonly regression: string

@@ -1,6 +1,6 @@
 /**
  * The deterministic simulation of the handoff protocol: 10,000 random scenarios (seeds
- * 0..9999), each run under its own TestClock and checked against the rules of DESIGN.md.
+ * 0..9999), each run under its own TestClock and checked against the rules of docs/rules.md.
  * A failure prints the seed, how to replay it, the violations, the scenario, a shrunk scenario
  * that still fails and its event log.
  *

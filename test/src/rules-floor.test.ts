@@ -1,5 +1,5 @@
 /**
- * Rules 1-4 of DESIGN.md: one floor, silence after handoff, deterministic batches, every call
+ * Rules 1-4 of docs/rules.md: one floor, silence after handoff, deterministic batches, every call
  * answered.
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -1,5 +1,5 @@
 /**
- * Client message handlers of the Gemini Live mock (PROTOCOLS.md 2.2, 2.3). Violations close the
+ * Client message handlers of the Gemini Live mock (docs/protocols.md 2.2, 2.3). Violations close the
  * socket with 1007 (invalid argument) or 1008 (policy), as Gemini reports errors (2.9); the reasons
  * are the mock's own wording.
  */

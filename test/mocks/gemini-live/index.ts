@@ -1,6 +1,6 @@
 /**
  * A protocol-faithful mock of the Gemini Live API (BidiGenerateContent over WebSocket), for tests
- * and benchmarks on 127.0.0.1. Facts: /work/shared/protocols/PROTOCOLS.md section 2.
+ * and benchmarks on 127.0.0.1. Facts: docs/protocols.md section 2.
  *
  * Capability facts (2.6, 2.7): tools and the system instruction are fixed by `setup` and cannot
  * change mid-session (only by reconnecting, e.g. with a resumption handle); there is no

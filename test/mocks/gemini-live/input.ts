@@ -2,7 +2,7 @@
  * Realtime audio input of the Gemini Live mock: automatic activity detection (an energy VAD standing
  * in for the server's), explicit `activityStart`/`activityEnd` when it is disabled, `audioStreamEnd`
  * flushing, barge-in per `activityHandling`, input transcription, and the user turn that follows
- * (PROTOCOLS.md 2.3, 2.5).
+ * (docs/protocols.md 2.3, 2.5).
  */
 import { EnergyVad } from "../shared/vad.ts"
 import type { GeminiState } from "./state.ts"

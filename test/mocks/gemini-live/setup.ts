@@ -1,5 +1,5 @@
 /**
- * The `setup` message: validation and the settings derived from it (PROTOCOLS.md 2.2), and the
+ * The `setup` message: validation and the settings derived from it (docs/protocols.md 2.2), and the
  * session resumption store (2.8). Tools and system instruction are fixed by `setup` for the whole
  * connection (2.7); only a reconnect with a resumption handle may change them.
  */

@@ -1,5 +1,5 @@
 /**
- * Plays one model turn as Gemini Live server messages (PROTOCOLS.md 2.4, 2.5): optional thought part,
+ * Plays one model turn as Gemini Live server messages (docs/protocols.md 2.4, 2.5): optional thought part,
  * `serverContent.modelTurn` audio chunks (24 kHz PCM16) or text parts with `outputTranscription`
  * (separate messages, or one multi-part message in 3.1 style), an optional `toolCall`, then
  * `generationComplete` and, after the simulated playback, `turnComplete` with `usageMetadata`.

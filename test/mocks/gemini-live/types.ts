@@ -1,5 +1,5 @@
 /**
- * Types of the Gemini Live mock (BidiGenerateContent over WebSocket). Wire facts: PROTOCOLS.md
+ * Types of the Gemini Live mock (BidiGenerateContent over WebSocket). Wire facts: docs/protocols.md
  * section 2. Client messages carry exactly one of `setup`, `clientContent`, `realtimeInput`,
  * `toolResponse`; server messages one or more of `setupComplete`, `serverContent`, `toolCall`,
  * `toolCallCancellation`, `usageMetadata`, `goAway`, `sessionResumptionUpdate`.
@@ -45,7 +45,7 @@ export interface FunctionResponse {
   readonly [key: string]: unknown
 }
 
-/** A Gemini error is a close frame (PROTOCOLS.md 2.9): 1007 invalid argument, 1008 policy, 1011 internal. */
+/** A Gemini error is a close frame (docs/protocols.md 2.9): 1007 invalid argument, 1008 policy, 1011 internal. */
 export interface CloseSpec {
   readonly code: number
   readonly reason?: string
@@ -71,7 +71,7 @@ export interface GeminiTurnPlan {
   readonly thought?: string
   /** A `toolCall` after the spoken part; blocking calls pause the turn until `toolResponse`. */
   readonly toolCalls?: ReadonlyArray<ToolCallPlan>
-  /** Send `generationComplete` after a `toolCall` (some models do, PROTOCOLS.md 2.5). Default false. */
+  /** Send `generationComplete` after a `toolCall` (some models do, docs/protocols.md 2.5). Default false. */
   readonly generationCompleteAfterToolCall?: boolean
   /** Send `generationComplete` at the end (default true). */
   readonly generationComplete?: boolean

@@ -1,5 +1,5 @@
 /**
- * The default conversation: an ordered list of items with `previous_item_id` semantics (PROTOCOLS.md
+ * The default conversation: an ordered list of items with `previous_item_id` semantics (docs/protocols.md
  * 1.5), plus the validation of client-created items (1.3).
  */
 import { Predicate } from "effect"

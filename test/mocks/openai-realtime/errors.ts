@@ -1,6 +1,6 @@
 /**
  * The `error` objects the mock sends. Codes and messages marked [doc] or [observed] come from
- * PROTOCOLS.md 1.7; those marked [mock] are the mock's own choice where PROTOCOLS.md names none.
+ * docs/protocols.md 1.7; those marked [mock] are the mock's own choice where docs/protocols.md names none.
  */
 import type { ErrorSpec } from "./types.ts"
 

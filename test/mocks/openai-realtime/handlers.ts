@@ -1,5 +1,5 @@
 /**
- * Client event handlers of the OpenAI Realtime mock (PROTOCOLS.md 1.3): each answers with the GA
+ * Client event handlers of the OpenAI Realtime mock (docs/protocols.md 1.3): each answers with the GA
  * acknowledgement, or with an `error` carrying the client's `event_id` and no state change.
  */
 import { Predicate } from "effect"
@@ -21,7 +21,7 @@ export const handleClientEvent = (s: RealtimeState, e: ClientEvent): void => {
       const r = applySessionUpdate(s.session, e.session, { assistantAudioPresent: s.assistantAudioPresent })
       if (!r.ok) return fail(r.error)
       s.session = r.value
-      // The client event_id is not echoed on success (PROTOCOLS.md 1.2).
+      // The client event_id is not echoed on success (docs/protocols.md 1.2).
       s.emit({ type: "session.updated", session: s.session })
       return
     }
@@ -94,7 +94,7 @@ const truncate = (s: RealtimeState, e: ClientEvent, fail: (error: Parameters<Rea
   }
   const total = durationMs(entry.encoding, entry.audio.byteLength)
   if (e.audio_end_ms > total) return fail(Errors.audioTooShort(total, e.audio_end_ms))
-  // LiveKit: "the API rejects truncating an item when no audio was played" (PROTOCOLS.md 1.4 F).
+  // LiveKit: "the API rejects truncating an item when no audio was played" (docs/protocols.md 1.4 F).
   if (e.audio_end_ms === 0) return fail(Errors.constraint("audio_end_ms", "audio_end_ms must be greater than 0."))
   const keep = Math.floor((e.audio_end_ms * entry.audio.byteLength) / Math.max(1, total))
   entry.audio = entry.audio.subarray(0, keep - (keep % (entry.encoding.kind === "pcm16" ? 2 : 1)))

@@ -1,6 +1,6 @@
 /**
  * A protocol-faithful mock of the OpenAI Realtime GA WebSocket API (`gpt-realtime`), for tests and
- * benchmarks on 127.0.0.1. Facts: /work/shared/protocols/PROTOCOLS.md section 1.
+ * benchmarks on 127.0.0.1. Facts: docs/protocols.md section 1.
  *
  * ```ts
  * const mock = yield* OpenAIRealtimeMock.make({ script: [Plan.call("get_weather", { city: "Paris" })] })
@@ -36,7 +36,7 @@ export { Errors } from "./errors.ts"
 export { echoScript, Plan } from "./plan.ts"
 export type * from "./types.ts"
 
-/** What the provider layer may rely on (PROTOCOLS.md 1.2 mutability table, 1.4 C). */
+/** What the provider layer may rely on (docs/protocols.md 1.2 mutability table, 1.4 C). */
 export const OPENAI_REALTIME_CAPABILITIES = {
   midSessionInstructionsUpdate: true,
   midSessionToolsUpdate: true,

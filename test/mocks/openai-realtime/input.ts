@@ -1,7 +1,7 @@
 /**
  * The input audio buffer (`input_audio_buffer.append/commit/clear`), the server VAD stand-in
  * (speech_started / speech_stopped / committed, interruption, auto-response) and input transcription
- * (PROTOCOLS.md 1.3, 1.4 B and D).
+ * (docs/protocols.md 1.3, 1.4 B and D).
  */
 import { bytesPerMs, concatBytes, synthesize } from "../shared/audio.ts"
 import { makeId } from "../shared/ids.ts"

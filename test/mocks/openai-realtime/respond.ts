@@ -2,7 +2,7 @@
  * Starting a response: `response.create` validation and per-response overrides (instructions,
  * tools, tool_choice, output_modalities, audio.output, metadata, conversation auto|none, input), the
  * one-writer rule of the default conversation, the script call, and the runner's lifecycle
- * (PROTOCOLS.md 1.3 "response.create per-response overrides").
+ * (docs/protocols.md 1.3 "response.create per-response overrides").
  */
 import { Predicate } from "effect"
 import { entryAudioMs, lastUserText } from "./conversation.ts"

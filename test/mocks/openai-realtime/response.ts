@@ -1,5 +1,5 @@
 /**
- * Plays one response plan as the GA event sequence of PROTOCOLS.md 1.4 B/C:
+ * Plays one response plan as the GA event sequence of docs/protocols.md 1.4 B/C:
  * `response.created`, per item `response.output_item.added` + `conversation.item.added`, content part
  * events, audio/transcript/text or function-argument deltas, the `.done` events, `response.done`
  * with usage. Cancellation (client or turn_detected) flushes the open `.done` events and ends with

@@ -1,6 +1,6 @@
 /**
  * Session config state: the `session.created` defaults and `session.update` (validation and merge).
- * Facts: PROTOCOLS.md 1.2 (field facts, update semantics, mutability table) and 1.4 A.
+ * Facts: docs/protocols.md 1.2 (field facts, update semantics, mutability table) and 1.4 A.
  */
 import { Predicate } from "effect"
 import type { AudioEncoding } from "../shared/audio.ts"
@@ -143,7 +143,7 @@ const unknownKey = (obj: object, known: Set<string>, prefix: string): string | u
 }
 
 export interface UpdateContext {
-  /** Assistant audio has been produced: `voice` is frozen (PROTOCOLS.md 1.2). */
+  /** Assistant audio has been produced: `voice` is frozen (docs/protocols.md 1.2). */
   readonly assistantAudioPresent: boolean
 }
 

@@ -1,6 +1,6 @@
 /**
  * Types of the OpenAI Realtime GA mock: wire shapes (loosely typed where the client controls them),
- * the scripted-model plan, actions and options. Wire facts: PROTOCOLS.md section 1.
+ * the scripted-model plan, actions and options. Wire facts: docs/protocols.md section 1.
  */
 import type { CommonMockOptions } from "../shared/server.ts"
 
@@ -230,7 +230,7 @@ export interface OpenAIRealtimeMockOptions extends CommonMockOptions<ClientEvent
   readonly sendConversationCreated?: boolean
   /** Where `rate_limits.updated` goes (default `"afterDone"`). */
   readonly rateLimits?: "none" | "afterCreated" | "afterDone"
-  /** The two unverified orderings of PROTOCOLS.md section 5 (defaults: response.* first). */
+  /** The two unverified orderings of docs/protocols.md section 5 (defaults: response.* first). */
   readonly order?: {
     readonly conversationItemAddedFirst?: boolean
     readonly conversationItemDoneFirst?: boolean

@@ -1,7 +1,7 @@
 /**
  * Audio helpers: PCM16 little-endian mono synthesis, G.711 (mu-law / A-law) coding, durations, and
  * base64. OpenAI Realtime speaks PCM16 at 24 kHz or G.711 at 8 kHz; Gemini Live takes PCM16 at the
- * rate named in the MIME type (16 kHz native) and always answers PCM16 at 24 kHz (PROTOCOLS.md 1.2,
+ * rate named in the MIME type (16 kHz native) and always answers PCM16 at 24 kHz (docs/protocols.md 1.2,
  * 2.3).
  */
 

@@ -1,7 +1,7 @@
 /**
  * Realistic identifiers for the mock servers.
  *
- * OpenAI ids look like `event_C9G5RJeJ2gF77mV7f2B1j` (prefix + 21 base62 characters, PROTOCOLS.md
+ * OpenAI ids look like `event_C9G5RJeJ2gF77mV7f2B1j` (prefix + 21 base62 characters, docs/protocols.md
  * OA-REF examples); call ids like `call_9UoYr1iIQM8DltFx` (16 characters).
  */
 import { randomBytes } from "node:crypto"
