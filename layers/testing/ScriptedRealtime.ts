@@ -17,7 +17,8 @@ import {
   type RealtimeSessionConfig,
   type RealtimeToolChoice
 } from "../../services/RealtimeModel.ts"
-import { ChatContext, type ChatItem, toPrompt } from "../../src/ChatContext.ts"
+import { ChatContext, type ChatItem } from "../../src/ChatContext.ts"
+import { toPrompt } from "../../src/ChatPrompt.ts"
 import * as ScriptedModel from "./ScriptedModel.ts"
 
 export interface Op {

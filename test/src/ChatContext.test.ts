@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as ChatContext from "../../src/ChatContext.ts"
+import { toPrompt } from "../../src/ChatPrompt.ts"
 import { applyContextPolicy } from "../../src/Handoff.ts"
 
 const { message, functionCall, functionCallOutput, agentHandoff } = ChatContext
@@ -50,7 +51,7 @@ describe("ChatContext", () => {
   })
 
   it("converts to an effect/ai prompt", () => {
-    const prompt = ChatContext.toPrompt(conversation(), { instructions: "You are A.", extraInstructions: "be brief" })
+    const prompt = toPrompt(conversation(), { instructions: "You are A.", extraInstructions: "be brief" })
     assert.deepStrictEqual(prompt.content.map((m) => m.role), [
       "system", // agent instructions
       "system", // the context's own system message
@@ -74,7 +75,7 @@ describe("ChatContext", () => {
       functionCall({ callId: "pending", name: "slow", arguments: "{}" }),
       functionCallOutput({ callId: "orphan", name: "x", output: "?", isError: false, status: "ok" })
     ])
-    const prompt = ChatContext.toPrompt(ctx)
+    const prompt = toPrompt(ctx)
     assert.deepStrictEqual(prompt.content.map((m) => m.role), ["user"])
     assert.deepStrictEqual(ctx.pendingCalls().map((c) => c.callId), ["pending"])
   })
@@ -130,8 +131,8 @@ describe("ChatContext", () => {
         ctx = ctx.append(functionCallOutput({ callId: call.callId, name: "t", output: "late", isError: false, status: "ok" }))
       } else if (r < 0.85) ctx = ctx.append(agentHandoff({ from: "a", to: "b", kind: "handoff", resumed: false }))
       else ctx = ctx.append(message("system", `s${step}`))
-      const incremental = ChatContext.toPrompt(ctx, { instructions: "i", extraInstructions: step % 3 === 0 ? "x" : undefined })
-      const scratch = ChatContext.toPrompt(ChatContext.ChatContext.make(ctx.items), { instructions: "i", extraInstructions: step % 3 === 0 ? "x" : undefined })
+      const incremental = toPrompt(ctx, { instructions: "i", extraInstructions: step % 3 === 0 ? "x" : undefined })
+      const scratch = toPrompt(ChatContext.ChatContext.make(ctx.items), { instructions: "i", extraInstructions: step % 3 === 0 ? "x" : undefined })
       assert.deepStrictEqual(incremental.content, scratch.content, `step ${step}`)
     }
   })
