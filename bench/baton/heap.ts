@@ -5,7 +5,8 @@
  * baton's live counts (Diagnostics) must be back where they were.
  */
 import { Effect, Exit, Scope } from "effect"
-import { AgentSession, Diagnostics } from "../../src/index.ts"
+import { AgentSession } from "../../src/index.ts"
+import * as Diagnostics from "../../src/Diagnostics.ts"
 import { startIdle } from "./lifecycle.ts"
 import { envInt, gcNow, log, r3 } from "./stats.ts"
 

@@ -8,7 +8,7 @@
  * The per-reply instructions are exported so the demo model can recognise them.
  */
 import { Effect, Schema } from "effect"
-import { Agent, AgentTask, Handoff, Tool } from "../../src/index.ts"
+import { Agent, AgentTask, Handoff, Tool } from "@baton-voice/baton"
 
 export interface Booking {
   readonly name: string

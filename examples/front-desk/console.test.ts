@@ -111,8 +111,8 @@ describe.concurrent("npm run console (examples/front-desk/main.ts) in a terminal
     // The header says it is the demo model and how to use a real one.
     const header = out.slice(0, out.indexOf("── floor:"))
     assert.include(header, "demo model")
-    assert.include(header, "OPENAI_API_KEY=... npm start")
-    assert.include(header, "OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_MODEL=llama3.1 npm start")
+    assert.include(header, "OPENAI_API_KEY=... and run again")
+    assert.include(header, "OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_MODEL=llama3.1 and run again")
     // Who holds the floor, in order: two handoffs to weather, two transfers back, the task and its return.
     assert.deepStrictEqual(out.split("\n").filter((line) => line.startsWith("── floor:")), [
       "── floor: greeter [start]",

@@ -7,7 +7,7 @@
  */
 import type { Duration, Layer } from "effect"
 import type { LanguageModel, Prompt } from "effect/ai"
-import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import { ScriptedModel } from "@baton-voice/baton/testing"
 import { instructionsFor } from "./agents.ts"
 import { findCity, findDate, findName, findNote, mentions } from "./demoParse.ts"
 

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ScriptedModel } from "../../layers/testing/ScriptedModel.ts"
-import { AgentSession } from "../../src/index.ts"
+import { AgentSession } from "@baton-voice/baton"
 import { assertEveryCallAnswered, assertOneFloor } from "../../test/helpers.ts"
 import { type FrontDesk, greeter, makeFrontDesk } from "./agents.ts"
 import { demoConversation } from "./conversation.ts"

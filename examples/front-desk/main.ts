@@ -1,25 +1,22 @@
 /**
- * The front desk in the terminal: `npm run console` (or `npx node examples/front-desk/main.ts`).
+ * The front desk in the terminal: `npx node examples/front-desk/main.ts` (`baton console` and
+ * `npm run console` run the same program).
  *
  * With no `OPENAI_API_KEY` and no `OPENAI_BASE_URL` it runs on the built-in demo model
  * (`demoModel.ts`); with either set it uses the OpenAI-compatible chat layer
- * (`OPENAI_API_KEY=... npm start`, or
- * `OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_MODEL=llama3.1 npm start` for Ollama).
+ * (`OPENAI_API_KEY=... npm run console`, or
+ * `OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_MODEL=llama3.1 npm run console` for Ollama).
  *
  * `--timeline out.svg` writes the session's handoff timeline picture when it ends.
  *
  * Type a line and press Enter; Ctrl-D (end of input) or Ctrl-C closes the session and exits 0.
  */
-// Sub-path imports: the package index also loads the HTTP server, Redis, workers, ... (over a second).
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeStdio from "@effect/platform-node/NodeStdio"
 import { Cause, Config, Effect, Exit, Layer, Option, Runtime, Stdio } from "effect"
-import * as ConsoleTransport from "../../layers/console/ConsoleTransport.ts"
-import type { Style } from "../../layers/console/Style.ts"
-import { OpenAiChat } from "../../layers/openai/OpenAiChat.ts"
-import { AgentSession } from "../../src/index.ts"
-import * as Timeline from "../../src/Timeline.ts"
-import { writeFile } from "node:fs/promises"
+import { ConsoleApp, ConsoleTransport } from "@baton-voice/baton/console"
+import type { Style } from "@baton-voice/baton/console"
+import { OpenAiChat } from "@baton-voice/baton/openai"
 import { greeter, makeFrontDesk } from "./agents.ts"
 import * as DemoModel from "./demoModel.ts"
 
@@ -43,28 +40,40 @@ const displayUrl = (url: string) => {
   return parsed.toString().replace(/\/$/, "")
 }
 
-export const header = (style: Style, model: string): ReadonlyArray<string> => [
-  style.bold("baton · front desk"),
-  model,
-  style.dim("Type a line and press Enter. Ctrl-D or Ctrl-C to leave."),
-  ""
-]
+export const TITLE = "baton · front desk"
 
 const demoHeader = (style: Style) => [
   `Model: ${style.cyan("the built-in demo model")} (rules-based, no API key; it understands the demo phrases only).`,
   `  Try: ${DemoModel.demoPhrases.map((phrase) => `"${phrase}"`).join(" · ")}`,
-  `  Use a real model:  ${style.bold("OPENAI_API_KEY=... npm start")}`,
-  `  Or Ollama:         ${style.bold("OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_MODEL=llama3.1 npm start")}`
+  `  Use a real model:  set ${style.bold("OPENAI_API_KEY=...")} and run again`,
+  `  Or Ollama:         set ${style.bold("OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_MODEL=llama3.1")} and run again`
 ].join("\n")
 
-/** The conversation itself, once the console and the model are provided. */
-const frontDesk = <R>(describeModel: (style: Style) => Effect.Effect<string, never, R>) =>
+const frontDesk = <R>(describeModel: (style: Style) => Effect.Effect<string, never, R>, timeline: string | undefined) =>
+  ConsoleApp.run({ agent: greeter, userdata: makeFrontDesk, title: TITLE, describeModel, timeline })
+
+const runDemo = (timeline: string | undefined) =>
   Effect.gen(function*() {
-    const console = yield* ConsoleTransport.ConsoleTransport
-    yield* console.print(...header(console.style, yield* describeModel(console.style)))
-    const session = yield* AgentSession.start({ agent: greeter, userdata: makeFrontDesk() })
-    yield* console.attach(session).pipe(Effect.ensuring(writeTimeline(session)))
-  }).pipe(Effect.scoped)
+    const stdio = yield* Stdio.Stdio
+    // Word-by-word streaming is for people watching a terminal; a pipe gets whole replies.
+    const typing = (yield* stdio.stdoutIsTerminal) ? { chunkDelay: "25 millis" as const } : {}
+    return yield* frontDesk((style) => Effect.succeed(demoHeader(style)), timeline).pipe(Effect.provide(DemoModel.layer(typing)))
+  })
+
+const runOpenAi = (timeline: string | undefined) =>
+  frontDesk((style) =>
+    OpenAiChat.use((info) =>
+      Effect.succeed(
+        `Model: ${style.cyan(info.model)} at ${displayUrl(info.baseUrl)} (${info.hasApiKey ? "OPENAI_API_KEY set" : "no API key"}).`
+      )
+    ), timeline).pipe(Effect.provide(OpenAiChat.layerConfigFetch))
+
+/** The front desk in the console, on the demo model or the one the environment names. */
+export const frontDeskConsole = (options: { readonly timeline?: string | undefined } = {}) =>
+  Effect.gen(function*() {
+    const choice = yield* chooseModel
+    return yield* choice._tag === "Demo" ? runDemo(options.timeline) : runOpenAi(options.timeline)
+  }).pipe(Effect.provide(Layer.provideMerge(ConsoleTransport.layer(), NodeStdio.layer)))
 
 /** `--timeline out.svg`: the session's handoff timeline, written when it ends. */
 const timelinePath = (): string | undefined => {
@@ -72,38 +81,7 @@ const timelinePath = (): string | undefined => {
   return at < 0 ? undefined : process.argv[at + 1]
 }
 
-const writeTimeline = (session: AgentSession.AgentSession) =>
-  Effect.gen(function*() {
-    const path = timelinePath()
-    if (path === undefined) return
-    const svg = Timeline.fromEvents(yield* session.eventLog, { title: "baton · front desk" })
-    yield* Effect.tryPromise(() => writeFile(path, svg)).pipe(
-      Effect.matchEffect({
-        onFailure: (e) => Effect.sync(() => process.stderr.write(`could not write the timeline to ${path}: ${String(e.cause)}\n`)),
-        onSuccess: () => Effect.sync(() => process.stderr.write(`timeline written to ${path}\n`))
-      })
-    )
-  })
-
-const runDemo = Effect.gen(function*() {
-  const stdio = yield* Stdio.Stdio
-  // Word-by-word streaming is for people watching a terminal; a pipe gets whole replies.
-  const typing = (yield* stdio.stdoutIsTerminal) ? { chunkDelay: "25 millis" as const } : {}
-  return yield* frontDesk((style) => Effect.succeed(demoHeader(style))).pipe(Effect.provide(DemoModel.layer(typing)))
-})
-
-const runOpenAi = frontDesk((style) =>
-  OpenAiChat.use((info) =>
-    Effect.succeed(
-      `Model: ${style.cyan(info.model)} at ${displayUrl(info.baseUrl)} (${info.hasApiKey ? "OPENAI_API_KEY set" : "no API key"}).`
-    )
-  )
-).pipe(Effect.provide(OpenAiChat.layerConfigFetch))
-
-export const main = Effect.gen(function*() {
-  const choice = yield* chooseModel
-  return yield* choice._tag === "Demo" ? runDemo : runOpenAi
-}).pipe(Effect.provide(Layer.provideMerge(ConsoleTransport.layer(), NodeStdio.layer)))
+export const main = frontDeskConsole({ timeline: timelinePath() })
 
 if (import.meta.main) {
   // A model that refuses the configuration (key, URL, request) ends the console with one line

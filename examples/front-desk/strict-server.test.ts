@@ -6,8 +6,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { OpenAiChat } from "../../layers/openai/OpenAiChat.ts"
-import { AgentSession } from "../../src/index.ts"
+import { OpenAiChat } from "@baton-voice/baton/openai"
+import { AgentSession } from "@baton-voice/baton"
 import * as MockChat from "../../test/layers/openai/MockChatServer.ts"
 import { greeter, makeFrontDesk } from "./agents.ts"
 

@@ -3,7 +3,7 @@
  * answers and hands back. They refer to each other through thunks.
  */
 import { Effect, Schema } from "effect"
-import { Agent, Tool } from "../../src/index.ts"
+import { Agent, Tool } from "@baton-voice/baton"
 
 export const lookupWeather = Tool.make("lookup_weather", {
   description: "Look up the weather for a city",

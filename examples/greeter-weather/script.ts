@@ -1,4 +1,4 @@
-import type * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import type { ScriptedModel } from "@baton-voice/baton/testing"
 
 const city = (text: string) => /in ([A-Z][a-z]+)/.exec(text)?.[1] ?? "Paris"
 

@@ -4,7 +4,7 @@
  * booking with the group's results.
  */
 import { Effect, Schema } from "effect"
-import { Agent, AgentTask, TaskGroup, Tool } from "../../src/index.ts"
+import { Agent, AgentTask, TaskGroup, Tool } from "@baton-voice/baton"
 
 export interface Intent {
   readonly intent: "schedule" | "cancel" | "question"

@@ -2,7 +2,7 @@
  * The scripted model for the health-service demo and its test: what a real model would say and
  * call for each step of the conversation.
  */
-import type * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import type { ScriptedModel } from "@baton-voice/baton/testing"
 
 export const rules: ReadonlyArray<ScriptedModel.Rule> = [
   { when: { instructions: "ask how you can help" }, reply: { text: "Hello, this is the clinic. How can I help you today?" } },

@@ -3,7 +3,7 @@
  * then hands off. The handoff happens when the tool finishes, exactly as an immediate one.
  */
 import { Effect, Schema } from "effect"
-import { Agent, Handoff, Tool } from "../../src/index.ts"
+import { Agent, Handoff, Tool } from "@baton-voice/baton"
 
 export const searchFlights = Tool.make("search_flights", {
   description: "Search flights to a city; takes a while",

@@ -1,4 +1,4 @@
-import type * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import type { ScriptedModel } from "@baton-voice/baton/testing"
 
 export const rules: ReadonlyArray<ScriptedModel.Rule> = [
   { when: { user: "flight to", agent: "concierge" }, reply: { toolCalls: [{ name: "search_flights", arguments: { destination: "Lisbon" } }] } },

@@ -4,7 +4,7 @@
  * agent says nothing more.
  */
 import { Effect, Schema } from "effect"
-import { Agent, Tool } from "../../src/index.ts"
+import { Agent, Tool } from "@baton-voice/baton"
 
 export interface Notes {
   readonly saved: Array<string>

@@ -4,8 +4,8 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect } from "effect"
-import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
-import { AgentSession } from "../../src/index.ts"
+import { ScriptedModel } from "@baton-voice/baton/testing"
+import { AgentSession } from "@baton-voice/baton"
 import { front, type Notes } from "./agents.ts"
 import { rules } from "./script.ts"
 

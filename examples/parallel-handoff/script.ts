@@ -1,4 +1,4 @@
-import type * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import type { ScriptedModel } from "@baton-voice/baton/testing"
 
 export const rules: ReadonlyArray<ScriptedModel.Rule> = [
   {

@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import { Agent, Tool } from "../../src/index.ts"
+import { Agent, Tool } from "@baton-voice/baton"
 
 const lookupWeather = Tool.make("lookup_weather", {
   description: "Weather for a city",

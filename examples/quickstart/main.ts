@@ -6,9 +6,9 @@
  */
 import { Config, Console, Effect, Layer, Option } from "effect"
 import type { LanguageModel } from "effect/ai"
-import { OpenAiChat } from "../../layers/openai/OpenAiChat.ts"
-import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
-import { AgentSession } from "../../src/index.ts"
+import { OpenAiChat } from "@baton-voice/baton/openai"
+import { ScriptedModel } from "@baton-voice/baton/testing"
+import { AgentSession } from "@baton-voice/baton"
 import { greeter } from "./agents.ts"
 import { rules } from "./script.ts"
 

@@ -1,6 +1,6 @@
 import { describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import { ScriptedModel } from "@baton-voice/baton/testing"
 import { main } from "./main.ts"
 import { rules } from "./script.ts"
 

@@ -1,5 +1,5 @@
 /** The scripted model the quickstart runs on when no model is configured (and its test uses). */
-import type * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import type { ScriptedModel } from "@baton-voice/baton/testing"
 
 export const rules: ReadonlyArray<ScriptedModel.Rule> = [
   { when: { instructions: "greet the user" }, reply: { text: "Hello! How can I help?" } },

@@ -6,7 +6,7 @@
  */
 import { NodeFileSystem, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, FileSystem } from "effect"
-import { Timeline } from "../../src/index.ts"
+import { Timeline } from "@baton-voice/baton"
 import { seed002, seed002Model, seed004, seed004Model } from "./runs.ts"
 
 const options = { latency: "420 millis", pause: "1500 millis" } as const

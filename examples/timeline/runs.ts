@@ -6,8 +6,8 @@
  */
 import { type Duration, Effect, type Scope } from "effect"
 import type { LanguageModel } from "effect/ai"
-import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
-import { AgentSession, type SessionEvent } from "../../src/index.ts"
+import { ScriptedModel } from "@baton-voice/baton/testing"
+import { AgentSession, type SessionEvent } from "@baton-voice/baton"
 import { frontDesk } from "../health-service/agents.ts"
 import { turns } from "../health-service/main.ts"
 import { rules as healthRules } from "../health-service/script.ts"

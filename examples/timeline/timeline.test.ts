@@ -4,8 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { drive } from "../../layers/testing/Drive.ts"
-import { Timeline } from "../../src/index.ts"
+import { drive } from "@baton-voice/baton/testing"
+import { Timeline } from "@baton-voice/baton"
 import { byClass, parse, textOf } from "../../test/src/timeline/svgTree.ts"
 import { seed002, seed002Model, seed004, seed004Model } from "./runs.ts"
 

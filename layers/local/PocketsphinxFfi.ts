@@ -6,7 +6,7 @@
  * koffi's worker threads so the event loop keeps serving other sessions while a decoder works.
  */
 import { Effect } from "effect"
-import koffi, { type LibraryHandle } from "koffi"
+import type { LibraryHandle } from "koffi"
 import { VoiceError } from "../../services/VoiceError.ts"
 
 export const installLine = "apt-get install -y pocketsphinx pocketsphinx-en-us"
@@ -49,7 +49,14 @@ export interface Library {
   readonly getHyp: Fn
 }
 
+// Loaded here, not at import: `koffi` is an optional peer of the package.
 export const load = (paths: LibraryPaths = {}): Effect.Effect<Library, VoiceError> =>
+  Effect.tryPromise({
+    try: (): Promise<typeof import("koffi")> => import("koffi"),
+    catch: () => unavailable("pocketsphinx in-process needs koffi: npm install koffi")
+  }).pipe(Effect.flatMap((module) => loadWith(module.default, paths)))
+
+const loadWith = (koffi: typeof import("koffi").default, paths: LibraryPaths): Effect.Effect<Library, VoiceError> =>
   Effect.try({
     try: () => {
       const base = koffi.load(paths.sphinxbase ?? "libsphinxbase.so.3")

@@ -14,7 +14,7 @@
 import { Config, Effect, Layer } from "effect"
 import * as Fs from "node:fs"
 import { fileURLToPath } from "node:url"
-import * as Ort from "onnxruntime-node"
+import type * as Ort from "onnxruntime-node"
 import { Vad, type VadEvent, type VadOptions, type VadService, type VadStream } from "../../services/Vad.ts"
 import { VoiceError } from "../../services/VoiceError.ts"
 import { makeSmoother, makeWindower } from "./VadSmoothing.ts"
@@ -32,12 +32,14 @@ const contextOf = (rate: number) => (rate === 16000 ? 64 : 32)
 
 const fail = (reason: VoiceError["reason"], description: string) => new VoiceError({ source: "vad", reason, description })
 
-const streamOn = (session: Ort.InferenceSession) =>
+type OrtModule = typeof import("onnxruntime-node")
+
+const streamOn = (ort: OrtModule, session: Ort.InferenceSession) =>
   Effect.fn("SileroVad.stream")(function*(options: VadOptions = {}) {
     const threshold = options.threshold ?? 0.5
     const smoother = makeSmoother(options)
     const windower = makeWindower(rates, windowOf, "Silero VAD")
-    let state: Ort.Tensor = new Ort.Tensor("float32", new Float32Array(2 * 128), [2, 1, 128])
+    let state: Ort.Tensor = new ort.Tensor("float32", new Float32Array(2 * 128), [2, 1, 128])
     let context: Float32Array | undefined
 
     const infer = (window: Int16Array, rate: number) =>
@@ -49,9 +51,9 @@ const streamOn = (session: Ort.InferenceSession) =>
           for (let i = 0; i < window.length; i++) input[contextSize + i] = window[i]! / 32768
           context = input.slice(input.length - contextSize)
           return session.run({
-            input: new Ort.Tensor("float32", input, [1, input.length]),
+            input: new ort.Tensor("float32", input, [1, input.length]),
             state,
-            sr: new Ort.Tensor("int64", BigInt64Array.of(BigInt(rate)), [])
+            sr: new ort.Tensor("int64", BigInt64Array.of(BigInt(rate)), [])
           })
         },
         catch: (e) => fail("Transport", `silero inference failed: ${(e as Error).message}`)
@@ -82,14 +84,19 @@ export const make = Effect.fn("SileroVad.make")(function*(options: SileroVadOpti
   if (!Fs.existsSync(modelPath)) {
     return yield* fail("Unavailable", `the Silero model ${modelPath} is missing; get it with: ${fetchCommand}`)
   }
+  // Loaded here, not at import: `onnxruntime-node` is an optional peer of the package.
+  const ort = yield* Effect.tryPromise({
+    try: (): Promise<OrtModule> => import("onnxruntime-node"),
+    catch: () => fail("Unavailable", "Silero VAD needs onnxruntime-node: npm install onnxruntime-node (ONNXRUNTIME_NODE_INSTALL=skip for CPU only)")
+  })
   const session = yield* Effect.acquireRelease(
     Effect.tryPromise({
-      try: () => Ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 }),
+      try: () => ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 }),
       catch: (e) => fail("Unavailable", `onnxruntime cannot load ${modelPath} (${(e as Error).message}); get it again with: ${fetchCommand}`)
     }),
     (session) => Effect.promise(() => session.release())
   )
-  return { sampleRates: rates, stream: streamOn(session) } satisfies VadService
+  return { sampleRates: rates, stream: streamOn(ort, session) } satisfies VadService
 })
 
 export const layer = (options: SileroVadOptions = {}): Layer.Layer<Vad, VoiceError> => Layer.effect(Vad, make(options))

@@ -1,5 +1,5 @@
 /**
- * The main job as a user runs it (`npm start` = node server/main.ts): on the demo model with no
+ * The main job as a user runs it (`npm start` = baton serve, cli/main.ts): on the demo model with no
  * key, a real client talks to the front desk; SIGTERM drains (the open session gets `close`) and
  * the process exits 0.
  */
@@ -8,12 +8,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { connect, wait } from "./harness.ts"
 
-describe("server/main.ts (npm start)", () => {
+describe("baton serve (npm start)", () => {
   it.live("serves the front desk on the demo model; SIGTERM drains the open session and exits 0", () =>
     Effect.gen(function*() {
       const env = { ...process.env, PORT: "0", BATON_DRAIN_S: "1", OPENAI_API_KEY: "", OPENAI_BASE_URL: "" }
       const child = yield* Effect.acquireRelease(
-        Effect.sync(() => spawn(process.execPath, ["server/main.ts"], { env, stdio: ["ignore", "pipe", "pipe"] })),
+        Effect.sync(() => spawn(process.execPath, ["cli/main.ts", "serve"], { env, stdio: ["ignore", "pipe", "pipe"] })),
         (c) => Effect.sync(() => c.kill("SIGKILL"))
       )
       let out = ""
@@ -44,7 +44,7 @@ describe("server/main.ts (npm start)", () => {
     }).pipe(Effect.scoped), 30_000)
 
   it("without BATON_TOKEN a non-loopback HOST is refused with one line and exit code 1", () => {
-    const result = spawnSync(process.execPath, ["server/main.ts"], {
+    const result = spawnSync(process.execPath, ["cli/main.ts", "serve"], {
       env: { ...process.env, HOST: "0.0.0.0", PORT: "0", BATON_TOKEN: "" },
       encoding: "utf8",
       timeout: 20_000

@@ -7,7 +7,7 @@
  */
 import { Clock, Effect, Fiber, Option } from "effect"
 import type { AgentSession } from "../../src/index.ts"
-import { Diagnostics } from "../../src/index.ts"
+import * as Diagnostics from "../../src/Diagnostics.ts"
 import * as ScriptedRealtime from "../../layers/testing/ScriptedRealtime.ts"
 import type { Built, HookCall, TaskOutcome, World } from "./Interpret.ts"
 import type { Action, Scenario } from "./Scenario.ts"

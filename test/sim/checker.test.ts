@@ -5,7 +5,7 @@
  */
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Faults } from "../../src/index.ts"
+import * as Faults from "../../src/Faults.ts"
 import type { SessionEvent } from "../../src/Events.ts"
 import { check, type Rule } from "./Check.ts"
 import type { Recording } from "./Runner.ts"

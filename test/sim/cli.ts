@@ -1,80 +1,52 @@
 /**
- * The simulation outside vitest:
+ * The simulation outside vitest, behind `baton sim` (`npm run sim -- --help`):
  *
  *   npm run sim -- --seeds 1000 [--from 5000]     many seeds, a summary, the first failure shrunk
  *   npm run sim -- --seed 1234 [--log]            one seed: its reproduction (or its log with --log)
  *
- * Options: --all (include known core bugs the default runs leave out), --no-shrink,
- * --target <text> (shrink for the violation whose message contains it, not the first one),
- * --fault order|last (switch on a ProtocolFaults variant, to see the checker catch it).
- * Each scenario provides its own TestClock, so no live clock is involved. Exits 1 on failure.
+ * The command line itself (options, help, refusals) is `cli/Sim.ts`; this is what it runs.
+ * Each scenario provides its own TestClock, so no live clock is involved. The result is the
+ * process's exit code: 1 when a rule failed.
  */
 import { Effect } from "effect"
-import { Faults } from "../../src/index.ts"
+import * as Faults from "../../src/Faults.ts"
 import { eventLog, formatViolations } from "./Report.ts"
 import { format } from "./Scenario.ts"
 import { DEFAULT_EXCLUDE, explain, runSeeds, simulate, type SimOptions } from "./Sim.ts"
 
-const args = process.argv.slice(2)
-
-const HELP = `npm run sim -- [options]
-
-  --seeds N       run N seeds (default 1000), print a summary and the first failure, shrunk
-  --from N        start at seed N (default 0)
-  --seed N        run one seed: its reproduction, or with --log its whole event log
-  --log           with --seed: print the event log
-  --all           include the known core bugs the default runs leave out
-  --no-shrink     do not shrink a failure
-  --target TEXT   shrink for the violation whose message contains TEXT
-  --fault NAME    switch on a protocol fault (order | last) to see the checker catch it
-  --help          this text`
-
-/** Options and whether each takes a value; anything else is refused before any seed runs. */
-const known: Record<string, boolean> = {
-  "--seeds": true, "--from": true, "--seed": true, "--target": true, "--fault": true,
-  "--log": false, "--all": false, "--no-shrink": false, "--help": false, "-h": false
+export interface SimArgs {
+  readonly seeds: number
+  readonly from: number
+  readonly seed: number | undefined
+  readonly log: boolean
+  /** Include the known core bugs the default runs leave out. */
+  readonly all: boolean
+  readonly shrink: boolean
+  readonly target: string | undefined
+  readonly fault: "order" | "last" | undefined
 }
-const unknown = (() => {
-  for (let i = 0; i < args.length; i++) {
-    const takes = known[args[i]!]
-    if (takes === undefined) return args[i]
-    if (takes) i++
-  }
-  return undefined
-})()
-if (args.includes("--help") || args.includes("-h")) {
-  console.log(HELP)
-  process.exit(0)
-}
-if (unknown !== undefined) {
-  console.error(`sim: unknown option ${unknown}\n\n${HELP}`)
-  process.exit(2)
-}
-const flag = (name: string) => args.includes(`--${name}`)
-const value = (name: string): number | undefined => {
-  const i = args.indexOf(`--${name}`)
-  if (i < 0) return undefined
-  const n = Number(args[i + 1])
-  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} needs a non-negative integer`)
-  return n
-}
-const fault = (() => {
-  const i = args.indexOf("--fault")
-  const name = i >= 0 ? args[i + 1] : undefined
-  if (name === undefined) return undefined
-  if (name === "order") return { ...Faults.none, outputsInCompletionOrder: true }
-  if (name === "last") return { ...Faults.none, lastFinisherDecides: true }
-  throw new Error("--fault takes order or last")
-})()
 
-const options: SimOptions = { exclude: flag("all") ? [] : DEFAULT_EXCLUDE, faults: fault }
-const target = (() => {
-  const i = args.indexOf("--target")
-  return i >= 0 ? args[i + 1] : undefined
-})()
-const shrinkBudget = flag("no-shrink") ? 0 : 400
+export const runSim = (args: SimArgs): Effect.Effect<number> => {
+  const faults = args.fault === "order"
+    ? { ...Faults.none, outputsInCompletionOrder: true }
+    : args.fault === "last"
+    ? { ...Faults.none, lastFinisherDecides: true }
+    : undefined
+  const options: SimOptions = { exclude: args.all ? [] : DEFAULT_EXCLUDE, faults }
+  const target = args.target
+  const shrinkBudget = args.shrink ? 400 : 0
+  const flag = (name: "log") => args[name]
+  const value = (name: "seed" | "from" | "seeds") => args[name]
+  return main(options, target, shrinkBudget, flag, value)
+}
 
-const main = Effect.gen(function*() {
+const main = (
+  options: SimOptions,
+  target: string | undefined,
+  shrinkBudget: number,
+  flag: (name: "log") => boolean,
+  value: (name: "seed" | "from" | "seeds") => number | undefined
+) => Effect.gen(function*() {
   const single = value("seed")
   if (single !== undefined) {
     const result = yield* simulate(single, options)
@@ -106,11 +78,3 @@ const main = Effect.gen(function*() {
   if (first) console.log(`\n${"=".repeat(100)}\n${yield* explain(first, options, shrinkBudget, target)}`)
   return summary.failures.length > 0 ? 1 : 0
 })
-
-Effect.runPromise(main).then(
-  (code) => process.exit(code),
-  (error) => {
-    console.error(error)
-    process.exit(2)
-  }
-)

@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Faults } from "../../src/index.ts"
+import * as Faults from "../../src/Faults.ts"
 import { generate } from "./Generate.ts"
 import { applyExclusions, applyWaivers, type KnownBugPattern, KnownBugs } from "./KnownBugs.ts"
 import { Prng } from "./Prng.ts"

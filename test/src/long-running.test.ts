@@ -7,7 +7,8 @@ import { type Duration, Effect, Fiber, Layer, Schema } from "effect"
 import { drive, until } from "../../layers/testing/Drive.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as TextCapture from "../../layers/testing/TextCapture.ts"
-import { Agent, AgentSession, AgentTask, Diagnostics, Handoff, Tool } from "../../src/index.ts"
+import { Agent, AgentSession, AgentTask, Handoff, Tool } from "../../src/index.ts"
+import * as Diagnostics from "../../src/Diagnostics.ts"
 import { assertEveryCallAnswered, assertOneFloor, eventsOfAgentAfter, handoffSeq } from "../helpers.ts"
 
 const job = (

@@ -4,7 +4,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
-import { Agent, AgentSession, AgentTask, Diagnostics, Tool } from "../../src/index.ts"
+import { Agent, AgentSession, AgentTask, Tool } from "../../src/index.ts"
+import * as Diagnostics from "../../src/Diagnostics.ts"
 
 const task: AgentTask.AgentTask<string> = AgentTask.make<string>({
   name: "confirm",

@@ -13,7 +13,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { drive } from "../../../layers/testing/Drive.ts"
 import * as ScriptedModel from "../../../layers/testing/ScriptedModel.ts"
-import { Agent, AgentSession, AgentTask, Diagnostics, TaskGroup, Tool } from "../../../src/index.ts"
+import { Agent, AgentSession, AgentTask, TaskGroup, Tool } from "../../../src/index.ts"
+import * as Diagnostics from "../../../src/Diagnostics.ts"
 
 const step: AgentTask.AgentTask<string> = AgentTask.make<string>({
   name: "step",

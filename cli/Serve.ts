@@ -1,0 +1,59 @@
+/**
+ * `baton serve`: the Node service (HTTP, WebSocket sessions, the phone bridge, metrics) with the
+ * front desk demo, or the entry agent of `--agents`. Options come from the environment (PORT,
+ * HOST, BATON_TOKEN, ...; see docs/server.md); `--port` and `--host` override. SIGTERM or Ctrl-C
+ * drains and exits 0.
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { Effect, Layer, Option } from "effect"
+import { greeter, makeFrontDesk } from "../examples/front-desk/agents.ts"
+import * as DemoModel from "../examples/front-desk/demoModel.ts"
+import * as ServerConfig from "../server/Config.ts"
+import { run } from "../server/Run.ts"
+import * as Observe from "../src/observe/Observe.ts"
+import * as Agents from "./Agents.ts"
+import * as Models from "./Models.ts"
+
+export interface ServeFlags {
+  readonly agents: Option.Option<string>
+  readonly port: Option.Option<number>
+  readonly host: Option.Option<string>
+}
+
+const DEMO_DESCRIPTION =
+  "Model: the built-in demo model (no API key; it understands the demo phrases: try \"what's the weather in Paris\", \"book an appointment\"). Voice needs a realtime model or the voice pipeline."
+
+export const serve = (flags: ServeFlags) =>
+  Effect.gen(function*() {
+    const fromEnv = yield* ServerConfig.fromEnv
+    const options = {
+      ...fromEnv,
+      ...(Option.isSome(flags.port) ? { port: flags.port.value } : {}),
+      ...(Option.isSome(flags.host) ? { host: flags.host.value } : {})
+    }
+    const { agent, userdata, model, description } = yield* Option.match(flags.agents, {
+      onNone: () =>
+        Effect.map(Models.openAiConfigured, (real) => ({
+          agent: greeter,
+          userdata: makeFrontDesk as () => unknown,
+          model: real ? Models.openAi.layer : DemoModel.layer({}) as unknown as Layer.Layer<never, unknown, never>,
+          description: real ? `Model: ${Models.openAi.description}.` : DEMO_DESCRIPTION
+        })),
+      onSome: (path) =>
+        Effect.gen(function*() {
+          const module = yield* Agents.load(path)
+          const choice = yield* Models.forModule(module)
+          return {
+            agent: module.agent,
+            userdata: module.userdata ?? (() => undefined),
+            model: choice.layer,
+            description: `Agents: ${path}. Model: ${choice.description}.`
+          }
+        })
+    })
+    // metrics of every session for /metrics; event logs with BATON_RECORD_DIR; OTLP with OTEL_EXPORTER_OTLP_ENDPOINT
+    const observe = Observe.layerConfig.pipe(Layer.provide(NodeFileSystem.layer))
+    return yield* run({ ...options, agent, userdata, modelDescription: description }).pipe(
+      Effect.provide(Layer.merge(model, observe))
+    )
+  })

@@ -1,0 +1,55 @@
+/**
+ * `baton sim`: the simulation of random schedules against the twelve rules. It is a tool of the
+ * baton repository (it lives with the tests and is not in the package): in a clone, run
+ * `npm run sim -- --help`.
+ */
+import { Console, Effect, Option } from "effect"
+import { existsSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+
+export interface SimFlags {
+  readonly seeds: number
+  readonly from: number
+  readonly seed: Option.Option<number>
+  readonly log: boolean
+  readonly all: boolean
+  readonly noShrink: boolean
+  readonly target: Option.Option<string>
+  readonly fault: Option.Option<"order" | "last">
+}
+
+/** What `test/sim/cli.ts` exports (typed here so that the build does not follow the import). */
+interface SimModule {
+  readonly runSim: (args: {
+    readonly seeds: number
+    readonly from: number
+    readonly seed: number | undefined
+    readonly log: boolean
+    readonly all: boolean
+    readonly shrink: boolean
+    readonly target: string | undefined
+    readonly fault: "order" | "last" | undefined
+  }) => Effect.Effect<number>
+}
+
+// Computed, not a literal: the build must not pull the simulation (and the tests) into dist/.
+const simModule = new URL(["..", "test", "sim", "cli.ts"].join("/"), import.meta.url)
+
+export const sim = (flags: SimFlags) =>
+  Effect.gen(function*() {
+    if (!existsSync(fileURLToPath(simModule))) {
+      yield* Console.error("baton sim: the simulation ships with the baton repository, not the package; in a clone: npm run sim -- --help")
+      return 2
+    }
+    const { runSim } = yield* Effect.promise(() => import(simModule.href) as Promise<SimModule>)
+    return yield* runSim({
+      seeds: flags.seeds,
+      from: flags.from,
+      seed: Option.getOrUndefined(flags.seed),
+      log: flags.log,
+      all: flags.all,
+      shrink: !flags.noShrink,
+      target: Option.getOrUndefined(flags.target),
+      fault: Option.getOrUndefined(flags.fault)
+    })
+  })
