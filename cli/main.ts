@@ -65,7 +65,7 @@ const consoleCommand = Command.make("console", {
 
 const serveCommand = Command.make("serve", {
   agents,
-  port: Flag.Int("port").pipe(Flag.withDescription("the port (default: PORT, else 8787; 0 picks a free one)"), Flag.optional),
+  port: Flag.Int("port").pipe(Flag.withDescription("the port (default: PORT, else 8080; 0 picks a free one)"), Flag.optional),
   host: Flag.String("host").pipe(Flag.withDescription("the interface (default: HOST, else 127.0.0.1; others need BATON_TOKEN)"), Flag.optional)
 }, (flags) => withLogging(oneLine(serve(flags)))).pipe(
   Command.withDescription("Run the service: a web page, WebSocket sessions (/ws), the Twilio bridge (/twilio), /health and /metrics.")

@@ -112,4 +112,22 @@ describe("the package, installed from its tarball", () => {
     assert.strictEqual(sim.status, 2)
     assert.include(sim.stderr, "ships with the baton repository")
   })
+
+  it("runs the README's agents module with baton console --agents, and refuses a module without an agent in one line", () => {
+    // the module as the README shows it, so that the README stays true
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8")
+    const block = readme.slice(readme.indexOf("here `agents.mjs`:")).match(/```js\n([\s\S]*?)```/)
+    assert.isNotNull(block, "the README has the agents.mjs example")
+    writeFileSync(join(project, "agents.mjs"), block![1]!)
+    const bin = join(project, "node_modules", ".bin", "baton")
+    const chat = node([bin, "console", "--agents", "./agents.mjs"], "What's the weather in Paris?\n")
+    assert.strictEqual(chat.status, 0, chat.stdout + chat.stderr)
+    assert.include(chat.stdout, "baton · agents.mjs")
+    assert.include(chat.stdout, "── floor: greeter → weather")
+    assert.include(chat.stdout, "[weather] It is sunny in Paris.")
+    writeFileSync(join(project, "empty.mjs"), "export const nothing = 1\n")
+    const refused = node([bin, "console", "--agents", "./empty.mjs"], "hi\n")
+    assert.strictEqual(refused.status, 1)
+    assert.strictEqual(refused.stderr, "baton: --agents ./empty.mjs: export the entry agent as `agent` (or as the default export), made with Agent.make\n")
+  })
 })
