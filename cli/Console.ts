@@ -31,6 +31,6 @@ export const console = (flags: ConsoleFlags) => {
           describeModel: (style) => Effect.succeed(`Model: ${style.cyan(model.description)}.`),
           timeline
         }).pipe(Effect.provide(model.layer))
-      }).pipe(Effect.provide(Layer.provideMerge(ConsoleTransport.layer(), NodeStdio.layer)))
+      }).pipe(Effect.provide(Layer.merge(ConsoleTransport.layerNode(), NodeStdio.layer)))
   })
 }

@@ -73,7 +73,7 @@ export const frontDeskConsole = (options: { readonly timeline?: string | undefin
   Effect.gen(function*() {
     const choice = yield* chooseModel
     return yield* choice._tag === "Demo" ? runDemo(options.timeline) : runOpenAi(options.timeline)
-  }).pipe(Effect.provide(Layer.provideMerge(ConsoleTransport.layer(), NodeStdio.layer)))
+  }).pipe(Effect.provide(Layer.merge(ConsoleTransport.layerNode(), NodeStdio.layer)))
 
 /** `--timeline out.svg`: the session's handoff timeline, written when it ends. */
 const timelinePath = (): string | undefined => {

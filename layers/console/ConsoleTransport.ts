@@ -42,6 +42,7 @@ import type { AgentSession } from "../../src/AgentSession.ts"
 import type { SessionEvent } from "../../src/index.ts"
 import { type SpeechInfo, TextOutput, type TextOutputService } from "../../services/TextOutput.ts"
 import * as Input from "./Input.ts"
+import * as LineEditor from "./LineEditor.ts"
 import { agentLabel, renderEvent } from "./Render.ts"
 import * as Style from "./Style.ts"
 
@@ -52,6 +53,13 @@ export interface Options {
   readonly echoInput?: boolean
   /** The prompt shown when the session is idle (default `"you> "`). */
   readonly prompt?: string
+  /**
+   * Edit lines on this terminal (history, arrow keys, typing ahead while an agent speaks) instead
+   * of reading `Stdio`'s stdin. `layerNode` uses the process's when stdin and stdout are terminals.
+   */
+  readonly terminal?: LineEditor.Terminal
+  /** Show "… thinking" while a turn waits for its first words (default: stdout is a terminal). */
+  readonly thinking?: boolean
 }
 
 export const DEFAULT_PROMPT = "you> "
@@ -86,9 +94,23 @@ export const fatalLine = (event: SessionEvent): string | undefined => {
   return todo === undefined ? undefined : `baton: the model failed (${event.message}); ${todo}`
 }
 
-type Open = "none" | "prompt" | "speech"
+type Open = "none" | "prompt" | "speech" | "thinking"
 
-const make = (stdio: Stdio.Stdio, style: Style.Style, echoInput: boolean, prompt: string) =>
+const THINKING = "… thinking"
+
+/**
+ * `editor`: a terminal's line editor (history, arrow keys, typing ahead while an agent speaks);
+ * without one, lines are read from `stdio.stdin` as they come. `thinking`: show "… thinking"
+ * while a turn waits for its first words (a terminal only).
+ */
+const make = (
+  stdio: Stdio.Stdio,
+  style: Style.Style,
+  echoInput: boolean,
+  prompt: string,
+  editor: LineEditor.LineEditor | undefined,
+  thinking: boolean
+) =>
   Effect.gen(function*() {
     const lock = yield* Semaphore.make(1)
     const locked = <A>(effect: Effect.Effect<A>) => lock.withPermit(effect)
@@ -102,14 +124,31 @@ const make = (stdio: Stdio.Stdio, style: Style.Style, echoInput: boolean, prompt
     let lastSeq = -1
     let sessionClosed = false
     let onClose = () => {}
+    // A prompt is due (shown, or hidden by output that came meanwhile) / a turn awaits its first words.
+    let atPrompt = false
+    let waiting = false
 
     const breakLine = Effect.suspend(() => {
       const was = open
       open = "none"
+      if (was === "prompt" && editor) return editor.hide
+      if (was === "thinking") return write("\r\u001b[K")
       return was === "none" ? Effect.void : write("\n")
     })
+    /** After other output: the editor's prompt comes back, or "thinking" while a turn still waits. */
+    const restore = Effect.suspend(() => {
+      if (open !== "none" || sessionClosed) return Effect.void
+      if (atPrompt && editor) return showPromptNow
+      if (waiting && thinking) return showThinking
+      return Effect.void
+    })
+    const showThinking = write(style.dim(THINKING)).pipe(Effect.andThen(Effect.sync(() => {
+      open = "thinking"
+    })))
     const writeLines = (lines: ReadonlyArray<string>) =>
-      lines.length === 0 ? Effect.void : breakLine.pipe(Effect.andThen(write(lines.join("\n") + "\n")))
+      lines.length === 0
+        ? Effect.void
+        : breakLine.pipe(Effect.andThen(write(lines.join("\n") + "\n")), Effect.andThen(restore))
 
     /** Renders the events not rendered yet; they count as rendered once written. */
     const render = (events: ReadonlyArray<SessionEvent>) =>
@@ -154,6 +193,7 @@ const make = (stdio: Stdio.Stdio, style: Style.Style, echoInput: boolean, prompt
         Effect.andThen(Effect.sync(() => {
           open = "speech"
           speech = info
+          waiting = false
         }))
       )
 
@@ -171,25 +211,35 @@ const make = (stdio: Stdio.Stdio, style: Style.Style, echoInput: boolean, prompt
           if (open !== "speech" || speech?.speechId !== info.speechId) return Effect.void
           open = "none"
           speech = undefined
-          return write(`${interrupted ? style.dim(" …[interrupted]") : ""}\n`)
+          return write(`${interrupted ? style.dim(" …[interrupted]") : ""}\n`).pipe(Effect.andThen(restore))
         }))
     }
 
+    const showPromptNow = breakLine.pipe(
+      Effect.andThen(editor ? editor.prompt(style.bold(prompt)) : write(style.bold(prompt))),
+      Effect.andThen(Effect.sync(() => {
+        open = "prompt"
+      }))
+    )
     const showPrompt = locked(catchUp.pipe(
       Effect.andThen(Effect.suspend(() => {
+        waiting = false
         if (sessionClosed) return Effect.void
-        return breakLine.pipe(
-          Effect.andThen(write(style.bold(prompt))),
-          Effect.andThen(Effect.sync(() => {
-            open = "prompt"
-          }))
-        )
+        atPrompt = true
+        return showPromptNow
       }))
     ))
+
+    /** A line was sent: "… thinking" until the first words (or the next prompt). */
+    const sent = locked(Effect.suspend(() => {
+      waiting = true
+      return restore
+    }))
 
     /** After a line was read: echo it (or note that the terminal did) and say what was changed. */
     const acknowledge = (line: Input.InputLine) =>
       locked(Effect.gen(function*() {
+        atPrompt = false
         if (echoInput && open === "prompt") yield* write(line._tag === "Text" ? line.text : "")
         if (open === "prompt") {
           if (echoInput) yield* write("\n")
@@ -223,11 +273,12 @@ const make = (stdio: Stdio.Stdio, style: Style.Style, echoInput: boolean, prompt
             yield* acknowledge(line)
             if (line._tag === "Text") {
               yield* target.send(line.text)
+              yield* sent
               yield* target.idle
             }
             yield* showPrompt
           })
-        const input = Input.lines(stdio.stdin).pipe(
+        const input = (editor ? editor.lines : Input.lines(stdio.stdin)).pipe(
           Stream.runForEach(turn),
           Effect.catch((error) => locked(writeLines([style.red(`! error (input): ${error.message}`)])))
         )
@@ -253,11 +304,7 @@ const make = (stdio: Stdio.Stdio, style: Style.Style, echoInput: boolean, prompt
     return { service, textOutput }
   })
 
-/**
- * The console over a `Stdio` service. Provides `ConsoleTransport` and the `TextOutput` that
- * sessions started under it write to.
- */
-export const layer = (options: Options = {}): Layer.Layer<ConsoleTransport, never, Stdio.Stdio> =>
+const build = (options: Options, terminal: LineEditor.Terminal | undefined) =>
   Layer.effectContext(
     Effect.gen(function*() {
       const stdio = yield* Stdio.Stdio
@@ -266,14 +313,29 @@ export const layer = (options: Options = {}): Layer.Layer<ConsoleTransport, neve
       )
       const color = options.color ?? Style.shouldColor(yield* stdio.stdoutIsTerminal, Option.getOrUndefined(noColor))
       const echoInput = options.echoInput ?? !(yield* stdio.stdinIsTerminal)
-      const { service, textOutput } = yield* make(stdio, Style.make(color), echoInput, options.prompt ?? DEFAULT_PROMPT)
+      const editor = terminal ? yield* LineEditor.make(terminal) : undefined
+      const thinking = options.thinking ?? (yield* stdio.stdoutIsTerminal)
+      const { service, textOutput } = yield* make(stdio, Style.make(color), echoInput, options.prompt ?? DEFAULT_PROMPT, editor, thinking)
       return Context.make(ConsoleTransport, service).pipe(Context.add(TextOutput, textOutput))
     })
   ) as Layer.Layer<ConsoleTransport, never, Stdio.Stdio>
 
-/** The console over the process's stdin and stdout. */
+/**
+ * The console over a `Stdio` service (tests provide a fake one), reading lines from its stdin, or
+ * editing them on `options.terminal`.
+ * Provides `ConsoleTransport` and the `TextOutput` that sessions started under it write to.
+ */
+export const layer = (options: Options = {}): Layer.Layer<ConsoleTransport, never, Stdio.Stdio> => build(options, options.terminal)
+
+/**
+ * The console over the process's stdin and stdout; on a terminal (both ends), with line editing
+ * (`LineEditor.ts`) and the "thinking" indicator.
+ */
 export const layerNode = (options: Options = {}): Layer.Layer<ConsoleTransport> =>
-  layer(options).pipe(Layer.provide(NodeStdio.layer))
+  build(
+    options,
+    options.terminal ?? (process.stdin.isTTY && process.stdout.isTTY ? { input: process.stdin, output: process.stdout } : undefined)
+  ).pipe(Layer.provide(NodeStdio.layer))
 
 export class ConsoleTransport extends Context.Service<ConsoleTransport, ConsoleTransportService>()(
   "baton/layers/console/ConsoleTransport"

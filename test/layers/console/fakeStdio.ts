@@ -9,6 +9,8 @@ export interface FakeStdioOptions {
   readonly stdoutIsTerminal?: boolean
   /** Keep stdin open after the chunks (the default ends it, like Ctrl-D or a closed pipe). */
   readonly keepOpen?: boolean
+  /** Also called with each piece of text written to stdout, in order. */
+  readonly onWrite?: (text: string) => void
 }
 
 export interface FakeStdio {
@@ -29,7 +31,11 @@ export const make = (chunks: ReadonlyArray<string | Uint8Array>, options: FakeSt
     stdin,
     stdout: () =>
       Sink.forEach((chunk: string | Uint8Array) =>
-        Effect.sync(() => void written.push(typeof chunk === "string" ? chunk : decoder.decode(chunk)))
+        Effect.sync(() => {
+          const text = typeof chunk === "string" ? chunk : decoder.decode(chunk)
+          written.push(text)
+          options.onWrite?.(text)
+        })
       ),
     stderr: () => Sink.forEach(() => Effect.void),
     stdinIsTerminal: Effect.succeed(options.stdinIsTerminal ?? false),
