@@ -46,7 +46,7 @@ export const settings = (flag: Option.Option<LogLevel.LogLevel>) =>
 
 export const layer = (options: { readonly level: LogLevel.LogLevel; readonly format: Format }): Layer.Layer<never> =>
   Layer.mergeAll(
-    Logger.layer([options.format === "json" ? Logger.consoleJson : Logger.consolePretty()]),
+    Logger.layer([options.format === "json" ? Logger.withConsoleError(Logger.formatJson) : Logger.consolePretty()]),
     Layer.succeed(References.MinimumLogLevel, options.level),
     Layer.succeed(Logger.LogToStderr, true)
   )

@@ -1,7 +1,7 @@
 /**
  * `baton serve`: the Node service (HTTP, WebSocket sessions, the phone bridge, metrics) with the
  * front desk demo, or the entry agent of `--agents`. Options come from the environment (PORT,
- * HOST, BATON_TOKEN, ...; see docs/server.md); `--port` and `--host` override. SIGTERM or Ctrl-C
+ * HOST, BATON_TOKEN, ...; the README's "The service"); `--port` and `--host` override. SIGTERM or Ctrl-C
  * drains and exits 0.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"

@@ -59,7 +59,7 @@ const withLogging = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 const consoleCommand = Command.make("console", {
   agents,
   timeline: Flag.String("timeline").pipe(Flag.withDescription("write the session's handoff timeline (SVG) here when it ends"), Flag.optional)
-}, (flags) => withLogging(oneLine(consoleMode(flags)))).pipe(
+}, (flags) => oneLine(withLogging(consoleMode(flags)))).pipe(
   Command.withDescription("Talk to the agents in this terminal (the front desk demo on the demo model when there is no OPENAI_API_KEY).")
 )
 
@@ -67,14 +67,14 @@ const serveCommand = Command.make("serve", {
   agents,
   port: Flag.Int("port").pipe(Flag.withDescription("the port (default: PORT, else 8080; 0 picks a free one)"), Flag.optional),
   host: Flag.String("host").pipe(Flag.withDescription("the interface (default: HOST, else 127.0.0.1; others need BATON_TOKEN)"), Flag.optional)
-}, (flags) => withLogging(oneLine(serve(flags)))).pipe(
+}, (flags) => oneLine(withLogging(serve(flags)))).pipe(
   Command.withDescription("Run the service: a web page, WebSocket sessions (/ws), the Twilio bridge (/twilio), /health and /metrics.")
 )
 
 const timelineCommand = Command.make("timeline", {
   input: Argument.String("events.jsonl").pipe(Argument.withDescription("a session's event log (JSON lines)")),
   output: Argument.String("out.svg").pipe(Argument.withDescription("where to write the picture (default: next to the input)"), Argument.optional)
-}, ({ input, output }) => withLogging(oneLine(timeline(input, output)))).pipe(
+}, ({ input, output }) => oneLine(withLogging(timeline(input, output)))).pipe(
   Command.withDescription("Draw a recorded session as a handoff timeline (SVG).")
 )
 
