@@ -1,7 +1,7 @@
 /**
  * Where an agent's words go in the text pipeline: a console, a WebSocket client, a test.
- * Later, audio playout sits behind the same three calls: what `write` has delivered when a
- * reply is interrupted is what the chat history keeps.
+ * A voice output (TTS and playout) sits behind the same calls: what `write` has delivered when a
+ * reply is interrupted is what the chat history keeps, unless the output says what was heard.
  */
 import { Context, Effect } from "effect"
 
@@ -15,6 +15,13 @@ export interface TextOutputService {
   /** Completes when the text is delivered. */
   readonly write: (text: string, info: SpeechInfo) => Effect.Effect<void>
   readonly end: (info: SpeechInfo, interrupted: boolean) => Effect.Effect<void>
+  /**
+   * Completes when everything written for the speech has been played (a voice output plays
+   * audio after the text is written). The speech lasts until then, and a barge-in can cut it.
+   */
+  readonly drain?: (info: SpeechInfo) => Effect.Effect<void>
+  /** After a speech was cut: the part of it the user heard, which is what the history keeps. */
+  readonly heard?: (info: SpeechInfo) => string | undefined
 }
 
 /** Discards everything; the default when nothing is provided. */

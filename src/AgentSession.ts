@@ -50,6 +50,8 @@ export interface AgentSession<U = unknown> {
    * are, no speech starts and nothing is told; when they start, the current reply is cut.
    */
   readonly setUserSpeaking: (speaking: boolean) => Effect.Effect<void>
+  /** Reports what speech-to-text heard (an interim guess or the final text) as a `user_input_transcribed` event. */
+  readonly transcribed: (transcript: string, final: boolean) => Effect.Effect<void>
   /**
    * The user's audio (PCM16 mono at the model's input rate) for the agent holding the floor,
    * when it talks through a realtime model; the model's turn detection takes it from there.
@@ -319,6 +321,8 @@ export const start = <U = undefined>(
       idle: work.idle,
       idleWithBackground,
       setUserSpeaking: (speaking) => Effect.sync(() => setUserSpeaking(speaking)),
+      transcribed: (transcript, final) =>
+        Effect.sync(() => void (closed || emit({ type: "user_input_transcribed", transcript, final }))),
       pushAudio: (pcm) =>
         Effect.suspend((): Effect.Effect<void, RealtimeError | SessionClosed> =>
           closed ? isClosed("pushAudio") : state.holder ? RealtimeReply.pushAudio(state.holder, pcm) : Effect.void

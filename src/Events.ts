@@ -89,6 +89,13 @@ export interface UserStateChanged extends Base {
   readonly state: "speaking" | "listening"
 }
 
+/** What a speech-to-text engine heard of the user: guesses as they speak, then the final text. */
+export interface UserInputTranscribed extends Base {
+  readonly type: "user_input_transcribed"
+  readonly transcript: string
+  readonly final: boolean
+}
+
 /** A realtime connection was opened, moved to a new holder, updated for it, fell back or closed. */
 export interface RealtimeConnectionEvent extends Base {
   readonly type: "realtime_connection"
@@ -137,6 +144,7 @@ export type SessionEvent =
   | SpeechFinished
   | ErrorEvent
   | UserStateChanged
+  | UserInputTranscribed
   | RealtimeConnectionEvent
   | ModelCallEvent
   | CloseEvent

@@ -39,6 +39,7 @@ export const say = (actor: Actor, speech: Speech, text: string, options: SayOpti
     actor.setState("speaking")
     return out.start(info).pipe(
       Effect.andThen(out.write(text, info)),
+      Effect.andThen(out.drain ? out.drain(info) : Effect.void),
       Effect.andThen(Effect.sync(() => {
         delivered = true
       }))
@@ -47,7 +48,8 @@ export const say = (actor: Actor, speech: Speech, text: string, options: SayOpti
     Effect.onExit((exit) =>
       Effect.suspend(() => {
         if (options.addToContext !== false && (delivered || Exit.isFailure(exit))) {
-          actor.commit(message("assistant", delivered ? text : "", { agent: actor.name, interrupted: !delivered }))
+          const kept = delivered ? text : out.heard?.(info) ?? ""
+          actor.commit(message("assistant", kept, { agent: actor.name, interrupted: !delivered }))
         }
         return out.end(info, !delivered)
       })
@@ -151,12 +153,17 @@ const generate = (
       }) as Stream.Stream<Response.StreamPart<any>, unknown>,
       onPart
     )
+  // A voice output plays after the text: the step ends when the words were heard (or cut).
+  const drained = Effect.suspend(() => (started && out.drain ? out.drain(info) : Effect.void))
   return steps.pipe(
+    Effect.onExit((exit) => Effect.sync(() => actor.core.emit(meter.end(exit)))),
+    Effect.andThen(drained),
     Effect.onExit((exit) =>
       Effect.suspend(() => {
-        actor.core.emit(meter.end(exit))
         const interrupted = Exit.isFailure(exit)
-        if (text !== "") actor.commit(message("assistant", text, { agent: actor.name, interrupted }))
+        // Cut short: the history keeps what the user heard, when the output knows it.
+        const kept = interrupted && started && out.heard ? out.heard(info) ?? text : text
+        if (kept !== "") actor.commit(message("assistant", kept, { agent: actor.name, interrupted }))
         return started ? out.end(info, interrupted) : Effect.void
       })
     ),

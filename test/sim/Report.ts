@@ -42,6 +42,8 @@ export const describeEvent = (e: SessionEvent): string => {
       return `ERROR     ${e.agent ?? "-"} ${e.source}: ${clip(e.message.split("\n")[0] ?? "", 100)}`
     case "user_state_changed":
       return `user      ${e.state}`
+    case "user_input_transcribed":
+      return `heard     ${e.final ? "final" : "interim"} ${JSON.stringify(e.transcript)}`
     case "model_call":
       return `model     ${e.agent}: ${e.kind} ${e.provider}/${e.model} ${e.outcome}${e.errorReason ? ` (${e.errorReason})` : ""}`
     case "realtime_connection":

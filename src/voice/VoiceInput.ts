@@ -1,0 +1,172 @@
+/**
+ * The user's side of a cascaded voice session: frames from the transport go through the VAD
+ * and the speech-to-text engine; the pipeline decides when the user's turn ends (endpointing)
+ * and when their speech cuts the agent (barge-in), and hands the session text.
+ *
+ * Time here is the audio's own (ms of frames pushed), not the wall clock: a WAV file pushed at
+ * full speed and a phone line at real time make the same decisions.
+ *
+ * - Turn end: VAD silence of `minEndpointingDelayMs` after speech, then the engine's final
+ *   transcript goes to `session.send` (interim guesses are reported as events on the way).
+ * - Barge-in: speech that lasts `minInterruptionMs` while a reply plays cuts it at once: the
+ *   audio stops, and the session keeps only the words that were played (`VoiceOutput`).
+ *   Shorter speech over a reply (a cough, "mm-hm") cuts nothing and is not a turn.
+ * - False interruption: a cut followed by a final transcript with no words: the rest of the cut
+ *   reply is said again (`resumeFalseInterruption`, default on).
+ */
+import { Effect, Option, Queue, Stream } from "effect"
+import * as AudioFrame from "../../services/AudioFrame.ts"
+import { Resampler, type ResamplerStage } from "../../services/Resampler.ts"
+import { Stt, type SttOptions } from "../../services/Stt.ts"
+import { Vad, type VadOptions } from "../../services/Vad.ts"
+import { VoiceError } from "../../services/VoiceError.ts"
+import type { AgentSession } from "../AgentSession.ts"
+import type { VoiceOutput } from "./VoiceOutput.ts"
+
+export interface VoiceInputOptions {
+  /** Silence after speech before the user's turn ends (ms; default 500). */
+  readonly minEndpointingDelayMs?: number
+  /** Speech over a reply must last this long to cut it (ms; default 500). */
+  readonly minInterruptionMs?: number
+  /** Say the rest of a reply again when the speech that cut it had no words (default true). */
+  readonly resumeFalseInterruption?: boolean
+  /** Audio kept from before the VAD's speech start, for the speech-to-text engine (ms; default 300). */
+  readonly preRollMs?: number
+  readonly vad?: VadOptions
+  readonly stt?: SttOptions
+}
+
+/** Turns `frame` into frames at `rate`, through a resampler made on first need. */
+const converter = (rate: number, name: string) => {
+  let stage: ResamplerStage | undefined
+  return (frame: AudioFrame.AudioFrame) =>
+    Effect.gen(function*() {
+      if (frame.sampleRate === rate) return [frame]
+      if (stage === undefined || stage.inputRate !== frame.sampleRate) {
+        const resampler = yield* Effect.serviceOption(Resampler)
+        if (Option.isNone(resampler)) {
+          return yield* new VoiceError({
+            source: "audio",
+            reason: "InvalidAudio",
+            description: `${name} takes ${rate} Hz and the input is ${frame.sampleRate} Hz: provide Resampler.layer (with RtcNode.layer)`
+          })
+        }
+        stage = yield* resampler.value.make(frame.sampleRate, rate)
+      }
+      return stage.push(frame)
+    })
+}
+
+export const run = (session: AgentSession<any>, frames: Stream.Stream<AudioFrame.AudioFrame>, output: VoiceOutput, options: VoiceInputOptions = {}) =>
+  Effect.gen(function*() {
+    const vadService = yield* Vad
+    const sttService = yield* Stt
+    const vad = yield* vadService.stream(options.vad)
+    const stt = yield* sttService.stream(options.stt)
+    const endpointingMs = options.minEndpointingDelayMs ?? 500
+    const interruptionMs = options.minInterruptionMs ?? 500
+    const preRollMs = options.preRollMs ?? 300
+    const toVad = converter(vadService.sampleRates.includes(16000) ? 16000 : vadService.sampleRates[0]!, "the VAD")
+    const toStt = converter(sttService.sampleRate, "speech to text")
+
+    let audioMs = 0
+    let inUtterance = false
+    let speechStartMs = 0
+    /** Speech over a reply, not long enough yet to cut it. */
+    let bargeCandidate = false
+    let userSpeaking = false
+    let endpointAt: number | undefined
+    let cutAt: number | undefined
+    const preRoll: Array<{ readonly atMs: number; readonly frame: AudioFrame.AudioFrame }> = []
+
+    /** What each final transcript is for, in order: a user turn, or speech to discard. */
+    const pending = yield* Queue.unbounded<{ readonly kind: "turn" | "discard"; readonly cut: boolean }>()
+
+    const speaking = (on: boolean) =>
+      on === userSpeaking ? Effect.void : Effect.suspend(() => {
+        userSpeaking = on
+        return session.setUserSpeaking(on)
+      })
+
+    const endUtterance = (kind: "turn" | "discard") =>
+      Effect.gen(function*() {
+        inUtterance = false
+        endpointAt = undefined
+        yield* Queue.offer(pending, { kind, cut: cutAt !== undefined })
+        cutAt = undefined
+        yield* stt.endUtterance
+      })
+
+    const onFrame = (frame: AudioFrame.AudioFrame) =>
+      Effect.gen(function*() {
+        const startMs = audioMs
+        audioMs += AudioFrame.durationMs(frame)
+        const sttFrames = yield* toStt(frame)
+        if (inUtterance) for (const f of sttFrames) yield* stt.push(f)
+        else {
+          for (const f of sttFrames) preRoll.push({ atMs: startMs, frame: f })
+          while (preRoll.length > 0 && preRoll[0]!.atMs < audioMs - preRollMs - 100) preRoll.shift()
+        }
+        for (const vadFrame of yield* toVad(frame)) {
+          for (const event of yield* vad.push(vadFrame)) {
+            if (event._tag === "SpeechStarted") {
+              inUtterance = true
+              speechStartMs = event.atMs
+              endpointAt = undefined
+              for (const held of preRoll) if (held.atMs >= event.atMs - preRollMs) yield* stt.push(held.frame)
+              preRoll.length = 0
+              if (output.playing()) bargeCandidate = true
+              else yield* speaking(true)
+            } else if (bargeCandidate) {
+              // too short to cut the reply: not a turn either
+              bargeCandidate = false
+              yield* endUtterance("discard")
+            } else {
+              yield* speaking(false)
+              endpointAt = event.atMs + endpointingMs
+            }
+          }
+        }
+        if (bargeCandidate && audioMs - speechStartMs >= interruptionMs) {
+          bargeCandidate = false
+          cutAt = audioMs
+          yield* output.cut
+          yield* speaking(true)
+        }
+        if (endpointAt !== undefined && audioMs >= endpointAt && !vad.speaking()) yield* endUtterance("turn")
+      })
+
+    /** Finals become turns; a cut whose speech had no words was a false interruption. */
+    const onTranscripts = stt.events.pipe(
+      Stream.runForEach((event) =>
+        Effect.gen(function*() {
+          if (event._tag === "Interim") {
+            if (event.text !== "") yield* session.transcribed(event.text, false)
+            return
+          }
+          const purpose = yield* Queue.poll(pending)
+          if (Option.isNone(purpose) || purpose.value.kind === "discard") return
+          const text = event.text.trim()
+          if (text !== "") {
+            yield* session.transcribed(text, true)
+            yield* session.send(text).pipe(Effect.ignore)
+            return
+          }
+          if (purpose.value.cut && options.resumeFalseInterruption !== false) yield* resume
+        })
+      )
+    )
+
+    const resume = Effect.gen(function*() {
+      const cut = output.lastCut()
+      if (cut === undefined) return
+      const rest = cut.text.startsWith(cut.heard) ? cut.text.slice(cut.heard.length).trim() : cut.text
+      if (rest !== "") yield* session.say(rest).pipe(Effect.ignore)
+    })
+
+    // transcripts keep coming after the input ends (the last utterance is still being decoded)
+    yield* Effect.forkScoped(onTranscripts)
+    yield* frames.pipe(Stream.runForEach(onFrame))
+    // the input ended: a turn in progress still counts
+    if (inUtterance && !bargeCandidate) yield* speaking(false).pipe(Effect.andThen(endUtterance("turn")))
+  })
