@@ -45,7 +45,8 @@ interface Playback {
   readonly chunker: Sentences.Chunker
   readonly queue: Queue.Queue<string, Cause.Done>
   readonly spoken: Array<Spoken>
-  readonly done: Deferred.Deferred<void>
+  /** True once its audio was played to the end; false when it was cut. */
+  readonly done: Deferred.Deferred<boolean>
   text: string
   /** Audio written so far (ms of the reply's audio). */
   writtenMs: number
@@ -114,7 +115,7 @@ export const make = (options: VoiceOutputOptions = {}) =>
           const t = yield* now
           if (end > t) yield* Effect.sleep(end - t)
         })),
-        Effect.ensuring(Deferred.succeed(p.done, undefined))
+        Effect.ensuring(Deferred.succeed(p.done, p.frozenMs === undefined))
       )
 
     const open = (info: SpeechInfo) =>
@@ -124,7 +125,7 @@ export const make = (options: VoiceOutputOptions = {}) =>
           chunker: Sentences.make(options.minSentenceChars ?? 20),
           queue: yield* Queue.unbounded<string, Cause.Done>(),
           spoken: [],
-          done: yield* Deferred.make<void>(),
+          done: yield* Deferred.make<boolean>(),
           text: "",
           writtenMs: 0,
           startedAt: undefined,
@@ -154,8 +155,8 @@ export const make = (options: VoiceOutputOptions = {}) =>
     const stop = (p: Playback) =>
       Effect.gen(function*() {
         if (p.frozenMs === undefined) p.frozenMs = playedMs(p, yield* now)
+        yield* Deferred.succeed(p.done, false)
         if (p.fiber) yield* Fiber.interrupt(p.fiber)
-        yield* Deferred.succeed(p.done, undefined)
         yield* audio.clear(p.info)
       })
 
@@ -172,7 +173,13 @@ export const make = (options: VoiceOutputOptions = {}) =>
       drain: (info) =>
         Effect.suspend(() => {
           const p = playbacks.get(info.speechId)
-          return p ? finishText(p).pipe(Effect.andThen(Deferred.await(p.done))) : Effect.void
+          // a reply cut while it plays is interrupted: the history keeps what was heard
+          return p
+            ? finishText(p).pipe(
+              Effect.andThen(Deferred.await(p.done)),
+              Effect.flatMap((played) => (played ? Effect.void : Effect.interrupt))
+            )
+            : Effect.void
         }),
       heard: (info) => {
         const p = playbacks.get(info.speechId)

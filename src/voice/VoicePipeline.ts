@@ -10,7 +10,7 @@
  * // the user's audio flows from AudioInput; the agents' speech goes to AudioOutput
  * ```
  */
-import { Effect, Fiber, type Stream } from "effect"
+import { Effect, Fiber, Option, type Stream } from "effect"
 import { AudioInput } from "../../services/AudioInput.ts"
 import type { AudioFrame } from "../../services/AudioFrame.ts"
 import * as AgentSession from "../AgentSession.ts"
@@ -32,11 +32,18 @@ export interface VoiceSession<U> {
   readonly inputDone: Effect.Effect<void>
 }
 
+const audioInput = Effect.serviceOption(AudioInput).pipe(
+  Effect.flatMap(Option.match({
+    onNone: () => Effect.die(new Error("VoicePipeline.start needs the user's audio: provide AudioInput (a transport does) or pass `input`")),
+    onSome: (input) => Effect.succeed(input.frames)
+  }))
+)
+
 /** Starts a session whose agents listen and speak; it lives in the caller's Scope. */
 export const start = Effect.fn("VoicePipeline.start")(function*<U = undefined>(options: StartOptions<U>) {
   const output = yield* VoiceOutput.make(options.voice)
   const session = yield* AgentSession.start<U>({ ...options, textOutput: output.textOutput })
-  const frames = options.input ?? (yield* AudioInput).frames
+  const frames = options.input ?? (yield* audioInput)
   const input = yield* VoiceInput.run(session, frames, output, options.voice).pipe(
     Effect.tapError((error) => Effect.logError(`voice input stopped: ${error.message}`)),
     Effect.ignore,

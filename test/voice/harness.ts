@@ -28,6 +28,7 @@ export const frames = (...parts: ReadonlyArray<AudioFrame.AudioFrame>) => AudioF
 
 export interface Played {
   readonly agent: string
+  readonly speechId: string
   readonly frame: AudioFrame.AudioFrame
   readonly at: number
 }
@@ -35,11 +36,11 @@ export interface Played {
 /** An AudioOutput that keeps every frame with the agent and the wall time it was handed over. */
 export const recorder = () => {
   const played: Array<Played> = []
-  const clears: Array<{ readonly agent: string; readonly at: number }> = []
+  const clears: Array<{ readonly agent: string; readonly speechId: string; readonly at: number }> = []
   const output: AudioOutputService = {
     write: (pcm, sampleRate, info) =>
-      Clock.currentTimeMillis.pipe(Effect.map((at) => void played.push({ agent: info.agent, frame: AudioFrame.fromPcm16(pcm, sampleRate), at }))),
-    clear: (info) => Clock.currentTimeMillis.pipe(Effect.map((at) => void clears.push({ agent: info.agent, at })))
+      Clock.currentTimeMillis.pipe(Effect.map((at) => void played.push({ agent: info.agent, speechId: info.speechId, frame: AudioFrame.fromPcm16(pcm, sampleRate), at }))),
+    clear: (info) => Clock.currentTimeMillis.pipe(Effect.map((at) => void clears.push({ agent: info.agent, speechId: info.speechId, at })))
   }
   const audioOf = (agent: string) => AudioFrame.concat(played.filter((p) => p.agent === agent).map((p) => p.frame))
   return { output, played, clears, audioOf }
