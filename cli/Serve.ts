@@ -5,9 +5,12 @@
  * drains and exits 0.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import { Effect, Layer, Option } from "effect"
+import { Cause, Effect, Layer, Option } from "effect"
 import { greeter, makeFrontDesk } from "../examples/front-desk/agents.ts"
 import * as DemoModel from "../examples/front-desk/demoModel.ts"
+import * as FliteTts from "../layers/local/FliteTts.ts"
+import * as PocketsphinxStt from "../layers/local/PocketsphinxStt.ts"
+import * as WebRtcVad from "../layers/local/WebRtcVad.ts"
 import * as ServerConfig from "../server/Config.ts"
 import { run } from "../server/Run.ts"
 import * as Observe from "../src/observe/Observe.ts"
@@ -16,12 +19,28 @@ import * as Models from "./Models.ts"
 
 export interface ServeFlags {
   readonly agents: Option.Option<string>
+  /** `auto`: the offline voice engines when their Debian packages are there; `local`: required; `off`. */
+  readonly voice: "auto" | "local" | "off"
   readonly port: Option.Option<number>
   readonly host: Option.Option<string>
 }
 
 const DEMO_DESCRIPTION =
-  "Model: the built-in demo model (no API key; it understands the demo phrases: try \"what's the weather in Paris\", \"book an appointment\"). Voice needs a realtime model or the voice pipeline."
+  "Model: the built-in demo model (no API key; it understands the demo phrases: try \"what's the weather in Paris\", \"book an appointment\")."
+
+/** The offline engines (WebRTC VAD, pocketsphinx, flite) for cascaded voice sessions. */
+const localVoice = Layer.mergeAll(WebRtcVad.layer(), PocketsphinxStt.layer(), FliteTts.layer({ voice: "rms" }))
+
+const voiceLayer = (mode: ServeFlags["voice"]): Layer.Layer<never, unknown> =>
+  mode === "off"
+    ? Layer.empty
+    : mode === "local"
+    ? localVoice as Layer.Layer<never, unknown>
+    : (localVoice as Layer.Layer<never, unknown>).pipe(
+      Layer.catchCause((cause) =>
+        Layer.effectDiscard(Effect.logWarning(`voice off (text only): ${Cause.squash(cause) instanceof Error ? (Cause.squash(cause) as Error).message : String(Cause.squash(cause))}`))
+      )
+    )
 
 export const serve = (flags: ServeFlags) =>
   Effect.gen(function*() {
@@ -54,6 +73,6 @@ export const serve = (flags: ServeFlags) =>
     // metrics of every session for /metrics; event logs with BATON_RECORD_DIR; OTLP with OTEL_EXPORTER_OTLP_ENDPOINT
     const observe = Observe.layerConfig.pipe(Layer.provide(NodeFileSystem.layer))
     return yield* run({ ...options, agent, userdata, modelDescription: description }).pipe(
-      Effect.provide(Layer.merge(model, observe))
+      Effect.provide(Layer.mergeAll(model, observe, voiceLayer(flags.voice)))
     )
   })

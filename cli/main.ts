@@ -66,7 +66,11 @@ const consoleCommand = Command.make("console", {
 const serveCommand = Command.make("serve", {
   agents,
   port: Flag.Int("port").pipe(Flag.withDescription("the port (default: PORT, else 8080; 0 picks a free one)"), Flag.optional),
-  host: Flag.String("host").pipe(Flag.withDescription("the interface (default: HOST, else 127.0.0.1; others need BATON_TOKEN)"), Flag.optional)
+  host: Flag.String("host").pipe(Flag.withDescription("the interface (default: HOST, else 127.0.0.1; others need BATON_TOKEN)"), Flag.optional),
+  voice: Flag.Literals("voice", ["auto", "local", "off"]).pipe(
+    Flag.withDescription("voice by the offline pipeline (WebRTC VAD, pocketsphinx, flite): auto = when installed"),
+    Flag.withDefault("auto" as const)
+  )
 }, (flags) => oneLine(withLogging(serve(flags)))).pipe(
   Command.withDescription("Run the service: a web page, WebSocket sessions (/ws), the Twilio bridge (/twilio), /health and /metrics.")
 )

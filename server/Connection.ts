@@ -11,12 +11,14 @@ import { Clock, Deferred, Effect, FileSystem, Option, Stream } from "effect"
 import { Socket } from "effect/socket"
 import * as AudioFrame from "../services/AudioFrame.ts"
 import { AudioOutput, type AudioOutputService } from "../services/AudioOutput.ts"
-import type { ResamplerService, ResamplerStage } from "../services/Resampler.ts"
+import * as AudioInput from "../services/AudioInput.ts"
+import { Resampler, type ResamplerService, type ResamplerStage } from "../services/Resampler.ts"
 import { RealtimeModel } from "../services/RealtimeModel.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import { type Agent, AgentSession } from "../src/index.ts"
 import * as AudioRecorder from "../src/observe/AudioRecorder.ts"
 import * as Timeline from "../src/Timeline.ts"
+import * as VoicePipeline from "../src/voice/VoicePipeline.ts"
 import type { ServerOptions } from "./Config.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 import type { Registry } from "./Registry.ts"
@@ -46,21 +48,30 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
 
   const recorder = yield* record(ctx)
   const output = audioOutput(send, sendBytes)
-  const session = yield* AgentSession.start({
-    agent: ctx.agent,
-    userdata: ctx.userdata(),
-    textOutput: textOutput(send)
-  }).pipe(Effect.provideService(AudioOutput, recorder ? recorder.output(output) : output))
+  const realtime = Option.isSome(yield* Effect.serviceOption(RealtimeModel))
+  // Without a realtime model, VAD + STT + TTS engines in the context make a cascaded voice session.
+  const voiceEngines = realtime ? Option.none() : yield* VoicePipeline.engines
+  const line = Option.isSome(voiceEngines) ? yield* AudioInput.makeQueue : undefined
+  const startOptions = { agent: ctx.agent, userdata: ctx.userdata() }
+  const session = yield* (line && Option.isSome(voiceEngines)
+    ? VoicePipeline.start({ ...startOptions, input: line.service.frames, alsoText: textOutput(send) }).pipe(
+      Effect.map((voice) => voice.session),
+      VoicePipeline.provideEngines(voiceEngines.value),
+      Effect.provideService(Resampler, ctx.resampler)
+    )
+    : AgentSession.start({ ...startOptions, textOutput: textOutput(send) })).pipe(
+      Effect.provideService(AudioOutput, recorder ? recorder.output(output) : output)
+    )
   yield* ServiceMetrics.sessionOpened
 
   yield* session.events.pipe(Stream.runForEach(send), Effect.forkScoped)
-  const realtime = Option.isSome(yield* Effect.serviceOption(RealtimeModel))
   let inputRate = 16_000
   let toModel: ResamplerStage | undefined
   const pushAudio = (bytes: Uint8Array) =>
     Effect.gen(function*() {
       if (bytes.byteLength % 2 !== 0) return yield* send(inputError("an audio frame needs an even number of bytes (PCM16)"))
       if (recorder) yield* recorder.user(AudioFrame.fromPcm16(bytes, inputRate))
+      if (line) return yield* line.offer(AudioFrame.fromPcm16(bytes, inputRate))
       if (!realtime) return
       toModel ??= yield* ctx.resampler.make(inputRate, ctx.realtimeInputRate)
       for (const frame of toModel.push(AudioFrame.fromPcm16(bytes, inputRate))) {
@@ -101,7 +112,7 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
       yield* onMessage(message)
     })
 
-  yield* send({ type: "ready", sessionId: session.id, agent: ctx.agent.name, audio: realtime ? "realtime" : "none", inputSampleRate: inputRate })
+  yield* send({ type: "ready", sessionId: session.id, agent: ctx.agent.name, audio: realtime ? "realtime" : line ? "pipeline" : "none", inputSampleRate: inputRate })
 
   const idle = ctx.options.idleSeconds > 0 ? ctx.options.idleSeconds * 1000 : undefined
   const readLoop = Effect.gen(function*() {

@@ -13,6 +13,10 @@
 import { Effect, Fiber, Option, type Stream } from "effect"
 import { AudioInput } from "../../services/AudioInput.ts"
 import type { AudioFrame } from "../../services/AudioFrame.ts"
+import { Stt } from "../../services/Stt.ts"
+import type { TextOutputService } from "../../services/TextOutput.ts"
+import { Tts } from "../../services/Tts.ts"
+import { Vad } from "../../services/Vad.ts"
 import * as AgentSession from "../AgentSession.ts"
 import * as VoiceInput from "./VoiceInput.ts"
 import * as VoiceOutput from "./VoiceOutput.ts"
@@ -23,7 +27,39 @@ export interface StartOptions<U> extends Omit<AgentSession.StartOptions<U>, "tex
   readonly voice?: VoiceOptions
   /** The user's audio (default: the `AudioInput` of the context). */
   readonly input?: Stream.Stream<AudioFrame>
+  /** Also sends the agents' words here as text, as they are written (a transcript for a client). */
+  readonly alsoText?: TextOutputService
 }
+
+export interface Engines {
+  readonly vad: Vad["Service"]
+  readonly stt: Stt["Service"]
+  readonly tts: Tts["Service"]
+}
+
+/** The three engines a cascade needs, when the context has them all (a transport's choice of mode). */
+export const engines: Effect.Effect<Option.Option<Engines>> = Effect.gen(function*() {
+  const vad = yield* Effect.serviceOption(Vad)
+  const stt = yield* Effect.serviceOption(Stt)
+  const tts = yield* Effect.serviceOption(Tts)
+  return Option.isSome(vad) && Option.isSome(stt) && Option.isSome(tts)
+    ? Option.some({ vad: vad.value, stt: stt.value, tts: tts.value })
+    : Option.none()
+})
+
+/** Provides engines found with {@link engines}. */
+export const provideEngines = (found: Engines) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(Effect.provideService(Vad, found.vad), Effect.provideService(Stt, found.stt), Effect.provideService(Tts, found.tts))
+
+/** The voice output, and a text copy of what it is given. */
+const tee = (voice: TextOutputService, text: TextOutputService | undefined): TextOutputService =>
+  text === undefined ? voice : {
+    start: (info) => Effect.andThen(text.start(info), voice.start(info)),
+    write: (delta, info) => Effect.andThen(text.write(delta, info), voice.write(delta, info)),
+    end: (info, interrupted) => Effect.andThen(voice.end(info, interrupted), text.end(info, interrupted)),
+    ...(voice.drain ? { drain: voice.drain } : {}),
+    ...(voice.heard ? { heard: voice.heard } : {})
+  }
 
 export interface VoiceSession<U> {
   readonly session: AgentSession.AgentSession<U>
@@ -42,7 +78,7 @@ const audioInput = Effect.serviceOption(AudioInput).pipe(
 /** Starts a session whose agents listen and speak; it lives in the caller's Scope. */
 export const start = Effect.fn("VoicePipeline.start")(function*<U = undefined>(options: StartOptions<U>) {
   const output = yield* VoiceOutput.make(options.voice)
-  const session = yield* AgentSession.start<U>({ ...options, textOutput: output.textOutput })
+  const session = yield* AgentSession.start<U>({ ...options, textOutput: tee(output.textOutput, options.alsoText) })
   const frames = options.input ?? (yield* audioInput)
   const input = yield* VoiceInput.run(session, frames, output, options.voice).pipe(
     Effect.tapError((error) => Effect.logError(`voice input stopped: ${error.message}`)),
