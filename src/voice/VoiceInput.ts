@@ -14,13 +14,14 @@
  * - False interruption: a cut followed by a final transcript with no words: the rest of the cut
  *   reply is said again (`resumeFalseInterruption`, default on).
  */
-import { Effect, Option, Queue, Stream } from "effect"
+import { Effect, Option, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import { Resampler, type ResamplerStage } from "../../services/Resampler.ts"
 import { Stt, type SttOptions } from "../../services/Stt.ts"
 import { Vad, type VadOptions } from "../../services/Vad.ts"
 import { VoiceError } from "../../services/VoiceError.ts"
 import type { AgentSession } from "../AgentSession.ts"
+import type { SpeechInfo } from "../../services/TextOutput.ts"
 import type { VoiceOutput } from "./VoiceOutput.ts"
 
 export interface VoiceInputOptions {
@@ -34,6 +35,11 @@ export interface VoiceInputOptions {
   readonly preRollMs?: number
   readonly vad?: VadOptions
   readonly stt?: SttOptions
+  /**
+   * An engine failed (a frame the VAD refused, a transcript the STT could not make): that frame
+   * or utterance is lost, the session goes on. Default: a warning in the log.
+   */
+  readonly onError?: (error: VoiceError, info?: SpeechInfo) => Effect.Effect<void>
 }
 
 /** Turns `frame` into frames at `rate`, through a resampler made on first need. */
@@ -80,7 +86,11 @@ export const run = (session: AgentSession<any>, frames: Stream.Stream<AudioFrame
     const preRoll: Array<{ readonly atMs: number; readonly frame: AudioFrame.AudioFrame }> = []
 
     /** What each final transcript is for, in order: a user turn, or speech to discard. */
-    const pending = yield* Queue.unbounded<{ readonly kind: "turn" | "discard"; readonly cut: boolean }>()
+    const pending: Array<{ readonly kind: "turn" | "discard"; readonly cut: boolean }> = []
+    const onError = options.onError ?? ((error: VoiceError) => Effect.logWarning(`voice input: ${error.message}`))
+    /** An engine's failure loses what it was doing, never the session. */
+    const guard = <A>(effect: Effect.Effect<A, VoiceError>, fallback: A) =>
+      effect.pipe(Effect.catch((error) => onError(error).pipe(Effect.as(fallback))))
 
     const speaking = (on: boolean) =>
       on === userSpeaking ? Effect.void : Effect.suspend(() => {
@@ -92,9 +102,12 @@ export const run = (session: AgentSession<any>, frames: Stream.Stream<AudioFrame
       Effect.gen(function*() {
         inUtterance = false
         endpointAt = undefined
-        yield* Queue.offer(pending, { kind, cut: cutAt !== undefined })
+        const entry = { kind, cut: cutAt !== undefined }
+        pending.push(entry)
         cutAt = undefined
-        yield* stt.endUtterance
+        // no transcript comes for an utterance the engine failed on
+        const ended = yield* guard(Effect.as(stt.endUtterance, true), false)
+        if (!ended) pending.splice(pending.indexOf(entry), 1)
       })
 
     const onFrame = (frame: AudioFrame.AudioFrame) =>
@@ -102,18 +115,18 @@ export const run = (session: AgentSession<any>, frames: Stream.Stream<AudioFrame
         const startMs = audioMs
         audioMs += AudioFrame.durationMs(frame)
         const sttFrames = yield* toStt(frame)
-        if (inUtterance) for (const f of sttFrames) yield* stt.push(f)
+        if (inUtterance) for (const f of sttFrames) yield* guard(stt.push(f), undefined)
         else {
           for (const f of sttFrames) preRoll.push({ atMs: startMs, frame: f })
           while (preRoll.length > 0 && preRoll[0]!.atMs < audioMs - preRollMs - 100) preRoll.shift()
         }
         for (const vadFrame of yield* toVad(frame)) {
-          for (const event of yield* vad.push(vadFrame)) {
+          for (const event of yield* guard(vad.push(vadFrame), [])) {
             if (event._tag === "SpeechStarted") {
               inUtterance = true
               speechStartMs = event.atMs
               endpointAt = undefined
-              for (const held of preRoll) if (held.atMs >= event.atMs - preRollMs) yield* stt.push(held.frame)
+              for (const held of preRoll) if (held.atMs >= event.atMs - preRollMs) yield* guard(stt.push(held.frame), undefined)
               preRoll.length = 0
               if (output.playing()) bargeCandidate = true
               else yield* speaking(true)
@@ -138,21 +151,22 @@ export const run = (session: AgentSession<any>, frames: Stream.Stream<AudioFrame
 
     /** Finals become turns; a cut whose speech had no words was a false interruption. */
     const onTranscripts = stt.events.pipe(
+      Stream.catch((error) => Stream.fromEffect(onError(error)).pipe(Stream.drain)),
       Stream.runForEach((event) =>
         Effect.gen(function*() {
           if (event._tag === "Interim") {
             if (event.text !== "") yield* session.transcribed(event.text, false)
             return
           }
-          const purpose = yield* Queue.poll(pending)
-          if (Option.isNone(purpose) || purpose.value.kind === "discard") return
+          const purpose = pending.shift()
+          if (purpose === undefined || purpose.kind === "discard") return
           const text = event.text.trim()
           if (text !== "") {
             yield* session.transcribed(text, true)
             yield* session.send(text).pipe(Effect.ignore)
             return
           }
-          if (purpose.value.cut && options.resumeFalseInterruption !== false) yield* resume
+          if (purpose.cut && options.resumeFalseInterruption !== false) yield* resume
         })
       )
     )

@@ -25,8 +25,8 @@ export interface VoiceOutputOptions {
   /** The TTS options of each agent, by name (its voice); others use `tts`. */
   readonly voices?: Readonly<Record<string, TtsOptions>>
   readonly tts?: TtsOptions
-  /** Called when synthesis fails; the sentence is skipped and the reply goes on. */
-  readonly onError?: (error: VoiceError, info: SpeechInfo) => Effect.Effect<void>
+  /** An engine failed; for synthesis, the sentence is skipped and the reply goes on (default: a warning in the log). */
+  readonly onError?: (error: VoiceError, info?: SpeechInfo) => Effect.Effect<void>
 }
 
 export interface VoiceOutput {
@@ -101,7 +101,9 @@ export const make = (options: VoiceOutputOptions = {}) =>
           Effect.andThen(Effect.sync(() => {
             spoken.durationMs = p.writtenMs - startMs
           })),
-          Effect.catch((error) => (options.onError ? options.onError(error, p.info) : Effect.void))
+          Effect.catch((error) =>
+            options.onError ? options.onError(error, p.info) : Effect.logWarning(`voice output (${p.info.agent}): ${error.message}`)
+          )
         )
       })
 
