@@ -19,6 +19,7 @@
  * server: the service with 100 and 1,000 WebSocket clients (bench/server-sessions.ts).
  * Exits with 1 only when a baton measurement failed.
  */
+import { benchVoicePipeline } from "./voice-pipeline.ts"
 import { execFileSync, spawnSync } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import os from "node:os"
@@ -44,7 +45,7 @@ const json = jsonAt < 0
   ? args[jsonAt + 1]!
   : "-"
 const withPeer = !args.includes("--no-peer")
-const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap,load,longSession,server").split(",").map((s) => s.trim()))
+const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap,load,longSession,server,voice").split(",").map((s) => s.trim()))
 
 /** bench/server-sessions.ts (100 and 1,000 WebSocket clients) in its own process: its Markdown table. */
 const runServerBench = (): string | undefined => {
@@ -135,7 +136,17 @@ const realtime = args.includes("--no-realtime")
 // Sessions over the service's WebSocket endpoint (baton only), in a process of its own.
 const serverTable = sections.has("server") ? runServerBench() : undefined
 
-const tables = render(machine, baton, peer, rounds) + (serverTable ? `\n### The service: sessions over /ws\n\n${serverTable}\n` : "") + (realtime ? `\n${realtime.markdown}\n` : "")
+// The cascaded voice pipeline on real audio (baton only; the offline engines from npm run setup).
+const voiceTable = sections.has("voice")
+  ? await Effect.runPromise(benchVoicePipeline).catch((e: unknown) => {
+    errors["voice"] = String(e)
+    log(`voice pipeline benchmark failed: ${String(e)}`)
+    return undefined
+  })
+  : undefined
+
+const tables = render(machine, baton, peer, rounds) + (serverTable ? `\n### The service: sessions over /ws\n\n${serverTable}\n` : "") +
+  (voiceTable ? `\n### Cascaded voice: end of speech to first audio\n\n${voiceTable}\n` : "") + (realtime ? `\n${realtime.markdown}\n` : "")
 const raw = JSON.stringify({ machine, baton: { ...baton, wallMs: Math.round(batonWallMs) }, agentsJs: peer, handoffRounds: rounds }, null, 2) + "\n"
 if (json === "-") {
   process.stderr.write(`\n${tables}\n`)

@@ -10,7 +10,8 @@
  *   transcript goes to `session.send` (interim guesses are reported as events on the way).
  * - Barge-in: speech that lasts `minInterruptionMs` while a reply plays cuts it at once: the
  *   audio stops, and the session keeps only the words that were played (`VoiceOutput`).
- *   Shorter speech over a reply (a cough, "mm-hm") cuts nothing and is not a turn.
+ *   Shorter speech over a reply (a cough, "mm-hm") cuts nothing; its words, if the engine heard
+ *   any, are a turn like any other (nothing the user says is lost).
  * - False interruption: a cut followed by a final transcript with no words: the rest of the cut
  *   reply is said again (`resumeFalseInterruption`, default on).
  */
@@ -85,8 +86,8 @@ export const run = (session: AgentSession<any>, frames: Stream.Stream<AudioFrame
     let cutAt: number | undefined
     const preRoll: Array<{ readonly atMs: number; readonly frame: AudioFrame.AudioFrame }> = []
 
-    /** What each final transcript is for, in order: a user turn, or speech to discard. */
-    const pending: Array<{ readonly kind: "turn" | "discard"; readonly cut: boolean }> = []
+    /** The utterances whose final transcripts are awaited, in order: did each cut a reply? */
+    const pending: Array<{ readonly cut: boolean }> = []
     const onError = options.onError ?? ((error: VoiceError) => Effect.logWarning(`voice input: ${error.message}`))
     /** An engine's failure loses what it was doing, never the session. */
     const guard = <A>(effect: Effect.Effect<A, VoiceError>, fallback: A) =>
@@ -98,11 +99,11 @@ export const run = (session: AgentSession<any>, frames: Stream.Stream<AudioFrame
         return session.setUserSpeaking(on)
       })
 
-    const endUtterance = (kind: "turn" | "discard") =>
+    const endUtterance =
       Effect.gen(function*() {
         inUtterance = false
         endpointAt = undefined
-        const entry = { kind, cut: cutAt !== undefined }
+        const entry = { cut: cutAt !== undefined }
         pending.push(entry)
         cutAt = undefined
         // no transcript comes for an utterance the engine failed on
@@ -131,14 +132,19 @@ export const run = (session: AgentSession<any>, frames: Stream.Stream<AudioFrame
               if (output.playing()) bargeCandidate = true
               else yield* speaking(true)
             } else if (bargeCandidate) {
-              // too short to cut the reply: not a turn either
+              // too short to cut the reply; what it said (if anything) is still the user's turn
               bargeCandidate = false
-              yield* endUtterance("discard")
+              endpointAt = event.atMs + endpointingMs
             } else {
               yield* speaking(false)
               endpointAt = event.atMs + endpointingMs
             }
           }
+        }
+        // the reply ended while the user was speaking over it: the floor is theirs now
+        if (bargeCandidate && !output.playing()) {
+          bargeCandidate = false
+          yield* speaking(true)
         }
         if (bargeCandidate && audioMs - speechStartMs >= interruptionMs) {
           bargeCandidate = false
@@ -146,7 +152,7 @@ export const run = (session: AgentSession<any>, frames: Stream.Stream<AudioFrame
           yield* output.cut
           yield* speaking(true)
         }
-        if (endpointAt !== undefined && audioMs >= endpointAt && !vad.speaking()) yield* endUtterance("turn")
+        if (endpointAt !== undefined && audioMs >= endpointAt && !vad.speaking()) yield* endUtterance
       })
 
     /** Finals become turns; a cut whose speech had no words was a false interruption. */
@@ -159,7 +165,7 @@ export const run = (session: AgentSession<any>, frames: Stream.Stream<AudioFrame
             return
           }
           const purpose = pending.shift()
-          if (purpose === undefined || purpose.kind === "discard") return
+          if (purpose === undefined) return
           const text = event.text.trim()
           if (text !== "") {
             yield* session.transcribed(text, true)
@@ -182,5 +188,5 @@ export const run = (session: AgentSession<any>, frames: Stream.Stream<AudioFrame
     yield* Effect.forkScoped(onTranscripts)
     yield* frames.pipe(Stream.runForEach(onFrame))
     // the input ended: a turn in progress still counts
-    if (inUtterance && !bargeCandidate) yield* speaking(false).pipe(Effect.andThen(endUtterance("turn")))
+    if (inUtterance) yield* speaking(false).pipe(Effect.andThen(endUtterance))
   })

@@ -7,9 +7,11 @@
  * - rules 5, 6, 10, 11 and unexpected errors (hooks, returns, quiescence, leaks): CheckLife.ts
  * - rule 9 (deferred handoffs, background reports): CheckBackground.ts
  * - rules 7 and 8 (realtime connections, late answers): CheckRealtime.ts
+ * - rules 1, 2 and 12 on cascaded voice (audio played, cut, heard; utterances told): CheckCascade.ts
  */
 import type { AgentHandoffEvent, FunctionToolsExecuted } from "../../src/Events.ts"
 import { checkDeferredHandoffs } from "./CheckBackground.ts"
+import { checkCascade } from "./CheckCascade.ts"
 import { checkBatches, checkCalls } from "./CheckBatches.ts"
 import type { Ctx, Violation } from "./CheckCore.ts"
 import { checkFloor, checkSilence } from "./CheckFloor.ts"
@@ -32,7 +34,8 @@ export const CHECKS: ReadonlyArray<(ctx: Ctx) => Array<Violation>> = [
   checkDeferredHandoffs,
   checkQuiescence,
   checkLeaks,
-  checkErrors
+  checkErrors,
+  checkCascade
 ]
 
 export const check = (rec: Recording): Array<Violation> => {

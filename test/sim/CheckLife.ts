@@ -126,6 +126,21 @@ export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
 /** A long-running handler had finished by `seq` but its result was not recorded yet. */
 /** Whether a spoken input made before `order` may still have been with the server at `at`. */
 const voiceInFlight = (ctx: Ctx, order: number, at: number): boolean => {
+  const cascade = ctx.rec.scenario.cascade
+  if (cascade) {
+    // The user's audio goes on after the action: speech, the silence that ends it, then the
+    // transcript. One voice: an utterance waits for the one before it to finish.
+    const silence = cascade.endpointingMs + 300 + 20
+    let free = -Infinity
+    return ctx.rec.scenario.timeline.some((action, index) => {
+      if (action.op !== "utter" && action.op !== "noise") return false
+      const made = ctx.rec.actions.find((a) => a.index === index)
+      if (made === undefined) return false
+      const start = Math.max(made.at, free)
+      free = start + action.duration + silence
+      return made.order < order && free + cascade.sttDelay + 20 >= at
+    })
+  }
   const rt = ctx.rec.scenario.realtime
   if (!rt) return false
   const turn = (rt.speechMs ?? 200) + rt.responseDelay + 10

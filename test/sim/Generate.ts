@@ -318,6 +318,36 @@ const voice = (root: Prng, s: Scenario): Scenario => {
   return { ...s, realtime: { ...s.realtime!, speechMs: rng.delay(800, 0) }, timeline }
 }
 
+/** Cascaded voice (VAD, STT, TTS with slow and failing engines), from its own fork; not with realtime. */
+const cascade = (root: Prng, s: Scenario): Scenario => {
+  const rng = root.fork("cascade-1")
+  if (s.realtime || !rng.chance(0.2)) return s
+  const timeline: Array<Action> = []
+  let input = 200
+  for (const action of s.timeline) {
+    // the pipeline reports the user's speech itself
+    if (action.op === "speak") continue
+    if (rng.chance(0.35)) timeline.push({ op: "utter", after: rng.delay(1500), input: input++, duration: rng.int(100, 1500) })
+    if (rng.chance(0.1)) timeline.push({ op: "noise", after: rng.delay(1500), duration: rng.int(60, 1200) })
+    timeline.push(action)
+  }
+  if (input === 200) timeline.push({ op: "utter", after: rng.delay(600), input: input++, duration: rng.int(100, 1500) })
+  return {
+    ...s,
+    timeline,
+    cascade: {
+      endpointingMs: rng.int(200, 700),
+      interruptionMs: rng.int(100, 700),
+      sttDelay: rng.delay(400),
+      ...(rng.chance(0.2) ? { sttFailEvery: rng.int(2, 5) } : {}),
+      interims: rng.chance(0.5),
+      ttsDelay: rng.delay(300),
+      msPerChar: rng.int(5, 60),
+      ...(rng.chance(0.2) ? { ttsFailEvery: rng.int(2, 5) } : {})
+    }
+  }
+}
+
 export const generate = (seed: number): Scenario => {
   const root = new Prng(seed)
   const shape = root.fork("shape")
@@ -337,12 +367,12 @@ export const generate = (seed: number): Scenario => {
   const table: Record<string, ResponseTable> = {}
   for (const agent of agents) table[agent.name] = responses(modelRng, agent, false)
   for (const task of tasks) table[task.name] = responses(modelRng, task, true)
-  return realtime(root, extend(root, {
+  return cascade(root, realtime(root, extend(root, {
     seed,
     agents,
     tasks,
     groups,
     responses: table,
     timeline: timeline(root.fork("timeline"), agentNames)
-  }))
+  })))
 }

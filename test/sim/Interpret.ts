@@ -4,6 +4,8 @@
  * hook calls, model requests (with who held the floor at that instant) and task results seen by
  * the flows that awaited them.
  */
+import * as Cascade from "./Cascade.ts"
+import { type CascadeWorld, makeCascadeWorld } from "./Cascade.ts"
 import { Data, Effect, Schema, type Scope } from "effect"
 import type { Prompt } from "effect/ai"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
@@ -74,6 +76,8 @@ export interface World {
   /** Flows (tools, hooks) waiting for an AgentTask now. */
   readonly awaiting: () => number
   readonly track: (delta: number) => void
+  /** Cascade scenarios: what the voice pipeline played, cut and heard. */
+  readonly cascade: CascadeWorld
 }
 
 export const makeWorld = (): World => {
@@ -88,6 +92,7 @@ export const makeWorld = (): World => {
       awaiting += delta
     },
     awaiting: () => awaiting,
+    cascade: makeCascadeWorld(),
     session: undefined,
     hooks: [],
     requests: [],
@@ -342,8 +347,11 @@ export const interpret = (scenario: Scenario, world: World): Built => {
 
   const first = agents.get(scenario.agents[0]!.name)!
   const sessionTools = (scenario.sessionTools ?? []).map((spec) => tool(SESSION, spec))
+  const startOptions = sessionTools.length ? { agent: first, tools: sessionTools } : { agent: first }
   return {
-    start: AgentSession.start(sessionTools.length ? { agent: first, tools: sessionTools } : { agent: first }),
+    start: scenario.cascade
+      ? Cascade.start(scenario.cascade, world.cascade, world.seq, world.tick, startOptions)
+      : AgentSession.start(startOptions),
     agents,
     rules: [{ when: () => true, reply: respond }]
   }

@@ -14,6 +14,7 @@ import * as Faults from "../../src/Faults.ts"
 import type { ChatItem } from "../../src/ChatContext.ts"
 import type { SessionEvent } from "../../src/Events.ts"
 import { type BackgroundFinish, type Built, type HookCall, interpret, makeWorld, type ModelRequest, type TaskOutcome } from "./Interpret.ts"
+import type { CascadeWorld } from "./Cascade.ts"
 import type { Scenario } from "./Scenario.ts"
 import { type ActionRecord, type HandoffRecord, makeTimelineState, playTimeline, type RunRecord, type Settled } from "./Timeline.ts"
 
@@ -45,6 +46,8 @@ export interface Recording {
   readonly endTime: number
   /** The realtime model's connections (realtime scenarios): operations, responses, closed. */
   readonly connections: ReadonlyArray<ScriptedRealtime.ConnectionRecord>
+  /** Cascade scenarios: frames played, cuts, each speech's text, the STT's finals. */
+  readonly cascade: CascadeWorld
 }
 
 export interface RunOptions {
@@ -156,7 +159,8 @@ export const runScenario = (scenario: Scenario, options: RunOptions = {}): Effec
       after,
       failures: state.failures,
       endTime,
-      connections
+      connections,
+      cascade: world.cascade
     } satisfies Recording
   })
 

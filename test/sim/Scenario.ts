@@ -103,6 +103,10 @@ export type Action =
   /** Realtime scenarios: the user says input n into the holder's connection (the server's turn detection answers it). */
   | { readonly op: "voice"; readonly after: number; readonly input: number }
   | { readonly op: "handoff"; readonly after: number; readonly target: string }
+  /** Cascade scenarios: the user says input n as audio for `duration` ms (VAD, STT, endpointing, barge-in). */
+  | { readonly op: "utter"; readonly after: number; readonly input: number; readonly duration: number }
+  /** Cascade scenarios: speech with no words (a cough over a reply; a false interruption when long). */
+  | { readonly op: "noise"; readonly after: number; readonly duration: number }
   | { readonly op: "say"; readonly after: number }
   | { readonly op: "reply"; readonly after: number }
   | { readonly op: "idle"; readonly after: number }
@@ -120,9 +124,26 @@ export interface RealtimeSpec {
   readonly speechMs?: number | undefined
 }
 
+/** Agents listen and speak through the cascaded voice pipeline with scripted engines (Cascade.ts). */
+export interface CascadeSpec {
+  /** Silence after speech before the turn ends (ms). */
+  readonly endpointingMs: number
+  /** Speech over a reply that cuts it (ms). */
+  readonly interruptionMs: number
+  /** The STT's final comes this long after the utterance ends; every n-th utterance fails. */
+  readonly sttDelay: number
+  readonly sttFailEvery?: number | undefined
+  readonly interims: boolean
+  /** The TTS answers a sentence after this long, with this much audio a character; every n-th fails. */
+  readonly ttsDelay: number
+  readonly msPerChar: number
+  readonly ttsFailEvery?: number | undefined
+}
+
 export interface Scenario {
   readonly seed: number
   readonly realtime?: RealtimeSpec | undefined
+  readonly cascade?: CascadeSpec | undefined
   /** The first agent starts the session. */
   readonly agents: ReadonlyArray<AgentSpec>
   readonly tasks: ReadonlyArray<TaskSpec>
@@ -181,6 +202,10 @@ export const formatAction = (a: Action): string => {
       return `${at} user speaks ${a.duration}ms`
     case "voice":
       return `${at} user says u${a.input} (audio)`
+    case "utter":
+      return `${at} user says u${a.input} (${a.duration}ms, cascade)`
+    case "noise":
+      return `${at} noise ${a.duration}ms`
     case "handoff":
       return `${at} handoff ${a.target}`
     default:
@@ -197,6 +222,13 @@ export const format = (s: Scenario): string => {
   if (s.realtime) {
     const r = s.realtime
     lines.push(`  realtime ${r.capabilities} ack=${r.ackDelay}ms response=${r.responseDelay}ms${r.rejectEvery ? ` reject every ${r.rejectEvery}th update` : ""}`)
+  }
+  if (s.cascade) {
+    const c = s.cascade
+    lines.push(
+      `  cascade endpointing=${c.endpointingMs}ms interruption=${c.interruptionMs}ms stt=${c.sttDelay}ms${c.sttFailEvery ? ` (fails every ${c.sttFailEvery})` : ""}` +
+        ` tts=${c.ttsDelay}ms ${c.msPerChar}ms/char${c.ttsFailEvery ? ` (fails every ${c.ttsFailEvery})` : ""}${c.interims ? " interims" : ""}`
+    )
   }
   for (const [name, table] of Object.entries(s.responses)) {
     for (const trigger of ["user", "tool", "other"] as const) {
@@ -219,6 +251,7 @@ const responseSize = (r: ResponseSpec) =>
 /** The size the shrinker minimises: every part and every non-zero delay counts. */
 export const size = (s: Scenario): number =>
   [...s.agents, ...s.tasks].reduce((n, a) => n + agentSize(a), 0) + s.groups.length * 5 + (s.sessionTools?.length ?? 0) * 3 +
+  (s.cascade ? 3 + (s.cascade.sttFailEvery ? 1 : 0) + (s.cascade.ttsFailEvery ? 1 : 0) + (s.cascade.ttsDelay > 0 ? 1 : 0) + (s.cascade.sttDelay > 0 ? 1 : 0) : 0) +
   (s.realtime ? 3 + (s.realtime.ackDelay > 0 ? 1 : 0) + (s.realtime.responseDelay > 0 ? 1 : 0) + (s.realtime.rejectEvery ? 1 : 0) : 0) +
   s.timeline.reduce((n, a) => n + 4 + (a.after > 0 ? 1 : 0), 0) +
   Object.values(s.responses).reduce((n, t) => n + [...t.user, ...t.tool, ...t.other].reduce((m, r) => m + responseSize(r), 0), 0)

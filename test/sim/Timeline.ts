@@ -9,6 +9,7 @@ import { Clock, Effect, Fiber, Option } from "effect"
 import type { AgentSession } from "../../src/index.ts"
 import * as Diagnostics from "../../src/Diagnostics.ts"
 import * as ScriptedRealtime from "../../layers/testing/ScriptedRealtime.ts"
+import * as Cascade from "./Cascade.ts"
 import type { Built, HookCall, TaskOutcome, World } from "./Interpret.ts"
 import type { Action, Scenario } from "./Scenario.ts"
 
@@ -225,6 +226,16 @@ export const playTimeline = (state: TimelineState) =>
           }
           case "handoff":
             return yield* forcedHandoff(action.target)
+          case "utter":
+          case "noise": {
+            const spec = state.scenario.cascade
+            if (!spec) return
+            const speaking = Cascade.utter(world.cascade, spec, action.op === "utter" ? action.input : undefined, action.duration).pipe(
+              // the engine's final transcript comes sttDelay after the turn ended
+              Effect.andThen(sleep(spec.sttDelay + 20))
+            )
+            return void pending.push({ what: `the user's ${action.op}`, fiber: yield* fork(speaking) })
+          }
           case "say":
           case "reply": {
             const ask: Effect.Effect<unknown, { readonly message: string }> = action.op === "say"

@@ -170,4 +170,19 @@ describe("each rule check fires on a recording that breaks it", () => {
       const error: SessionEvent = { type: "error", agent: undefined, source: "input", message: "boom", recoverable: true, seq: 9999, at: 0 }
       expectRule({ ...rec, events: [...rec.events, error] }, "no unhandled error", /unexpected input error/)
     }))
+
+  it.effect("cascaded voice, rule 2: audio of a speech played after it was cut", () =>
+    Effect.gen(function*() {
+      const rec = yield* recordingWith((r) => r.cascade.cuts.length > 0 && r.cascade.writes.some((w) => w.speechId === r.cascade.cuts[0]!.speechId))
+      const cut = rec.cascade.cuts[0]!
+      const late = { speechId: cut.speechId, agent: rec.cascade.writes.find((w) => w.speechId === cut.speechId)!.agent, seq: cut.seq, order: cut.order + 1 }
+      expectRule({ ...rec, cascade: { ...rec.cascade, writes: [...rec.cascade.writes, late] } }, "rule 2", /played audio after it was cut/)
+    }))
+
+  it.effect("cascaded voice, rule 12: an utterance the STT heard that no agent was told", () =>
+    Effect.gen(function*() {
+      const rec = yield* recordingWith((r) => r.cascade.finals.length > 0)
+      const lost = { text: "u999 please", order: -1 }
+      expectRule({ ...rec, cascade: { ...rec.cascade, finals: [...rec.cascade.finals, lost] } }, "rule 12", /u999 please.*no agent was told/)
+    }))
 })

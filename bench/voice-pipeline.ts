@@ -1,0 +1,144 @@
+/**
+ * `npm run bench:voice-pipeline` (also the `voice` section of `npm run bench`): the cascaded
+ * pipeline on real audio, offline (WebRTC VAD, pocketsphinx, flite; a scripted model answering
+ * at once, so the LLM stage is baton's own overhead). The caller's question is streamed in
+ * real time in 20 ms frames; from the end of their speech, each stage is timed:
+ *
+ *   endpointing    end of speech -> the VAD's silence + minEndpointingDelay ends the turn
+ *   STT final      -> pocketsphinx's final transcript
+ *   LLM first tok  -> the agent starts speaking (first text delta)
+ *   TTS first      -> the first audio frame handed to the output
+ *
+ * Twice: a direct answer, and an answer after a handoff (the greeter transfers, the new agent
+ * answers on entering). Environment: N (runs per scenario, default 5). Prints a Markdown table
+ * with the CPU model. agents-js's voice pipeline is not run here: it needs its STT/TTS plugins'
+ * servers (Deepgram, Cartesia, ...), which cannot be faked offline in the same process layout.
+ */
+import { Effect, Layer, Stream } from "effect"
+import os from "node:os"
+import * as FliteTts from "../layers/local/FliteTts.ts"
+import * as PocketsphinxStt from "../layers/local/PocketsphinxStt.ts"
+import * as WebRtcVad from "../layers/local/WebRtcVad.ts"
+import * as ScriptedModel from "../layers/testing/ScriptedModel.ts"
+import * as AudioFrame from "../services/AudioFrame.ts"
+import * as AudioInput from "../services/AudioInput.ts"
+import { AudioOutput } from "../services/AudioOutput.ts"
+import { Stt, type SttOptions } from "../services/Stt.ts"
+import { Tts } from "../services/Tts.ts"
+import { Agent, Tool } from "../src/index.ts"
+import * as VoicePipeline from "../src/voice/VoicePipeline.ts"
+
+const n = Number(process.env["N"] ?? 5)
+const ENDPOINTING = 500
+const REPLY = "It will be sunny and warm all day."
+
+const weather = Agent.make({ name: "weather", instructions: "Weather.", onEnter: Agent.reply({ instructions: "forecast" }).pipe(Effect.asVoid) })
+const greeter = Agent.make({ name: "greeter", instructions: "Greet.", tools: [Tool.handoff("transfer_to_weather", () => weather)] })
+const direct = Agent.make({ name: "direct", instructions: "Answer." })
+const model = ScriptedModel.layer([
+  { when: { agent: "greeter" }, reply: { toolCalls: [{ name: "transfer_to_weather" }] } },
+  { when: { instructions: "forecast" }, reply: { text: REPLY } },
+  { when: { agent: "direct" }, reply: { text: REPLY } }
+], { record: false })
+/** When the pipeline last asked the STT for an utterance's final: the end of endpointing. */
+let endpointAt = 0
+const timedStt = Layer.effect(
+  Stt,
+  Effect.map(Effect.service(Stt), (stt) => ({
+    ...stt,
+    stream: (options?: SttOptions) =>
+      Effect.map(stt.stream(options), (stream) => ({
+        ...stream,
+        endUtterance: Effect.sync(() => void (endpointAt = performance.now())).pipe(Effect.andThen(stream.endUtterance))
+      }))
+  }))
+).pipe(Layer.provide(PocketsphinxStt.layer()))
+const engines = Layer.mergeAll(FliteTts.layer({ voice: "rms" }), timedStt, WebRtcVad.layer())
+
+interface Stages {
+  readonly endpointing: number
+  readonly stt: number
+  readonly llm: number
+  readonly tts: number
+  readonly total: number
+}
+
+/** Where speech ends in `audio`: after its last loud 10 ms window (ms). */
+const speechEndMs = (audio: AudioFrame.AudioFrame) => {
+  const window = audio.sampleRate / 100
+  let last = 0
+  for (let start = 0; start + window <= audio.data.length; start += window) {
+    let energy = 0
+    for (let i = start; i < start + window; i++) energy += audio.data[i]! * audio.data[i]!
+    if (Math.sqrt(energy / window) > 500) last = start + window
+  }
+  return (last / audio.sampleRate) * 1000
+}
+
+const once = (agent: Agent.Agent, question: AudioFrame.AudioFrame) =>
+  Effect.gen(function*() {
+    let firstAudio: number | undefined
+    const line = yield* AudioInput.makeQueue
+    const { session } = yield* VoicePipeline.start({ agent, input: line.service.frames, voice: { minEndpointingDelayMs: ENDPOINTING } }).pipe(
+      Effect.provideService(AudioOutput, {
+        write: () => Effect.sync(() => void (firstAudio ??= performance.now())),
+        clear: () => Effect.void
+      })
+    )
+    const times: Record<string, number> = {}
+    yield* session.events.pipe(
+      Stream.runForEach((e) =>
+        Effect.sync(() => {
+          const t = performance.now()
+          if (e.type === "user_input_transcribed" && e.final) times["final"] ??= t
+          if (e.type === "agent_state_changed" && e.state === "speaking") times["speaking"] ??= t
+        })
+      ),
+      Effect.forkScoped
+    )
+    const end = speechEndMs(question)
+    let speechEndedAt = 0
+    let sent = 0
+    for (const frame of AudioFrame.split(AudioFrame.concat([AudioFrame.silence(200, 16000), question, AudioFrame.silence(1500, 16000)]), 20)) {
+      yield* line.offer(frame)
+      sent += 20
+      if (speechEndedAt === 0 && sent >= 200 + end) speechEndedAt = performance.now()
+      yield* Effect.sleep(20)
+      if (firstAudio !== undefined) break
+    }
+    while (firstAudio === undefined) yield* Effect.sleep(5)
+    yield* line.end
+    return {
+      endpointing: endpointAt - speechEndedAt,
+      stt: times["final"]! - endpointAt,
+      llm: times["speaking"]! - times["final"]!,
+      tts: firstAudio - times["speaking"]!,
+      total: firstAudio - speechEndedAt
+    } satisfies Stages
+  }).pipe(Effect.scoped)
+
+const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+const fmt = (x: number) => `${x.toFixed(0)} ms`
+
+export const benchVoicePipeline = Effect.gen(function*() {
+  const tts = yield* Tts
+  const question = AudioFrame.concat(yield* Stream.runCollect(tts.synthesize("What is the weather in Paris?")))
+  const rows: Array<string> = []
+  for (const [label, agent] of [["direct answer", direct], ["answer after a handoff", greeter]] as const) {
+    const runs: Array<Stages> = []
+    for (let i = 0; i < n; i++) runs.push(yield* once(agent, question))
+    const col = (k: keyof Stages) => fmt(median(runs.map((r) => r[k])))
+    rows.push(`| ${label} | ${col("endpointing")} | ${col("stt")} | ${col("llm")} | ${col("tts")} | **${col("total")}** |`)
+  }
+  const cpu = os.cpus()[0]?.model.trim() ?? "unknown CPU"
+  return [
+    `Cascaded voice, offline (WebRTC VAD, pocketsphinx, flite rms; scripted model), median of ${n} runs; ${cpu}, ${os.cpus().length} cores, Node ${process.version}; minEndpointingDelay ${ENDPOINTING} ms.`,
+    "",
+    "| user's end of speech → | endpointing | STT final | LLM first token | TTS first audio | first audio byte |",
+    "|---|---:|---:|---:|---:|---:|",
+    ...rows
+  ].join("\n")
+}).pipe(Effect.provide(Layer.mergeAll(engines, model)))
+
+if (import.meta.main) console.log(await Effect.runPromise(benchVoicePipeline))
+
