@@ -53,7 +53,7 @@ describe("generator", () => {
     const actions = new Set<string>()
     const ops = new Set<string>()
     let twoHandoffs = 0
-    const extras = { deferredHandoffs: 0, backgroundRuns: 0, goBack: 0, sessionTools: 0, realtime: 0 }
+    const extras = { deferredHandoffs: 0, backgroundRuns: 0, goBack: 0, sessionTools: 0, realtime: 0, cascade: 0 }
     for (let seed = 0; seed < 400; seed++) {
       const s = generate(seed)
       extras.deferredHandoffs += s.agents.filter((a) => a.tools.some((t) => t.kind === "longRunning" && t.target)).length
@@ -74,18 +74,20 @@ describe("generator", () => {
         if (table.user.some((r) => r.calls.filter((c) => handoffs.has(c.tool)).length >= 2)) twoHandoffs++
       }
       for (const action of s.timeline) ops.add(action.op)
+      if (s.cascade) extras.cascade++
     }
     assert.deepStrictEqual([...kinds].sort(), [
       "complete", "dying", "failing", "giveUp", "handoff", "hangUp", "immediate", "longRunning", "slow", "task", "typed"
     ])
     assert.deepStrictEqual([...actions].sort(), ["fail", "group", "none", "reply", "say", "task"])
-    assert.deepStrictEqual([...ops].sort(), ["close", "handoff", "idle", "interrupt", "reply", "run", "say", "send", "speak", "voice"])
+    assert.deepStrictEqual([...ops].sort(), ["close", "handoff", "idle", "interrupt", "noise", "reply", "run", "say", "send", "speak", "utter", "voice"])
     assert.isAbove(twoHandoffs, 20)
     assert.isAbove(extras.deferredHandoffs, 20)
     assert.isAbove(extras.backgroundRuns, 20)
     assert.isAbove(extras.goBack, 5)
     assert.isAbove(extras.sessionTools, 40)
     assert.isAbove(extras.realtime, 60)
+    assert.isAbove(extras.cascade, 20)
   })
 
   it("leaves a known bug's pattern out (exclude) or ignores exactly its symptom (waive)", () =>
