@@ -1,0 +1,89 @@
+/**
+ * One job: a session in a room, in its own Scope (the worker runs thousands side by side on
+ * fibers). It joins with the job's token, waits for the user, publishes the agent's audio track
+ * and runs one `AgentSession`: through the cascaded voice pipeline when the context has VAD, STT
+ * and TTS engines, through a realtime model's own audio when it has a `RealtimeModel`, else in
+ * text over the room's chat. Transcripts go to the room on `lk.transcription` and the agent's
+ * state to its `lk.agent.state` attribute, as LiveKit clients expect. The user leaving ends the
+ * session; the job's termination closes its Scope.
+ */
+import { Effect, Option, type Redacted, Stream } from "effect"
+import * as AudioFrame from "../../services/AudioFrame.ts"
+import { AudioOutput } from "../../services/AudioOutput.ts"
+import { RealtimeModel } from "../../services/RealtimeModel.ts"
+import { type Agent, AgentSession } from "../../src/index.ts"
+import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
+import { Room, type RoomConnection, type RoomParticipant } from "./Room.ts"
+
+export interface JobSpec {
+  readonly id: string
+  readonly roomName: string
+  readonly url: string
+  readonly token: Redacted.Redacted<string>
+}
+
+export interface JobOptions {
+  readonly agent: Agent.Agent
+  readonly userdata?: () => unknown
+  /** The rate a realtime model takes the user's audio at (OpenAI 24 kHz, Gemini 16 kHz). */
+  readonly realtimeInputRate?: number
+}
+
+const REALTIME_OUTPUT_RATE = 24_000
+
+/** What the session says and does, as the room's clients read it. */
+const mirror = (session: AgentSession.AgentSession, conn: RoomConnection, user: RoomParticipant) =>
+  session.events.pipe(
+    Stream.runForEach((event) => {
+      switch (event.type) {
+        case "user_input_transcribed":
+          return conn.sendText(event.transcript, {
+            topic: "lk.transcription",
+            attributes: { "lk.transcribed_participant": user.identity, "lk.transcription_final": String(event.final) }
+          })
+        case "conversation_item_added":
+          return event.item._tag === "Message" && event.item.role === "assistant" && event.item.text !== ""
+            ? conn.sendText(event.item.text, { topic: "lk.transcription", attributes: { "lk.agent": event.agent ?? "", "lk.transcription_final": "true" } })
+            : Effect.void
+        case "agent_state_changed":
+          return conn.setAttributes({ "lk.agent.state": event.state, "lk.agent.name": event.agent })
+        default:
+          return Effect.void
+      }
+    })
+  )
+
+export const run = Effect.fn("LiveKit.job")(function*(job: JobSpec, options: JobOptions) {
+  const room = yield* Room
+  const conn = yield* room.join(job.url, job.token)
+  const user = yield* conn.participant
+  const start = { agent: options.agent, userdata: options.userdata?.() }
+  const engines = yield* VoicePipeline.engines
+  const realtime = yield* Effect.serviceOption(RealtimeModel)
+
+  let session: AgentSession.AgentSession
+  if (Option.isSome(engines)) {
+    const output = yield* conn.publishAudio(engines.value.tts.sampleRate)
+    const voice = yield* VoicePipeline.start({ ...start, input: conn.audioOf(user, engines.value.stt.sampleRate) }).pipe(
+      VoicePipeline.provideEngines(engines.value),
+      Effect.provideService(AudioOutput, output)
+    )
+    session = voice.session
+  } else if (Option.isSome(realtime)) {
+    const output = yield* conn.publishAudio(REALTIME_OUTPUT_RATE)
+    session = yield* AgentSession.start(start).pipe(Effect.provideService(AudioOutput, output))
+    const live = session
+    yield* conn.audioOf(user, options.realtimeInputRate ?? REALTIME_OUTPUT_RATE).pipe(
+      Stream.runForEach((frame) => live.pushAudio(AudioFrame.toPcm16(frame)).pipe(Effect.ignore)),
+      Effect.forkScoped
+    )
+  } else {
+    session = yield* AgentSession.start(start)
+  }
+  const live = session
+  yield* conn.textOf(user).pipe(Stream.runForEach((text) => live.send(text).pipe(Effect.ignore)), Effect.forkScoped)
+  yield* mirror(live, conn, user).pipe(Effect.forkScoped)
+  // the user leaving ends the session; the job's Scope closing (termination) ends it too
+  yield* Effect.raceFirst(conn.left(user), live.awaitClosed)
+  yield* live.close
+})

@@ -1,0 +1,77 @@
+/**
+ * A room without a server, for tests and local runs: one participant whose microphone is an
+ * rtc-node `AudioSource` → `LocalAudioTrack` → `AudioStream` loopback, and the agent's published
+ * track read back the same way. The audio path is rtc-node's own; only `Room.connect` is left out.
+ *
+ * ```ts
+ * const room = yield* LoopbackRoom.make()
+ * yield* room.say(frames)           // the participant speaks
+ * const heard = room.agentAudio     // what the agent published
+ * ```
+ */
+import { Deferred, Effect, Layer, Queue, Stream } from "effect"
+import * as AudioFrame from "../../services/AudioFrame.ts"
+import { RtcNode } from "../rtc/RtcNode.ts"
+import { Room, type RoomConnection, type RoomParticipant } from "./Room.ts"
+import * as RtcAudio from "./RtcAudio.ts"
+
+export interface Loopback {
+  /** Provides `Room`: every join is this one room. */
+  readonly layer: Layer.Layer<Room>
+  /** The participant speaks these frames (16 kHz mono), paced by rtc-node. */
+  readonly speak: (frames: ReadonlyArray<AudioFrame.AudioFrame>) => Effect.Effect<void>
+  /** The participant types in the chat. */
+  readonly chat: (text: string) => Effect.Effect<void>
+  /** The participant leaves. */
+  readonly leave: Effect.Effect<void>
+  /** The agent's published audio, read back at 16 kHz (it never ends: take what you need). */
+  readonly agentAudio: Effect.Effect<Stream.Stream<AudioFrame.AudioFrame>>
+  /** What the agent sent as text, by topic, and its attributes. */
+  readonly texts: ReadonlyArray<{ readonly topic: string; readonly text: string }>
+  readonly attributes: Readonly<Record<string, string>>
+}
+
+const RATE = 16000
+const user: RoomParticipant = { identity: "user", name: "User" }
+
+export const make = Effect.fn("LoopbackRoom.make")(function*() {
+  const rtc = yield* RtcNode
+  const mic = RtcAudio.source(rtc, RATE)
+  const micTrack = rtc.LocalAudioTrack.createAudioTrack("user-mic", mic.audioSource)
+  const chat = yield* Queue.unbounded<string>()
+  const gone = yield* Deferred.make<void>()
+  const published = yield* Deferred.make<InstanceType<typeof rtc.LocalAudioTrack>>()
+  const texts: Array<{ topic: string; text: string }> = []
+  const attributes: Record<string, string> = {}
+
+  const connection: RoomConnection = {
+    name: "loopback",
+    participant: Effect.succeed(user),
+    audioOf: (_participant, sampleRate) => RtcAudio.framesOf(rtc, micTrack, sampleRate).pipe(Stream.interruptWhen(Deferred.await(gone))),
+    textOf: () => Stream.fromQueue(chat).pipe(Stream.interruptWhen(Deferred.await(gone))),
+    publishAudio: (sampleRate) =>
+      Effect.gen(function*() {
+        const agent = RtcAudio.source(rtc, sampleRate)
+        const track = rtc.LocalAudioTrack.createAudioTrack("agent-mic", agent.audioSource)
+        yield* Effect.addFinalizer(() => Effect.promise(() => track.close()))
+        yield* Deferred.succeed(published, track)
+        return agent.output
+      }),
+    sendText: (text, options) => Effect.sync(() => void texts.push({ topic: options.topic, text })),
+    setAttributes: (next) => Effect.sync(() => void Object.assign(attributes, next)),
+    left: () => Deferred.await(gone)
+  }
+
+  return {
+    layer: Layer.succeed(Room, { join: () => Effect.succeed(connection) }),
+    speak: (frames) =>
+      Effect.forEach(frames, (frame) =>
+        Effect.promise(() => mic.audioSource.captureFrame(new rtc.AudioFrame(frame.data, frame.sampleRate, 1, frame.data.length))), { discard: true }),
+    chat: (text) => Queue.offer(chat, text).pipe(Effect.asVoid),
+    leave: Deferred.succeed(gone, undefined).pipe(Effect.asVoid),
+    agentAudio: Deferred.await(published).pipe(Effect.map((track) => RtcAudio.framesOf(rtc, track, RATE))),
+    texts,
+    attributes
+  } satisfies Loopback
+})
+

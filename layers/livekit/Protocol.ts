@@ -1,0 +1,83 @@
+/**
+ * LiveKit's agent worker protocol (`/agent`, protobuf `WorkerMessage` up, `ServerMessage` down,
+ * from `@livekit/protocol`): the messages a worker sends, built in one place, and the server's,
+ * decoded without throwing.
+ */
+import {
+  AvailabilityResponse,
+  JobStatus,
+  JobType,
+  ParticipantPermission,
+  RegisterWorkerRequest,
+  ServerMessage,
+  UpdateJobStatus,
+  UpdateWorkerStatus,
+  WorkerMessage,
+  WorkerPing,
+  WorkerStatus
+} from "@livekit/protocol"
+import { AccessToken } from "livekit-server-sdk"
+import { Effect, Redacted } from "effect"
+
+export { JobStatus, ServerMessage, WorkerMessage, WorkerStatus }
+
+export const VERSION = "baton-0.1.0"
+
+/** The worker's own token: the `agent` grant, signed with the API key and secret. */
+export const workerToken = (apiKey: string, apiSecret: Redacted.Redacted<string>) =>
+  Effect.promise(() => {
+    const token = new AccessToken(apiKey, Redacted.value(apiSecret), { identity: `baton-worker-${process.pid}`, ttl: "10m" })
+    token.addGrant({ agent: true })
+    return token.toJwt()
+  }).pipe(Effect.map(Redacted.make))
+
+/** `ws://host/agent` from `ws://host`, `wss://host/`, `http://host` or `https://host`. */
+export const agentUrl = (url: string): string => {
+  const base = url.replace(/^http(s?):\/\//, "ws$1://").replace(/\/+$/, "")
+  return `${base}/agent`
+}
+
+const message = (value: WorkerMessage["message"]) => new WorkerMessage({ message: value }).toBinary()
+
+export const register = (agentName: string) =>
+  message({
+    case: "register",
+    value: new RegisterWorkerRequest({
+      type: JobType.JT_ROOM,
+      agentName,
+      version: VERSION,
+      allowedPermissions: new ParticipantPermission({ canPublish: true, canSubscribe: true, canPublishData: true, canUpdateMetadata: true })
+    })
+  })
+
+export const availability = (jobId: string, available: boolean, agentName: string) =>
+  message({
+    case: "availability",
+    value: new AvailabilityResponse({
+      jobId,
+      available,
+      participantIdentity: available ? `agent-${jobId}` : "",
+      participantName: available ? agentName || "baton agent" : ""
+    })
+  })
+
+export const workerStatus = (full: boolean, load: number, jobCount: number) =>
+  message({
+    case: "updateWorker",
+    value: new UpdateWorkerStatus({ status: full ? WorkerStatus.WS_FULL : WorkerStatus.WS_AVAILABLE, load, jobCount })
+  })
+
+export const jobStatus = (jobId: string, status: JobStatus, error = "") =>
+  message({ case: "updateJob", value: new UpdateJobStatus({ jobId, status, error }) })
+
+export const ping = (now: number) => message({ case: "ping", value: new WorkerPing({ timestamp: BigInt(now) }) })
+
+/** A server frame, or what is wrong with it. */
+export const decode = (bytes: Uint8Array): ServerMessage | string => {
+  try {
+    const decoded = ServerMessage.fromBinary(bytes)
+    return decoded.message.case === undefined ? "a server message with no known content" : decoded
+  } catch (e) {
+    return `a malformed server message (${(e as Error).message})`
+  }
+}

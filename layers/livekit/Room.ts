@@ -1,0 +1,40 @@
+/**
+ * A LiveKit room as the agent sees it, kept small so that the part which needs a LiveKit server
+ * (`RtcRoom.ts`, on `@livekit/rtc-node`'s `Room`) is thin and the rest runs offline: the job
+ * logic, the worker, and the audio path through rtc-node's own audio classes (`LoopbackRoom.ts`).
+ */
+import { Context, Data, type Effect, type Redacted, type Scope, type Stream } from "effect"
+import type { AudioFrame } from "../../services/AudioFrame.ts"
+import type { AudioOutputService } from "../../services/AudioOutput.ts"
+
+export class RoomError extends Data.TaggedError("RoomError")<{ readonly message: string }> {}
+
+export interface RoomParticipant {
+  readonly identity: string
+  readonly name: string
+}
+
+export interface RoomConnection {
+  readonly name: string
+  /** The first remote participant (the user), waiting for one to join. */
+  readonly participant: Effect.Effect<RoomParticipant, RoomError>
+  /** The participant's microphone as mono frames at `sampleRate`; ends when they leave. */
+  readonly audioOf: (participant: RoomParticipant, sampleRate: number) => Stream.Stream<AudioFrame>
+  /** Chat text the participant sends (topic `lk.chat`). */
+  readonly textOf: (participant: RoomParticipant) => Stream.Stream<string>
+  /** Publishes the agent's microphone track at `sampleRate`: an `AudioOutput` that plays into it. */
+  readonly publishAudio: (sampleRate: number) => Effect.Effect<AudioOutputService, RoomError, Scope.Scope>
+  /** Sends text on a topic (`lk.transcription` for transcripts, as LiveKit clients expect). */
+  readonly sendText: (text: string, options: { readonly topic: string; readonly attributes?: Record<string, string> }) => Effect.Effect<void>
+  /** Sets the agent participant's attributes (`lk.agent.state`: listening, thinking, speaking). */
+  readonly setAttributes: (attributes: Record<string, string>) => Effect.Effect<void>
+  /** Completes when the participant has left (or the room is gone). */
+  readonly left: (participant: RoomParticipant) => Effect.Effect<void>
+}
+
+export interface RoomService {
+  /** Joins the room a job names, with the token the dispatch gave; leaves when the Scope closes. */
+  readonly join: (url: string, token: Redacted.Redacted<string>) => Effect.Effect<RoomConnection, RoomError, Scope.Scope>
+}
+
+export class Room extends Context.Service<Room, RoomService>()("baton/livekit/Room") {}

@@ -1,0 +1,36 @@
+/**
+ * Audio between baton and `@livekit/rtc-node`: frames of a track as a Stream, and an
+ * `AudioOutput` playing into an `AudioSource`. rtc-node's `AudioSource` queues up to a second
+ * and paces playout itself; `clear` drops what is queued (a barge-in).
+ */
+import { Effect, Stream } from "effect"
+import * as AudioFrame from "../../services/AudioFrame.ts"
+import type { AudioOutputService } from "../../services/AudioOutput.ts"
+import type { RtcNodeModule } from "../rtc/RtcNode.ts"
+
+type Rtc = RtcNodeModule
+type Track = InstanceType<Rtc["LocalAudioTrack"]> | InstanceType<Rtc["RemoteAudioTrack"]>
+
+/** The frames of `track` at `sampleRate` mono. rtc-node's stream never ends on its own: it stops when the Scope closes. */
+export const framesOf = (rtc: Rtc, track: Track, sampleRate: number): Stream.Stream<AudioFrame.AudioFrame> =>
+  Stream.fromAsyncIterable(
+    new rtc.AudioStream(track, { sampleRate, numChannels: 1 }) as AsyncIterable<InstanceType<Rtc["AudioFrame"]>>,
+    () => undefined
+  ).pipe(
+    Stream.orDie,
+    Stream.map((frame) => AudioFrame.make(frame.data, frame.sampleRate, frame.channels))
+  )
+
+/** An `AudioSource` at `sampleRate` and an output that plays into it. */
+export const source = (rtc: Rtc, sampleRate: number) => {
+  const audioSource = new rtc.AudioSource(sampleRate, 1)
+  const output: AudioOutputService = {
+    write: (pcm, rate) =>
+      Effect.promise(() => {
+        const frame = AudioFrame.fromPcm16(pcm, rate)
+        return audioSource.captureFrame(new rtc.AudioFrame(frame.data, rate, 1, frame.data.length))
+      }),
+    clear: () => Effect.sync(() => audioSource.clearQueue())
+  }
+  return { audioSource, output }
+}

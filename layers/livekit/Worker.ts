@@ -1,0 +1,219 @@
+/**
+ * A LiveKit agent worker in one process: it registers with the server's dispatch (`/agent`,
+ * `Protocol.ts`), answers availability by a load policy, and runs each assigned job as a fiber
+ * with its own Scope (`Job.ts`), thousands side by side, where `@livekit/agents` starts a
+ * process per job.
+ *
+ * - Load: jobs / `maxJobs` and event-loop lag / `maxLagMs`, the larger; reported every
+ *   `statusIntervalMs`; a job is refused while full, lagging or draining.
+ * - The server going away: running jobs go on (they talk to their rooms, not to the dispatch);
+ *   the worker reconnects with exponential backoff and registers again.
+ * - Drain (the Scope closing, SIGTERM in `baton worker`): no new jobs, the status says full,
+ *   running jobs may finish for `drainSeconds`, then the rest are closed and the worker leaves.
+ */
+import { Cause, Deferred, Effect, Exit, Fiber, Queue, Redacted, Scope } from "effect"
+import { monitorEventLoopDelay } from "node:perf_hooks"
+import WebSocket from "ws"
+import * as Job from "./Job.ts"
+import * as Protocol from "./Protocol.ts"
+import { Room } from "./Room.ts"
+
+export interface WorkerOptions {
+  /** The LiveKit server (`LIVEKIT_URL`: ws://, wss://, http:// or https://). */
+  readonly url: string
+  readonly apiKey: string
+  readonly apiSecret: Redacted.Redacted<string>
+  /** Explicit dispatch by this name; empty for automatic dispatch to every new room. */
+  readonly agentName?: string
+  /** Jobs at once before the worker says it is full (default 500). */
+  readonly maxJobs?: number
+  /** Event-loop delay (p99 over the last interval, ms) above which jobs are refused (default 100). */
+  readonly maxLagMs?: number
+  readonly statusIntervalMs?: number
+  readonly drainSeconds?: number
+  /** Reconnection backoff: first wait and cap (ms; default 500 and 30,000). */
+  readonly reconnect?: { readonly firstMs?: number; readonly maxMs?: number }
+  readonly job: Job.JobOptions
+}
+
+export interface WorkerState {
+  readonly workerId: string | undefined
+  readonly connected: boolean
+  /** Registrations so far (more than one after the server went away and came back). */
+  readonly registrations: number
+  readonly jobs: number
+  readonly accepted: number
+  readonly refused: number
+  readonly draining: boolean
+  readonly load: number
+  /** Problems with what the server sent (malformed frames), most recent last. */
+  readonly problems: ReadonlyArray<string>
+}
+
+export interface Worker {
+  readonly state: () => WorkerState
+  /** Completes when the worker has registered (the first time). */
+  readonly registered: Effect.Effect<void>
+}
+
+export const make = Effect.fn("LiveKit.Worker")(function*(options: WorkerOptions) {
+  const room = yield* Room
+  const workerScope = yield* Scope.Scope
+  const maxJobs = options.maxJobs ?? 500
+  const maxLagMs = options.maxLagMs ?? 100
+  const agentName = options.agentName ?? ""
+  const jobs = new Map<string, Fiber.Fiber<void>>()
+  const problems: Array<string> = []
+  const firstRegistration = yield* Deferred.make<void>()
+  let socket: WebSocket | undefined
+  let workerId: string | undefined
+  let registrations = 0
+  let accepted = 0
+  let refused = 0
+  let draining = false
+
+  const lag = monitorEventLoopDelay({ resolution: 10 })
+  lag.enable()
+  yield* Effect.addFinalizer(() => Effect.sync(() => lag.disable()))
+  const lagMs = () => (lag.count === 0 ? 0 : lag.percentile(99) / 1e6)
+  const load = () => Math.min(1, Math.max(jobs.size / maxJobs, lagMs() / maxLagMs))
+  const full = () => draining || jobs.size >= maxJobs || lagMs() >= maxLagMs
+
+  const send = (bytes: Uint8Array) => Effect.sync(() => {
+    if (socket?.readyState === WebSocket.OPEN) socket.send(bytes)
+  })
+  const sendStatus = Effect.suspend(() => send(Protocol.workerStatus(full(), load(), jobs.size)))
+
+  // Jobs live in their own Scope, closed after the drain (finalizers run last-added first).
+  const jobsScope = yield* Scope.fork(workerScope)
+
+  const startJob = (spec: Job.JobSpec) =>
+    Effect.gen(function*() {
+      const job = spec
+      const fiber = yield* Job.run(spec, options.job).pipe(
+        Effect.scoped,
+        Effect.provideService(Room, room),
+        // also when the job is interrupted (terminated, drained): the server hears how it ended
+        Effect.onExit((exit) =>
+          Effect.suspend(() => {
+            jobs.delete(job.id)
+            const failed = Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)
+            return send(Protocol.jobStatus(job.id, failed ? Protocol.JobStatus.JS_FAILED : Protocol.JobStatus.JS_SUCCESS, failed ? "the job failed" : "")).pipe(
+              Effect.andThen(sendStatus)
+            )
+          })
+        ),
+        Effect.ignore,
+        Effect.forkIn(jobsScope)
+      )
+      jobs.set(job.id, fiber)
+      yield* send(Protocol.jobStatus(job.id, Protocol.JobStatus.JS_RUNNING))
+      yield* sendStatus
+    })
+
+  const handle = (frame: Uint8Array) =>
+    Effect.gen(function*() {
+      const decoded = Protocol.decode(frame)
+      if (typeof decoded === "string") {
+        problems.push(decoded)
+        return yield* Effect.logWarning(`livekit worker: ignored ${decoded}`)
+      }
+      const msg = decoded.message
+      switch (msg.case) {
+        case "register":
+          workerId = msg.value.workerId
+          registrations++
+          yield* Deferred.succeed(firstRegistration, undefined)
+          return yield* Effect.logInfo(`livekit worker registered as ${workerId}`)
+        case "availability": {
+          const job = msg.value.job
+          if (!job) return
+          const ok = !full()
+          if (ok) accepted++
+          else refused++
+          return yield* send(Protocol.availability(job.id, ok, agentName))
+        }
+        case "assignment": {
+          const job = msg.value.job
+          if (!job) return
+          return yield* startJob({ id: job.id, roomName: job.room?.name ?? "", url: msg.value.url || options.url, token: Redacted.make(msg.value.token) })
+        }
+        case "termination": {
+          const fiber = jobs.get(msg.value.jobId)
+          if (fiber) yield* Effect.forkIn(Fiber.interrupt(fiber), workerScope)
+          return
+        }
+        default:
+          return
+      }
+    })
+
+  /** One connection: register, serve until the socket closes (then fail, so the loop reconnects). */
+  const connection = Effect.gen(function*() {
+    const token = yield* Protocol.workerToken(options.apiKey, options.apiSecret)
+    const ws = yield* Effect.acquireRelease(
+      Effect.sync(() => new WebSocket(Protocol.agentUrl(options.url), { headers: { Authorization: `Bearer ${Redacted.value(token)}` } })),
+      (ws) => Effect.sync(() => ws.terminate())
+    )
+    const closed = yield* Deferred.make<string>()
+    // frames are handled in order, in this connection's Scope
+    const inbox = yield* Queue.unbounded<Uint8Array>()
+    yield* Effect.forkScoped(Effect.forever(Queue.take(inbox).pipe(Effect.flatMap(handle))))
+    ws.on("message", (data: Buffer) => void Queue.offerUnsafe(inbox, new Uint8Array(data.buffer, data.byteOffset, data.byteLength)))
+    ws.on("close", (code: number) => Deferred.doneUnsafe(closed, Effect.succeed(`closed (${code})`)))
+    ws.on("error", (e: Error) => Deferred.doneUnsafe(closed, Effect.succeed(e.message)))
+    yield* Effect.callback<void, string>((resume) => {
+      ws.once("open", () => resume(Effect.void))
+      ws.once("error", (e: Error) => resume(Effect.fail(e.message)))
+    })
+    socket = ws
+    yield* send(Protocol.register(agentName))
+    yield* Effect.forkScoped(Effect.forever(Effect.sleep(options.statusIntervalMs ?? 2500).pipe(Effect.andThen(sendStatus))))
+    const why = yield* Deferred.await(closed)
+    socket = undefined
+    return yield* Effect.fail(why)
+  }).pipe(Effect.scoped)
+
+  const reconnecting = Effect.gen(function*() {
+    const first = options.reconnect?.firstMs ?? 500
+    const cap = options.reconnect?.maxMs ?? 30_000
+    let wait = first
+    for (;;) {
+      const before = registrations
+      const why = yield* Effect.flip(connection)
+      if (registrations > before) wait = first // it worked for a while: start the backoff again
+      yield* Effect.logWarning(`livekit worker: connection to ${options.url} lost (${why}); reconnecting in ${wait} ms`)
+      yield* Effect.sleep(wait)
+      wait = Math.min(cap, wait * 2)
+    }
+  })
+  yield* Effect.forkIn(reconnecting, workerScope)
+  // Added last, so it runs first when the Scope closes: the connection is still up to say "full".
+  yield* Effect.addFinalizer(() => drain)
+
+  const drain = Effect.gen(function*() {
+    draining = true
+    yield* sendStatus
+    const deadline = (options.drainSeconds ?? 30) * 1000
+    if (jobs.size > 0) yield* Effect.logInfo(`livekit worker draining: ${jobs.size} job(s), up to ${deadline / 1000} s`)
+    yield* Effect.forEach([...jobs.values()], Fiber.await, { discard: true, concurrency: "unbounded" }).pipe(
+      Effect.timeoutOption(deadline)
+    )
+  })
+
+  return {
+    state: () => ({
+      workerId,
+      connected: socket !== undefined,
+      registrations,
+      jobs: jobs.size,
+      accepted,
+      refused,
+      draining,
+      load: load(),
+      problems
+    }),
+    registered: Deferred.await(firstRegistration)
+  } satisfies Worker
+})
+

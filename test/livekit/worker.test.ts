@@ -1,0 +1,154 @@
+/**
+ * The worker against a fake LiveKit dispatch server (real WebSocket on 127.0.0.1, protobuf
+ * messages, the token checked with livekit-server-sdk's TokenVerifier): registration, the
+ * availability policy, assignment and termination, status updates, a server restart mid-job,
+ * malformed frames, and the drain. Rooms are in memory (MemoryRoom): a user who types.
+ */
+import { JobStatus, JobType, WorkerStatus } from "@livekit/protocol"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import * as Worker from "../../layers/livekit/Worker.ts"
+import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import { Agent, Tool } from "../../src/index.ts"
+import * as FakeServer from "../mocks/livekit/FakeServer.ts"
+import * as MemoryRoom from "../mocks/livekit/MemoryRoom.ts"
+
+const KEY = "APIkey123"
+const SECRET = "secret-of-at-least-thirty-two-characters"
+
+const weather = Agent.make({ name: "weather", instructions: "Weather.", onEnter: Agent.say("Sunny in Paris.").pipe(Effect.asVoid) })
+const greeter = Agent.make({ name: "greeter", instructions: "Greet.", tools: [Tool.handoff("transfer_to_weather", () => weather)] })
+const model = ScriptedModel.layer([{ when: { user: /weather/ }, reply: { toolCalls: [{ name: "transfer_to_weather" }] } }])
+
+const until = (what: string, check: () => boolean, ms = 10_000) =>
+  Effect.promise(async () => {
+    const end = Date.now() + ms
+    while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
+    if (!check()) throw new Error(`never: ${what}`)
+  })
+
+const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
+
+/** A worker on the fake server, in its own Scope (closing it drains the worker). */
+const startWorker = (server: FakeServer.FakeServer, rooms: Layer.Layer<any>, extra: Partial<Worker.WorkerOptions> = {}) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const worker = yield* Worker.make({
+      url: server.url,
+      apiKey: KEY,
+      apiSecret: Redacted.make(SECRET),
+      agentName: "front-desk",
+      statusIntervalMs: 100,
+      reconnect: { firstMs: 50, maxMs: 200 },
+      drainSeconds: 1,
+      job: { agent: greeter },
+      ...extra
+    }).pipe(Scope.provide(scope), Effect.provide(rooms))
+    return { worker, scope }
+  })
+
+describe("LiveKit worker (fake dispatch server)", () => {
+  it.live("registers, takes a job, runs its session in the room (a handoff), reports status, and ends it on termination", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })
+      const rooms = yield* MemoryRoom.make
+      const { worker, scope } = yield* startWorker(server, rooms.layer)
+      yield* worker.registered
+      const register = server.received[0]!
+      assert.strictEqual(register.case, "register")
+      assert.strictEqual(register.value.agentName, "front-desk")
+      assert.strictEqual(register.value.type, JobType.JT_ROOM)
+      assert.isTrue(register.value.allowedPermissions.canPublish && register.value.allowedPermissions.canSubscribe)
+      assert.strictEqual(worker.state().workerId, "W_1")
+
+      const answer = yield* promise(() => server.offer("J_1"))
+      assert.isTrue(answer.value.available)
+      assert.strictEqual(answer.value.participantIdentity, "agent-J_1")
+      yield* promise(() => server.assign("J_1"))
+      yield* promise(() => server.waitFor((m) => m.case === "updateJob" && m.value.jobId === "J_1" && m.value.status === JobStatus.JS_RUNNING, "JS_RUNNING"))
+      yield* until("the room joined", () => rooms.rooms.get("room-J_1")?.joined === true)
+      const room = rooms.rooms.get("room-J_1")!
+      yield* room.chat("what's the weather?")
+      yield* until("the weather agent's words in the room", () => room.texts.some((t) => t.topic === "lk.transcription" && t.text === "Sunny in Paris."))
+      assert.strictEqual(room.texts.find((t) => t.text === "Sunny in Paris.")?.attributes?.["lk.agent"], "weather")
+      assert.strictEqual(room.attributes["lk.agent.name"], "weather")
+      // the status carries the job
+      yield* promise(() => server.waitFor((m) => m.case === "updateWorker" && m.value.jobCount === 1 && m.value.load > 0, "a status with the job"))
+
+      server.terminate("J_1")
+      yield* promise(() => server.waitFor((m) => m.case === "updateJob" && m.value.jobId === "J_1" && m.value.status === JobStatus.JS_SUCCESS, "JS_SUCCESS"))
+      yield* until("the room left", () => !room.joined)
+      assert.strictEqual(worker.state().jobs, 0)
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.scoped, Effect.provide(model)), 30_000)
+
+  it.live("a token without the right secret is refused by the server; the worker keeps trying and never registers", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })
+      const rooms = yield* MemoryRoom.make
+      const { worker, scope } = yield* startWorker(server, rooms.layer, { apiSecret: Redacted.make("the-wrong-secret-of-thirty-two-chars!!") })
+      yield* until("two refused connections", () => server.refusedTokens.length >= 2)
+      assert.isUndefined(worker.state().workerId)
+      assert.lengthOf(server.received, 0)
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.scoped, Effect.provide(model)), 30_000)
+
+  it.live("over its job limit it answers unavailable; malformed frames are ignored and reported", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })
+      const rooms = yield* MemoryRoom.make
+      const { worker, scope } = yield* startWorker(server, rooms.layer, { maxJobs: 1 })
+      yield* worker.registered
+      server.sendRaw(new Uint8Array([0xff, 0xff, 0xff, 0x01, 0x02]))
+      const first = yield* promise(() => server.offer("J_1"))
+      assert.isTrue(first.value.available)
+      yield* promise(() => server.assign("J_1"))
+      yield* until("the job running", () => worker.state().jobs === 1)
+      const second = yield* promise(() => server.offer("J_2"))
+      assert.isFalse(second.value.available)
+      assert.strictEqual(worker.state().refused, 1)
+      yield* promise(() => server.waitFor((m) => m.case === "updateWorker" && m.value.status === WorkerStatus.WS_FULL, "WS_FULL"))
+      assert.lengthOf(worker.state().problems, 1)
+      assert.match(worker.state().problems[0]!, /malformed/)
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.scoped, Effect.provide(model)), 30_000)
+
+  it.live("the server restarts mid-job: the job goes on, the worker registers again and is told to end it", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })
+      const rooms = yield* MemoryRoom.make
+      const { worker, scope } = yield* startWorker(server, rooms.layer)
+      yield* worker.registered
+      yield* promise(() => server.offer("J_1"))
+      yield* promise(() => server.assign("J_1"))
+      yield* until("the room joined", () => rooms.rooms.get("room-J_1")?.joined === true)
+      yield* promise(() => server.restart(300))
+      yield* until("a second registration", () => worker.state().registrations === 2)
+      assert.strictEqual(worker.state().workerId, "W_2")
+      // the job never stopped: the user talks and is answered
+      const room = rooms.rooms.get("room-J_1")!
+      assert.isTrue(room.joined)
+      yield* room.chat("weather please")
+      yield* until("the answer", () => room.texts.some((t) => t.text === "Sunny in Paris."))
+      server.terminate("J_1")
+      yield* until("the job ended", () => worker.state().jobs === 0 && !room.joined)
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.scoped, Effect.provide(model)), 30_000)
+
+  it.live("drain: closing the worker says it is full, lets a job finish within the deadline, then closes it", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })
+      const rooms = yield* MemoryRoom.make
+      const { worker, scope } = yield* startWorker(server, rooms.layer, { drainSeconds: 0.3 })
+      yield* worker.registered
+      yield* promise(() => server.offer("J_1"))
+      yield* promise(() => server.assign("J_1"))
+      yield* until("the room joined", () => rooms.rooms.get("room-J_1")?.joined === true)
+      const started = Date.now()
+      yield* Scope.close(scope, Exit.void)
+      assert.isTrue(worker.state().draining)
+      assert.isFalse(rooms.rooms.get("room-J_1")!.joined)
+      assert.isAtLeast(Date.now() - started, 250) // it waited for the job before closing it
+      assert.isTrue(server.received.some((m) => m.case === "updateWorker" && m.value.status === WorkerStatus.WS_FULL))
+    }).pipe(Effect.scoped, Effect.provide(model)), 30_000)
+})
