@@ -66,7 +66,8 @@ export const make = Effect.fn("LoopbackRoom.make")(function*() {
     layer: Layer.succeed(Room, { join: () => Effect.succeed(connection) }),
     speak: (frames) =>
       Effect.forEach(frames, (frame) =>
-        Effect.promise(() => mic.audioSource.captureFrame(new rtc.AudioFrame(frame.data, frame.sampleRate, 1, frame.data.length))), { discard: true }),
+        // a copy: rtc-node reads the frame's whole buffer, not the view's window of it
+        Effect.promise(() => mic.audioSource.captureFrame(new rtc.AudioFrame(frame.data.slice(), frame.sampleRate, 1, frame.data.length))), { discard: true }),
     chat: (text) => Queue.offer(chat, text).pipe(Effect.asVoid),
     leave: Deferred.succeed(gone, undefined).pipe(Effect.asVoid),
     agentAudio: Deferred.await(published).pipe(Effect.map((track) => RtcAudio.framesOf(rtc, track, RATE))),

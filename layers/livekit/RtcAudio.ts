@@ -27,8 +27,9 @@ export const source = (rtc: Rtc, sampleRate: number) => {
   const output: AudioOutputService = {
     write: (pcm, rate) =>
       Effect.promise(() => {
-        const frame = AudioFrame.fromPcm16(pcm, rate)
-        return audioSource.captureFrame(new rtc.AudioFrame(frame.data, rate, 1, frame.data.length))
+        // a copy: rtc-node reads the frame's whole buffer, not the view's window of it
+        const samples = AudioFrame.fromPcm16(pcm, rate).data.slice()
+        return audioSource.captureFrame(new rtc.AudioFrame(samples, rate, 1, samples.length))
       }),
     clear: () => Effect.sync(() => audioSource.clearQueue())
   }
