@@ -20,7 +20,7 @@ import * as Models from "./Models.ts"
 export interface ServeFlags {
   readonly agents: Option.Option<string>
   /** `auto`: the offline voice engines when their Debian packages are there; `local`: required; `off`. */
-  readonly voice: "auto" | "local" | "off"
+  readonly voice: VoiceMode
   readonly port: Option.Option<number>
   readonly host: Option.Option<string>
 }
@@ -28,10 +28,13 @@ export interface ServeFlags {
 const DEMO_DESCRIPTION =
   "Model: the built-in demo model (no API key; it understands the demo phrases: try \"what's the weather in Paris\", \"book an appointment\")."
 
+/** `auto`: the offline voice engines when their Debian packages are there; `local`: required; `off`. */
+export type VoiceMode = "auto" | "local" | "off"
+
 /** The offline engines (WebRTC VAD, pocketsphinx, flite) for cascaded voice sessions. */
 const localVoice = Layer.mergeAll(WebRtcVad.layer(), PocketsphinxStt.layer(), FliteTts.layer({ voice: "rms" }))
 
-const voiceLayer = (mode: ServeFlags["voice"]): Layer.Layer<never, unknown> =>
+export const voiceLayer = (mode: VoiceMode): Layer.Layer<never, unknown> =>
   mode === "off"
     ? Layer.empty
     : mode === "local"

@@ -4,6 +4,7 @@
  *
  *   baton console [--agents ./my-agents.ts] [--timeline out.svg]   a session in the terminal
  *   baton serve   [--agents ./my-agents.ts] [--port N] [--host H]   the Node service
+ *   baton worker  [--agents ./my-agents.ts] [--agent-name N]        a LiveKit agent worker
  *   baton timeline <events.jsonl> [out.svg]                          a recorded session as SVG
  *   baton sim     [--seeds N] [--seed N --log] ...                   the rules simulation (repository only)
  *
@@ -98,7 +99,20 @@ const simCommand = Command.make("sim", {
   Command.withDescription("Run random schedules and check the twelve rules (in a clone of the baton repository).")
 )
 
-const cli = baton.pipe(Command.withSubcommands([consoleCommand, serveCommand, timelineCommand, simCommand]))
+const workerCommand = Command.make("worker", {
+  agents,
+  agentName: Flag.String("agent-name").pipe(Flag.withDescription("take only jobs dispatched to this name (default: automatic dispatch to every room)"), Flag.optional),
+  maxJobs: Flag.Int("max-jobs").pipe(Flag.withDescription("jobs at once before the worker says it is full (default 500)"), Flag.optional),
+  voice: Flag.Literals("voice", ["auto", "local", "off"]).pipe(
+    Flag.withDescription("voice by the offline pipeline (WebRTC VAD, pocketsphinx, flite): auto = when installed"),
+    Flag.withDefault("auto" as const)
+  )
+  // loaded on use: its LiveKit packages are optional peers of the package
+}, (flags) => oneLine(withLogging(Effect.flatMap(Effect.promise(() => import("./LiveKitWorker.ts")), (m) => m.worker(flags))))).pipe(
+  Command.withDescription("Take jobs from a LiveKit server (LIVEKIT_URL, LIVEKIT_API_KEY, LIVEKIT_API_SECRET) and talk in its rooms.")
+)
+
+const cli = baton.pipe(Command.withSubcommands([consoleCommand, serveCommand, workerCommand, timelineCommand, simCommand]))
 
 const program = Command.run(cli, { version: VERSION }).pipe(Effect.provide(NodeServices.layer))
 

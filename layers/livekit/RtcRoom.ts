@@ -1,0 +1,88 @@
+/**
+ * The `Room` service on `@livekit/rtc-node`'s `Room`: connect with the job's token, find the
+ * user (the first remote participant that is not an agent), subscribe to their microphone,
+ * publish the agent's, chat on `lk.chat`, transcripts with `sendText`, state in attributes. Kept
+ * thin: everything it does not do itself (the audio frames, the session, the worker) is tested
+ * offline; `Room.connect` needs a LiveKit server (`livekit-server --dev`, see docs/livekit.md).
+ */
+import { Deferred, Effect, Layer, Queue, Redacted, Stream } from "effect"
+import { RtcNode } from "../rtc/RtcNode.ts"
+import { Room, type RoomConnection, RoomError, type RoomParticipant } from "./Room.ts"
+import * as RtcAudio from "./RtcAudio.ts"
+
+export const layer: Layer.Layer<Room, never, RtcNode> = Layer.effect(
+  Room,
+  Effect.gen(function*() {
+    const rtc = yield* RtcNode
+    const join = (url: string, token: Redacted.Redacted<string>) =>
+      Effect.gen(function*() {
+        const room = new rtc.Room()
+        yield* Effect.acquireRelease(
+          Effect.tryPromise({
+            try: () => room.connect(url, Redacted.value(token), { autoSubscribe: true, dynacast: false }),
+            catch: (e) => new RoomError({ message: `cannot join the room at ${url}: ${(e as Error).message}` })
+          }),
+          () => Effect.promise(() => room.disconnect())
+        )
+        const user = yield* Deferred.make<RoomParticipant>()
+        const gone = new Map<string, Deferred.Deferred<void>>()
+        const goneOf = (identity: string) => {
+          let d = gone.get(identity)
+          if (!d) gone.set(identity, d = Deferred.makeUnsafe<void>())
+          return d
+        }
+        const tracks = new Map<string, Deferred.Deferred<InstanceType<typeof rtc.RemoteAudioTrack>>>()
+        const trackOf = (identity: string) => {
+          let d = tracks.get(identity)
+          if (!d) tracks.set(identity, d = Deferred.makeUnsafe())
+          return d
+        }
+        const chat = yield* Queue.unbounded<string>()
+        // the user is the first participant that is not an agent (other workers may share the room)
+        const isUser = (p: { readonly kind: unknown }) => p.kind !== rtc.ParticipantKind.AGENT
+        const found = (p: { readonly identity: string; readonly name?: string | undefined }) =>
+          Deferred.doneUnsafe(user, Effect.succeed({ identity: p.identity, name: p.name ?? p.identity }))
+        for (const p of room.remoteParticipants.values()) if (isUser(p)) found(p)
+        room.on(rtc.RoomEvent.ParticipantConnected, (p) => isUser(p) && found(p))
+        room.on(rtc.RoomEvent.ParticipantDisconnected, (p) => Deferred.doneUnsafe(goneOf(p.identity), Effect.void))
+        room.on(rtc.RoomEvent.Disconnected, () => {
+          for (const d of gone.values()) Deferred.doneUnsafe(d, Effect.void)
+        })
+        room.on(rtc.RoomEvent.TrackSubscribed, (track, _publication, p) => {
+          if (track.kind === rtc.TrackKind.KIND_AUDIO) Deferred.doneUnsafe(trackOf(p.identity), Effect.succeed(track as InstanceType<typeof rtc.RemoteAudioTrack>))
+        })
+        room.registerTextStreamHandler("lk.chat", (reader) => void reader.readAll().then((text) => Queue.offerUnsafe(chat, text)))
+
+        const local = () => room.localParticipant!
+        const connection: RoomConnection = {
+          name: room.name ?? "",
+          participant: Deferred.await(user),
+          audioOf: (p, sampleRate) =>
+            Stream.unwrap(Deferred.await(trackOf(p.identity)).pipe(Effect.map((track) => RtcAudio.framesOf(rtc, track, sampleRate)))).pipe(
+              Stream.interruptWhen(Deferred.await(goneOf(p.identity)))
+            ),
+          textOf: () => Stream.fromQueue(chat),
+          publishAudio: (sampleRate) =>
+            Effect.gen(function*() {
+              const { audioSource, output } = RtcAudio.source(rtc, sampleRate)
+              const track = rtc.LocalAudioTrack.createAudioTrack("agent", audioSource)
+              const options = new rtc.TrackPublishOptions({ source: rtc.TrackSource.SOURCE_MICROPHONE })
+              yield* Effect.tryPromise({
+                try: () => local().publishTrack(track, options),
+                catch: (e) => new RoomError({ message: `cannot publish the agent's track: ${(e as Error).message}` })
+              })
+              yield* Effect.addFinalizer(() => Effect.promise(() => track.close()))
+              return output
+            }),
+          sendText: (text, options) =>
+            Effect.promise(() => local().sendText(text, { topic: options.topic, ...(options.attributes ? { attributes: options.attributes } : {}) })).pipe(
+              Effect.ignore
+            ),
+          setAttributes: (attributes) => Effect.promise(() => local().setAttributes(attributes)).pipe(Effect.ignore),
+          left: (p) => Deferred.await(goneOf(p.identity))
+        }
+        return connection
+      })
+    return { join }
+  })
+)
