@@ -19,6 +19,7 @@
  * server: the service with 100 and 1,000 WebSocket clients (bench/server-sessions.ts).
  * Exits with 1 only when a baton measurement failed.
  */
+import { benchLiveKit } from "./livekit.ts"
 import { benchVoicePipeline } from "./voice-pipeline.ts"
 import { execFileSync, spawnSync } from "node:child_process"
 import { writeFileSync } from "node:fs"
@@ -45,7 +46,7 @@ const json = jsonAt < 0
   ? args[jsonAt + 1]!
   : "-"
 const withPeer = !args.includes("--no-peer")
-const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap,load,longSession,server,voice").split(",").map((s) => s.trim()))
+const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap,load,longSession,server,voice,livekit").split(",").map((s) => s.trim()))
 
 /** bench/server-sessions.ts (100 and 1,000 WebSocket clients) in its own process: its Markdown table. */
 const runServerBench = (): string | undefined => {
@@ -145,8 +146,18 @@ const voiceTable = sections.has("voice")
   })
   : undefined
 
+// LiveKit jobs in one worker, next to agents-js's process per job.
+const livekitTable = sections.has("livekit")
+  ? await benchLiveKit().catch((e: unknown) => {
+    errors["livekit"] = String(e)
+    log(`livekit benchmark failed: ${String(e)}`)
+    return undefined
+  })
+  : undefined
+
 const tables = render(machine, baton, peer, rounds) + (serverTable ? `\n### The service: sessions over /ws\n\n${serverTable}\n` : "") +
-  (voiceTable ? `\n### Cascaded voice: end of speech to first audio\n\n${voiceTable}\n` : "") + (realtime ? `\n${realtime.markdown}\n` : "")
+  (voiceTable ? `\n### Cascaded voice: end of speech to first audio\n\n${voiceTable}\n` : "") +
+  (livekitTable ? `\n### LiveKit: jobs in one process\n\n${livekitTable}\n` : "") + (realtime ? `\n${realtime.markdown}\n` : "")
 const raw = JSON.stringify({ machine, baton: { ...baton, wallMs: Math.round(batonWallMs) }, agentsJs: peer, handoffRounds: rounds }, null, 2) + "\n"
 if (json === "-") {
   process.stderr.write(`\n${tables}\n`)
