@@ -4,6 +4,7 @@
  * with its own Scope (`Job.ts`), thousands side by side, where `@livekit/agents` starts a
  * process per job.
  *
+ * - Keepalive: `WorkerPing` every `pingIntervalMs`; the server's `WorkerPong` gives the round trip.
  * - Load: jobs / `maxJobs` and event-loop lag / `maxLagMs`, the larger; reported every
  *   `statusIntervalMs`; a job is refused while full, lagging or draining.
  * - The server going away: running jobs go on (they talk to their rooms, not to the dispatch);
@@ -30,6 +31,8 @@ export interface WorkerOptions {
   /** Event-loop delay (p99 over the last interval, ms) above which jobs are refused (default 100). */
   readonly maxLagMs?: number
   readonly statusIntervalMs?: number
+  /** `WorkerPing` to the server this often (ms; default 10,000); its `WorkerPong` is kept in the state. */
+  readonly pingIntervalMs?: number
   readonly drainSeconds?: number
   /** Reconnection backoff: first wait and cap (ms; default 500 and 30,000). */
   readonly reconnect?: { readonly firstMs?: number; readonly maxMs?: number }
@@ -46,6 +49,8 @@ export interface WorkerState {
   readonly refused: number
   readonly draining: boolean
   readonly load: number
+  /** The round trip of the last ping answered (ms). */
+  readonly pingMs: number | undefined
   /** Problems with what the server sent (malformed frames), most recent last. */
   readonly problems: ReadonlyArray<string>
 }
@@ -71,6 +76,7 @@ export const make = Effect.fn("LiveKit.Worker")(function*(options: WorkerOptions
   let accepted = 0
   let refused = 0
   let draining = false
+  let pingMs: number | undefined
 
   const lag = monitorEventLoopDelay({ resolution: 10 })
   lag.enable()
@@ -138,6 +144,9 @@ export const make = Effect.fn("LiveKit.Worker")(function*(options: WorkerOptions
           if (!job) return
           return yield* startJob({ id: job.id, roomName: job.room?.name ?? "", url: msg.value.url || options.url, token: Redacted.make(msg.value.token) })
         }
+        case "pong":
+          pingMs = Date.now() - Number(msg.value.lastTimestamp)
+          return
         case "termination": {
           const fiber = jobs.get(msg.value.jobId)
           if (fiber) yield* Effect.forkIn(Fiber.interrupt(fiber), workerScope)
@@ -169,6 +178,9 @@ export const make = Effect.fn("LiveKit.Worker")(function*(options: WorkerOptions
     socket = ws
     yield* send(Protocol.register(agentName))
     yield* Effect.forkScoped(Effect.forever(Effect.sleep(options.statusIntervalMs ?? 2500).pipe(Effect.andThen(sendStatus))))
+    yield* Effect.forkScoped(
+      Effect.forever(Effect.sleep(options.pingIntervalMs ?? 10_000).pipe(Effect.andThen(Effect.suspend(() => send(Protocol.ping(Date.now()))))))
+    )
     const why = yield* Deferred.await(closed)
     socket = undefined
     return yield* Effect.fail(why)
@@ -211,6 +223,7 @@ export const make = Effect.fn("LiveKit.Worker")(function*(options: WorkerOptions
       refused,
       draining,
       load: load(),
+      pingMs,
       problems
     }),
     registered: Deferred.await(firstRegistration)

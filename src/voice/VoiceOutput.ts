@@ -153,10 +153,11 @@ export const make = (options: VoiceOutputOptions = {}) =>
         )
       })
 
-    /** Stops a reply's audio; what was heard is frozen at this moment. */
+    /** Stops a reply's audio (once); what was heard is frozen at this moment. */
     const stop = (p: Playback) =>
       Effect.gen(function*() {
-        if (p.frozenMs === undefined) p.frozenMs = playedMs(p, yield* now)
+        if (p.frozenMs !== undefined) return
+        p.frozenMs = playedMs(p, yield* now)
         yield* Deferred.succeed(p.done, false)
         if (p.fiber) yield* Fiber.interrupt(p.fiber)
         yield* audio.clear(p.info)

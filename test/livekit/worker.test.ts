@@ -39,6 +39,7 @@ const startWorker = (server: FakeServer.FakeServer, rooms: Layer.Layer<any>, ext
       apiSecret: Redacted.make(SECRET),
       agentName: "front-desk",
       statusIntervalMs: 100,
+      pingIntervalMs: 100,
       reconnect: { firstMs: 50, maxMs: 200 },
       drainSeconds: 1,
       job: { agent: greeter },
@@ -72,8 +73,10 @@ describe("LiveKit worker (fake dispatch server)", () => {
       yield* until("the weather agent's words in the room", () => room.texts.some((t) => t.topic === "lk.transcription" && t.text === "Sunny in Paris."))
       assert.strictEqual(room.texts.find((t) => t.text === "Sunny in Paris.")?.attributes?.["lk.agent"], "weather")
       assert.strictEqual(room.attributes["lk.agent.name"], "weather")
-      // the status carries the job
+      // the status carries the job; pings are answered
       yield* promise(() => server.waitFor((m) => m.case === "updateWorker" && m.value.jobCount === 1 && m.value.load > 0, "a status with the job"))
+      yield* promise(() => server.waitFor((m) => m.case === "ping", "a ping"))
+      yield* until("a pong's round trip", () => worker.state().pingMs !== undefined)
 
       server.terminate("J_1")
       yield* promise(() => server.waitFor((m) => m.case === "updateJob" && m.value.jobId === "J_1" && m.value.status === JobStatus.JS_SUCCESS, "JS_SUCCESS"))

@@ -103,7 +103,7 @@ describe("the package, installed from its tarball", () => {
     const bin = join(project, "node_modules", ".bin", "baton")
     const help = node([bin, "--help"])
     assert.strictEqual(help.status, 0, help.stderr)
-    for (const mode of ["console", "serve", "timeline", "sim"]) assert.match(help.stdout, new RegExp(`^\\s+${mode}\\s`, "m"))
+    for (const mode of ["console", "serve", "worker", "timeline", "sim"]) assert.match(help.stdout, new RegExp(`^\\s+${mode}\\s`, "m"))
     const chat = node([bin, "console"], "What's the weather in Paris?\n")
     assert.strictEqual(chat.status, 0, chat.stderr)
     assert.include(chat.stdout, "── floor: greeter → weather")
