@@ -74,6 +74,8 @@ const runText = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Ef
         )
       }
       const choice = step >= actor.agent.maxToolSteps ? "none" : toolChoice
+      // Words a tool said meanwhile are spoken first: one voice at a time.
+      if (step > 0) yield* actor.speeches.interjected
       // Generating again after a tool step: interruptible like any reply.
       speech.phase = "generating"
       const prompt = toPrompt(actor.chat, { instructions: actor.agent.instructions, extraInstructions: instructions })

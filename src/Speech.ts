@@ -52,6 +52,8 @@ export interface Speech {
    * only speeches older than it (a reply to the turn itself is never cut by its own start).
    */
   readonly userTurn: number
+  /** Queued while the playing speech waited for its tools: a `say` may interject (Speeches.ts). */
+  duringTools: boolean
 }
 
 export const make = (
@@ -76,6 +78,7 @@ export const make = (
     allowInterruptions: fields.allowInterruptions,
     phase: "queued",
     skipFollowUp: false,
+    duringTools: false,
     holdsToken: true,
     userTurn: fields.userTurn
   }

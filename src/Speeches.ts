@@ -1,6 +1,12 @@
 /**
  * An actor's speeches: a queue and at most one playing. Only the actor's loop starts or stops
  * them; a speech's work token is held from the moment it is queued until it ends.
+ *
+ * One exception, the interjection: a `say` queued while the playing speech waits for its tools
+ * ("One moment, connecting you to verification.") is spoken right away, while the tools run, so
+ * that it is heard before what they lead to (an `AgentTask`'s first words, a handoff) rather than
+ * after (rules 2 and 6). The waiting speech generates again only once the interjection ended,
+ * and a batch that passes the floor passes it only then: one voice at a time, nothing lost.
  */
 import { Cause, Deferred, Effect, Exit, Fiber, type Scope } from "effect"
 import * as Diagnostics from "./Diagnostics.ts"
@@ -52,8 +58,11 @@ export interface Speeches {
   readonly interruptCurrent: (force: boolean, beforeTurn?: number) => Effect.Effect<void>
   readonly startNext: Effect.Effect<void>
   readonly ended: (speech: Speech.Speech) => void
+  /** The playing speech (the interjection, when the speech it interrupts has ended). */
   readonly current: () => Speech.Speech | undefined
   readonly queued: () => number
+  /** Completes when no interjection is being spoken. */
+  readonly interjected: Effect.Effect<void>
   /** Completes when nothing is queued and nothing is being generated (see `Actor`). */
   readonly settled: Effect.Effect<void>
   readonly notifySettled: () => void
@@ -69,8 +78,13 @@ export interface Speeches {
 export const make = (host: SpeechHost): Speeches => {
   const work = host.core.work
   const queue: Array<Queued> = []
-  let current: { readonly queued: Queued; fiber: Fiber.Fiber<void> | undefined } | undefined
+  type Playing = { readonly queued: Queued; fiber: Fiber.Fiber<void> | undefined }
+  let current: Playing | undefined
+  let interjection: Playing | undefined
   let waiters: Array<Deferred.Deferred<void>> = []
+
+  /** A `say` queued while the playing speech waited for its tools may interject. */
+  const interjects = (queued: Queued) => queued.speech.duringTools && queued.speech.handle.source === "say"
 
   const finish = (speech: Speech.Speech, outcome: Speech.SpeechOutcome) => {
     if (speech.phase === "done") return
@@ -107,6 +121,7 @@ export const make = (host: SpeechHost): Speeches => {
       userTurn: host.core.userTurns(),
       interrupt: (s) => Effect.sync(() => host.interrupt(s))
     })
+    speech.duringTools = current?.queued.speech.phase === "tools"
     work.acquire()
     host.core.emit({ type: "speech_created", agent: host.name, speechId: speech.handle.id, source })
     if (host.closed()) {
@@ -118,7 +133,26 @@ export const make = (host: SpeechHost): Speeches => {
     return speech.handle
   }
 
+  /** Stops an interjection as a playing speech is stopped (a barge-in, the floor passing). */
+  const interruptInterjection = (force: boolean, beforeTurn?: number): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const entry = interjection
+      if (!entry) return Effect.void
+      const speech = entry.queued.speech
+      if (!force && !speech.allowInterruptions) return Effect.void
+      if (beforeTurn !== undefined && speech.userTurn >= beforeTurn) return Effect.void
+      return (entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void).pipe(
+        Effect.andThen(Effect.sync(() => {
+          if (interjection === entry) interjection = undefined
+          finish(speech, { _tag: "Interrupted" })
+        }))
+      )
+    })
+
   const interruptCurrent = (force: boolean, beforeTurn?: number): Effect.Effect<void> =>
+    Effect.andThen(interruptInterjection(force, beforeTurn), interruptPlaying(force, beforeTurn))
+
+  const interruptPlaying = (force: boolean, beforeTurn?: number): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (!current) return Effect.void
       const speech = current.queued.speech
@@ -145,7 +179,8 @@ export const make = (host: SpeechHost): Speeches => {
         queue.splice(index, 1)
         finish(speech, { _tag: "Dropped", reason: "interrupted before it started" })
       }
-      return current?.queued.speech === speech ? interruptCurrent(true) : Effect.void
+      if (interjection?.queued.speech === speech) return interruptInterjection(true)
+      return current?.queued.speech === speech ? interruptPlaying(true) : Effect.void
     })
 
   const outcomeOf = (exit: Exit.Exit<void, unknown>): Speech.SpeechOutcome =>
@@ -156,16 +191,28 @@ export const make = (host: SpeechHost): Speeches => {
       : failed(exit.cause)
 
   const startNext: Effect.Effect<void> = Effect.suspend(() => {
-    if (current || !host.mayStart()) return Effect.void
+    if (!host.mayStart() || interjection) return Effect.void
+    if (current) {
+      if (current.queued.speech.phase !== "tools") return Effect.void
+      const index = queue.findIndex(interjects)
+      if (index < 0) return Effect.void
+      const [next] = queue.splice(index, 1)
+      return play(next!, true)
+    }
     const next = queue.shift()
     if (!next) return Effect.void
+    return play(next, false)
+  })
+
+  const play = (next: Queued, asInterjection: boolean): Effect.Effect<void> => Effect.suspend(() => {
     // A playing speech always holds its token (a parked one gets it back here).
     if (!next.speech.holdsToken) {
       work.acquire()
       next.speech.holdsToken = true
     }
-    const entry: { readonly queued: Queued; fiber: Fiber.Fiber<void> | undefined } = { queued: next, fiber: undefined }
-    current = entry
+    const entry: Playing = { queued: next, fiber: undefined }
+    if (asInterjection) interjection = entry
+    else current = entry
     next.speech.phase = "generating"
     const end = (outcome: Speech.SpeechOutcome) =>
       Effect.andThen(
@@ -205,7 +252,20 @@ export const make = (host: SpeechHost): Speeches => {
     )
   })
 
-  const isSettled = () => (current ? current.queued.speech.phase === "tools" : queue.length === 0 || !host.mayStart())
+  /** Waits out the interjection, and one queued to start (the actor's loop starts it next). */
+  const interjected: Effect.Effect<void> = Effect.suspend(() => {
+    const speaking = interjection?.queued.speech ?? (host.mayStart() ? queue.find(interjects)?.speech : undefined)
+    if (!speaking) return Effect.void
+    host.kick()
+    return Deferred.await(speaking.done).pipe(Effect.andThen(interjected))
+  })
+
+  const isSettled = () =>
+    interjection
+      ? false
+      : current
+      ? current.queued.speech.phase === "tools" && !(host.mayStart() && queue.some(interjects))
+      : queue.length === 0 || !host.mayStart()
 
   const self: Speeches = {
     enqueue,
@@ -216,9 +276,11 @@ export const make = (host: SpeechHost): Speeches => {
     startNext,
     ended: (speech) => {
       if (current?.queued.speech === speech) current = undefined
+      if (interjection?.queued.speech === speech) interjection = undefined
     },
-    current: () => current?.queued.speech,
+    current: () => current?.queued.speech ?? interjection?.queued.speech,
     queued: () => queue.length,
+    interjected,
     settled: Effect.suspend(() => {
       if (isSettled()) return Effect.void
       const waiter = Deferred.makeUnsafe<void>()

@@ -271,6 +271,20 @@ const conclude = (
       handoffTo: winner?.target.name ?? (completion ? actor.task?.caller.name : undefined),
       deferred: false
     })
+    // Words a tool said while the batch ran are heard before the floor moves (rule 2).
+    return completion || winner
+      ? Effect.andThen(actor.speeches.interjected, pass(actor, speech, completion, winner, reply))
+      : pass(actor, speech, completion, winner, reply)
+  })
+
+const pass = (
+  actor: Actor,
+  speech: Speech,
+  completion: ReturnType<typeof firstCompletion>,
+  winner: Resolved["winner"],
+  reply: boolean
+): Effect.Effect<Next> =>
+  Effect.suspend((): Effect.Effect<Next> => {
     // The reply ends here, before the floor moves (the request's own work token keeps the
     // session busy in between).
     if (completion) {

@@ -17,7 +17,7 @@ import { AudioOutput } from "../../services/AudioOutput.ts"
 import { Stt, type SttEvent } from "../../services/Stt.ts"
 import { Tts, type TtsOptions } from "../../services/Tts.ts"
 import { Vad } from "../../services/Vad.ts"
-import { Agent, Tool } from "../../src/index.ts"
+import { Agent, AgentTask, Tool } from "../../src/index.ts"
 import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
 import { recorder } from "./harness.ts"
 
@@ -107,4 +107,32 @@ describe("voice pipeline decisions (scripted engines)", () => {
       yield* session.run("weather please")
       assert.deepStrictEqual(voicesUsed, [{ text: "Welcome.", voice: "rms" }, { text: "Sunny.", voice: "slt" }])
     }).pipe(Effect.scoped, Effect.provide([engines, ScriptedModel.layer([{ when: { user: /weather/ }, reply: { toolCalls: [{ name: "to_weather" }] } }])])), 30_000)
+
+  it.live("rule 6 on voice: a say() right before an AgentTask is played whole before the task's first audio", () =>
+    Effect.gen(function*() {
+      const verify: AgentTask.AgentTask<string> = AgentTask.make<string>({
+        name: "verify",
+        instructions: "Verify.",
+        onEnter: Agent.say("Verification here.").pipe(Effect.asVoid)
+      })
+      const front = Agent.make({
+        name: "front",
+        instructions: "Front.",
+        tools: [Tool.make("verify_caller", {
+          description: "verify",
+          handler: () => Agent.say("One moment, connecting you.").pipe(Effect.andThen(AgentTask.run(verify)))
+        })]
+      })
+      const out = recorder()
+      const { session } = yield* VoicePipeline.start({ agent: front, input: Stream.never }).pipe(Effect.provideService(AudioOutput, out.output))
+      yield* session.run("check me")
+      yield* until("the task's audio", () => out.played.some((p) => p.agent === "verify"))
+      const lastFront = Math.max(...out.played.flatMap((p, i) => (p.agent === "front" ? [i] : [])))
+      const firstVerify = out.played.findIndex((p) => p.agent === "verify")
+      assert.isAbove(lastFront, -1, "front's words were played")
+      assert.isBelow(lastFront, firstVerify, "every frame of front's words came before the task's first")
+      const said = (yield* session.history).items.flatMap((i) => (i._tag === "Message" && i.role === "assistant" ? [i] : []))
+      const interjection = said.find((m) => m._tag === "Message" && m.agent === "front")
+      assert.isTrue(interjection?._tag === "Message" && interjection.text === "One moment, connecting you." && !interjection.interrupted)
+    }).pipe(Effect.scoped, Effect.provide([engines, ScriptedModel.layer([{ when: { user: "check me" }, reply: { toolCalls: [{ name: "verify_caller" }] } }])])), 30_000)
 })
