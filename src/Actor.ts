@@ -5,6 +5,7 @@
  * asks the session who holds the floor, right before every model call and every delivery
  * (rule 2).
  */
+import { HookLane, WorkToken } from "./FlowContext.ts"
 import { Cause, Context, Deferred, Effect, Exit, Layer, Queue, Scope } from "effect"
 import { LanguageModel, type Tool as AiTool, type Toolkit } from "effect/ai"
 import { makeHandle } from "./ActorHandle.ts"
@@ -119,21 +120,6 @@ export interface Actor {
   /** Starts the loop of an actor made with `startLater`, on the caller's turn (once). */
   readonly start: Effect.Effect<void>
 }
-
-/** Whether a fiber holds a work token of its own (hooks, tool calls of a batch: see Work.ts). */
-export interface WorkTokenCell {
-  held: boolean
-}
-export const WorkToken = Context.Reference<WorkTokenCell>("baton/WorkToken", { defaultValue: () => ({ held: false }) })
-
-/** In a hook: lets the next hook of the actor's lane start (called when the hook waits for a task). */
-export const HookLane = Context.Reference<(() => void) | undefined>("baton/HookLane", { defaultValue: () => undefined })
-
-/** The tool call a fiber runs for, if any. */
-export const CurrentCall = Context.Reference<{ readonly actor: Actor; readonly callId: string } | undefined>(
-  "baton/CurrentCall",
-  { defaultValue: () => undefined }
-)
 
 export interface MakeOptions {
   /** The actor runs a task for this caller. */

@@ -2,7 +2,8 @@
  * The actor side of `AgentTask`: lending the floor to a task and completing one.
  */
 import { Deferred, Effect, Exit } from "effect"
-import { type Actor, CurrentCall, HookLane, WorkToken } from "./Actor.ts"
+import type { Actor } from "./Actor.ts"
+import { CurrentCall, HookLane, WorkToken } from "./FlowContext.ts"
 import type { Agent } from "./Agent.ts"
 import type { RunTaskOptions, TaskResult } from "./CurrentAgent.ts"
 import { TaskError } from "./Errors.ts"

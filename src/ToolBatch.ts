@@ -10,7 +10,8 @@
  * - bad arguments, unknown tools, failures and defects are answers the model can act on (rule 12).
  */
 import { Deferred, Effect, Exit, Fiber } from "effect"
-import { type Actor, CurrentCall, WorkToken, type WorkTokenCell } from "./Actor.ts"
+import type { Actor } from "./Actor.ts"
+import { CurrentCall, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
 import type { Agent } from "./Agent.ts"
 import * as Background from "./Background.ts"
 import { type CallResult, cancelled, classify } from "./CallResult.ts"
