@@ -15,7 +15,7 @@
  * `updateChatContext` finds them held. Function call outputs are matched by call id.
  * Per-response instructions come on top of the session's instructions.
  */
-import { Context, type Effect, Schema, type Scope, type Stream } from "effect"
+import { Context, type Duration, type Effect, Schema, type Scope, type Stream } from "effect"
 import type { ChatContext } from "../src/ChatContext.ts"
 
 /** What may change on an open connection, and what the model does by itself. */
@@ -103,6 +103,15 @@ export class RealtimeError extends Schema.TaggedError<RealtimeError>()("Realtime
   reason: Schema.Literals(["connect", "closed", "rejected", "timeout", "protocol", "unsupported", "revoked"]),
   message: Schema.String
 }) {}
+
+/**
+ * How long a requested response may take to start (`response.created`, or the provider's first
+ * sign of it) before the reply fails with a `timeout` (default 10 s). A server that never
+ * answers must not hold a turn for ever.
+ */
+export const RealtimeResponseTimeout = Context.Reference<Duration.Input>("baton/RealtimeResponseTimeout", {
+  defaultValue: () => "10 seconds"
+})
 
 /** A server acknowledgement to wait for, or not (pipelining). */
 export interface Ack {

@@ -57,6 +57,8 @@ const reasonOf = (tag: string, kind: string | undefined): ErrorReason => {
       return "InvalidResponse"
     case "NetworkError":
       return kind === "TransportError" ? "Transport" : "InvalidRequest"
+    case "RealtimeError":
+      return kind === "timeout" ? "Timeout" : kind === "connect" || kind === "closed" ? "Transport" : "Unknown"
     case "Timeout":
       return "Timeout"
     default:

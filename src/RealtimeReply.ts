@@ -5,12 +5,12 @@
  * server with the next context sync, before any response is asked for.
  */
 import * as ToolSchema from "../services/ToolSchema.ts"
-import { Cause, Deferred, Effect, Exit, Queue, Semaphore, Stream } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Queue, Semaphore, Stream } from "effect"
 import { AudioOutput, durationMs } from "../services/AudioOutput.ts"
 import * as ModelCallMeter from "./observe/ModelCallMeter.ts"
 import { ModelCall } from "../services/ModelCall.ts"
 import type { RealtimeEvent, RealtimeTool, RealtimeToolChoice } from "../services/RealtimeModel.ts"
-import { RealtimeError } from "../services/RealtimeModel.ts"
+import { RealtimeError, RealtimeResponseTimeout } from "../services/RealtimeModel.ts"
 import type { Actor } from "./Actor.ts"
 import { message } from "./ChatContext.ts"
 import type { ReplyOptions } from "./CurrentAgent.ts"
@@ -263,14 +263,14 @@ const request = (
         }
       }
       const held = yield* lease(actor, binding)
-      if (answersByItself && held === current) return { lease: held, queue: yield* Deferred.await(started) }
+      if (answersByItself && held === current) return { lease: held, queue: yield* awaitStart(started) }
       ticket = held.ticket()
       binding.waiting.set(ticket, started)
       yield* held.createResponse({
         ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
         ...(options.toolChoice !== undefined ? { toolChoice: options.toolChoice } : {})
       }, ticket).pipe(Effect.provideService(ModelCall, { agent: actor.name, speechId: options.speechId }))
-      return { lease: held, queue: yield* Deferred.await(started) }
+      return { lease: held, queue: yield* awaitStart(started) }
     }).pipe(
       // Cut or failed before it started (the user spoke): its response, if it comes, is
       // cancelled and reaches no one, and the next one is not taken for it.
@@ -291,6 +291,16 @@ const request = (
       () => request(actor, binding, options, attempt + 1)
     )
   )
+
+/** The response's start, within `RealtimeResponseTimeout` (a server that never answers ends the reply). */
+const awaitStart = (started: Deferred.Deferred<ResponseQueue, RealtimeError>) =>
+  Effect.flatMap(Effect.service(RealtimeResponseTimeout), (limit) =>
+    Deferred.await(started).pipe(
+      Effect.timeoutOrElse({
+        duration: limit,
+        orElse: () => Effect.fail(new RealtimeError({ reason: "timeout", message: `no response from the realtime model within ${Duration.format(Duration.fromInputUnsafe(limit))}` }))
+      })
+    ))
 
 /** Plays one response: text and audio out as they come, calls collected. */
 const play = (
