@@ -89,6 +89,8 @@ export const make = Effect.fn("LiveKit.Worker")(function*(options: WorkerOptions
     if (socket?.readyState === WebSocket.OPEN) socket.send(bytes)
   })
   const sendStatus = Effect.suspend(() => send(Protocol.workerStatus(full(), load(), jobs.size)))
+  /** The periodic status: then the lag histogram starts over, so load is about the last interval. */
+  const statusTick = Effect.andThen(sendStatus, Effect.sync(() => lag.reset()))
 
   // Jobs live in their own Scope, closed after the drain (finalizers run last-added first).
   const jobsScope = yield* Scope.fork(workerScope)
@@ -177,7 +179,7 @@ export const make = Effect.fn("LiveKit.Worker")(function*(options: WorkerOptions
     })
     socket = ws
     yield* send(Protocol.register(agentName))
-    yield* Effect.forkScoped(Effect.forever(Effect.sleep(options.statusIntervalMs ?? 2500).pipe(Effect.andThen(sendStatus))))
+    yield* Effect.forkScoped(Effect.forever(Effect.sleep(options.statusIntervalMs ?? 2500).pipe(Effect.andThen(statusTick))))
     yield* Effect.forkScoped(
       Effect.forever(Effect.sleep(options.pingIntervalMs ?? 10_000).pipe(Effect.andThen(Effect.suspend(() => send(Protocol.ping(Date.now()))))))
     )
