@@ -75,7 +75,7 @@ const runText = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Ef
       }
       const choice = step >= actor.agent.maxToolSteps ? "none" : toolChoice
       // Words a tool said meanwhile are spoken first: one voice at a time.
-      if (step > 0) yield* actor.speeches.interjected
+      if (step > 0 && actor.speeches.interjecting()) yield* actor.speeches.interjected
       // Generating again after a tool step: interruptible like any reply.
       speech.phase = "generating"
       const prompt = toPrompt(actor.chat, { instructions: actor.agent.instructions, extraInstructions: instructions })
@@ -156,12 +156,18 @@ const generate = (
       onPart
     )
   // A voice output plays after the text: the step ends when the words were heard (or cut).
-  const drained = Effect.suspend(() => (started && out.drain ? out.drain(info) : Effect.void))
-  return steps.pipe(
-    Effect.onExit((exit) => Effect.sync(() => actor.core.emit(meter.end(exit)))),
-    Effect.andThen(drained),
+  // Without one (text), the step is the model call alone: no extra step on the hot path.
+  const drain = out.drain
+  const body = drain
+    ? steps.pipe(
+      Effect.onExit((exit) => Effect.sync(() => actor.core.emit(meter.end(exit)))),
+      Effect.andThen(Effect.suspend(() => (started ? drain(info) : Effect.void)))
+    )
+    : steps
+  return body.pipe(
     Effect.onExit((exit) =>
       Effect.suspend(() => {
+        if (!drain) actor.core.emit(meter.end(exit))
         const interrupted = Exit.isFailure(exit)
         // Cut short: the history keeps what the user heard, when the output knows it.
         const kept = interrupted && started && out.heard ? out.heard(info) ?? text : text

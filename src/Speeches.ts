@@ -63,6 +63,8 @@ export interface Speeches {
   readonly queued: () => number
   /** Completes when no interjection is being spoken. */
   readonly interjected: Effect.Effect<void>
+  /** Whether an interjection is being spoken or about to start (a cheap check before waiting). */
+  readonly interjecting: () => boolean
   /** Completes when nothing is queued and nothing is being generated (see `Actor`). */
   readonly settled: Effect.Effect<void>
   readonly notifySettled: () => void
@@ -204,7 +206,8 @@ export const make = (host: SpeechHost): Speeches => {
     return play(next, false)
   })
 
-  const play = (next: Queued, asInterjection: boolean): Effect.Effect<void> => Effect.suspend(() => {
+  /** Starts `next` (called from `startNext`, inside its suspend). */
+  const play = (next: Queued, asInterjection: boolean): Effect.Effect<void> => {
     // A playing speech always holds its token (a parked one gets it back here).
     if (!next.speech.holdsToken) {
       work.acquire()
@@ -250,7 +253,7 @@ export const make = (host: SpeechHost): Speeches => {
       ),
       Effect.asVoid
     )
-  })
+  }
 
   /** Waits out the interjection, and one queued to start (the actor's loop starts it next). */
   const interjected: Effect.Effect<void> = Effect.suspend(() => {
@@ -281,6 +284,7 @@ export const make = (host: SpeechHost): Speeches => {
     current: () => current?.queued.speech ?? interjection?.queued.speech,
     queued: () => queue.length,
     interjected,
+    interjecting: () => interjection !== undefined || (queue.length > 0 && host.mayStart() && queue.some(interjects)),
     settled: Effect.suspend(() => {
       if (isSettled()) return Effect.void
       const waiter = Deferred.makeUnsafe<void>()

@@ -273,7 +273,7 @@ const conclude = (
       deferred: false
     })
     // Words a tool said while the batch ran are heard before the floor moves (rule 2).
-    return completion || winner
+    return (completion || winner) && actor.speeches.interjecting()
       ? Effect.andThen(actor.speeches.interjected, pass(actor, speech, completion, winner, reply))
       : pass(actor, speech, completion, winner, reply)
   })
