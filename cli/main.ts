@@ -29,6 +29,11 @@ const agents = Flag.String("agents").pipe(
   Flag.optional
 )
 
+const voice = Flag.Literals("voice", ["auto", "local", "off"]).pipe(
+  Flag.withDescription("voice by the offline pipeline (WebRTC VAD, pocketsphinx, flite): auto = when installed"),
+  Flag.withDefault("auto" as const)
+)
+
 const baton = Command.make("baton").pipe(
   Command.withDescription("Voice AI agents that hand a conversation to one another without races.")
 )
@@ -68,10 +73,7 @@ const serveCommand = Command.make("serve", {
   agents,
   port: Flag.Int("port").pipe(Flag.withDescription("the port (default: PORT, else 8080; 0 picks a free one)"), Flag.optional),
   host: Flag.String("host").pipe(Flag.withDescription("the interface (default: HOST, else 127.0.0.1; others need BATON_TOKEN)"), Flag.optional),
-  voice: Flag.Literals("voice", ["auto", "local", "off"]).pipe(
-    Flag.withDescription("voice by the offline pipeline (WebRTC VAD, pocketsphinx, flite): auto = when installed"),
-    Flag.withDefault("auto" as const)
-  )
+  voice
 }, (flags) => oneLine(withLogging(serve(flags)))).pipe(
   Command.withDescription("Run the service: a web page, WebSocket sessions (/ws), the Twilio bridge (/twilio), /health and /metrics.")
 )
@@ -103,10 +105,7 @@ const workerCommand = Command.make("worker", {
   agents,
   agentName: Flag.String("agent-name").pipe(Flag.withDescription("take only jobs dispatched to this name (default: automatic dispatch to every room)"), Flag.optional),
   maxJobs: Flag.Int("max-jobs").pipe(Flag.withDescription("jobs at once before the worker says it is full (default 500)"), Flag.optional),
-  voice: Flag.Literals("voice", ["auto", "local", "off"]).pipe(
-    Flag.withDescription("voice by the offline pipeline (WebRTC VAD, pocketsphinx, flite): auto = when installed"),
-    Flag.withDefault("auto" as const)
-  )
+  voice
   // loaded on use: its LiveKit packages are optional peers of the package
 }, (flags) => oneLine(withLogging(Effect.flatMap(Effect.promise(() => import("./LiveKitWorker.ts")), (m) => m.worker(flags))))).pipe(
   Command.withDescription("Take jobs from a LiveKit server (LIVEKIT_URL, LIVEKIT_API_KEY, LIVEKIT_API_SECRET) and talk in its rooms.")

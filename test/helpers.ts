@@ -2,6 +2,7 @@
  * Shared assertions for the rules of docs/rules.md, over a session's history and event log.
  */
 import { assert } from "@effect/vitest"
+import { Effect } from "effect"
 import type { ChatContext, FunctionCallOutput } from "../src/ChatContext.ts"
 import type { SessionEvent } from "../src/Events.ts"
 
@@ -70,3 +71,14 @@ export const assertOneFloor = (events: ReadonlyArray<SessionEvent>) => {
     assert.strictEqual(agent, holder, `event ${e.seq} (${e.type}) by ${agent} while ${holder} held the floor`)
   }
 }
+
+/**
+ * Waits on the live clock until `check` holds, polling every 10 ms (tests over real sockets or
+ * real audio, where TestClock cannot drive the other side); fails with `what` after `ms`.
+ */
+export const until = (what: string, check: () => boolean, ms = 30_000) =>
+  Effect.promise(async () => {
+    const end = Date.now() + ms
+    while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
+    if (!check()) throw new Error(`never: ${what}`)
+  })

@@ -13,17 +13,12 @@ import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import { Agent, Tool } from "../../src/index.ts"
 import { engines, silence, speak } from "../voice/harness.ts"
+import { until } from "../helpers.ts"
 
 const weather = Agent.make({ name: "weather", instructions: "Weather.", onEnter: Agent.say("It will be sunny and warm all day.").pipe(Effect.asVoid) })
 const greeter = Agent.make({ name: "greeter", instructions: "Greet.", tools: [Tool.handoff("transfer_to_weather", () => weather)] })
 const model = ScriptedModel.layer([{ when: { user: /weather|whether/i }, reply: { toolCalls: [{ name: "transfer_to_weather" }] } }])
 
-const until = (what: string, check: () => boolean, ms = 20_000) =>
-  Effect.promise(async () => {
-    const end = Date.now() + ms
-    while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 20))
-    if (!check()) throw new Error(`never: ${what}`)
-  })
 
 describe("LiveKit room audio (rtc-node loopback)", () => {
   it.live("a spoken question in the room is heard, the floor passes, the answer is published as audio frames", () =>

@@ -12,6 +12,7 @@ import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent, Tool } from "../../src/index.ts"
 import * as FakeServer from "../mocks/livekit/FakeServer.ts"
 import * as MemoryRoom from "../mocks/livekit/MemoryRoom.ts"
+import { until } from "../helpers.ts"
 
 const KEY = "APIkey123"
 const SECRET = "secret-of-at-least-thirty-two-characters"
@@ -20,12 +21,6 @@ const weather = Agent.make({ name: "weather", instructions: "Weather.", onEnter:
 const greeter = Agent.make({ name: "greeter", instructions: "Greet.", tools: [Tool.handoff("transfer_to_weather", () => weather)] })
 const model = ScriptedModel.layer([{ when: { user: /weather/ }, reply: { toolCalls: [{ name: "transfer_to_weather" }] } }])
 
-const until = (what: string, check: () => boolean, ms = 10_000) =>
-  Effect.promise(async () => {
-    const end = Date.now() + ms
-    while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
-    if (!check()) throw new Error(`never: ${what}`)
-  })
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 

@@ -12,14 +12,10 @@ import { AudioOutput } from "../../services/AudioOutput.ts"
 import { Agent } from "../../src/index.ts"
 import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
 import { engines, recorder, silence, speak } from "./harness.ts"
+import { until } from "../helpers.ts"
 
 const LONG = "It will be sunny and warm all day. Tomorrow will be sunny and warm. I can book a table for two people tonight."
 
-const waitFor = (what: string, check: () => boolean) =>
-  Effect.promise(async () => {
-    for (let i = 0; i < 500 && !check(); i++) await new Promise((r) => setTimeout(r, 10))
-    if (!check()) throw new Error(`never: ${what}`)
-  })
 
 describe("voice pipeline, handoffs", () => {
   it.live("rule 2 on voice: a handoff while the outgoing agent speaks stops its audio at once; it keeps the words heard", () =>
@@ -30,12 +26,12 @@ describe("voice pipeline, handoffs", () => {
       const { session } = yield* VoicePipeline.start({ agent: front, input: Stream.never }).pipe(
         Effect.provideService(AudioOutput, out.output)
       )
-      yield* waitFor("front's audio for 700 ms", () => {
+      yield* until("front's audio for 700 ms", () => {
         const first = out.played.find((p) => p.agent === "front")
         return first !== undefined && Date.now() - first.at > 700
       })
       yield* session.handoff(billing)
-      yield* waitFor("billing's words played", () => out.played.some((p) => p.agent === "billing"))
+      yield* until("billing's words played", () => out.played.some((p) => p.agent === "billing"))
       yield* session.idle
       const cut = out.clears.find((c) => c.agent === "front")
       assert.isDefined(cut, "front's audio was cleared")
@@ -69,12 +65,12 @@ describe("voice pipeline, handoffs", () => {
         }
       }))
       // the user is mid-sentence (the session knows they speak) when the floor passes
-      yield* waitFor("the user speaking", () => sent > 40)
+      yield* until("the user speaking", () => sent > 40)
       const log = yield* session.eventLog
       assert.isTrue(log.some((e) => e.type === "user_state_changed" && e.state === "speaking"))
       yield* session.handoff(billing)
-      yield* waitFor("the user's turn", () => sent === frames.length)
-      yield* waitFor("billing's answer", () => out.played.some((p) => p.agent === "billing"))
+      yield* until("the user's turn", () => sent === frames.length)
+      yield* until("billing's answer", () => out.played.some((p) => p.agent === "billing"))
       yield* session.idle
       const model = yield* ScriptedModel.ScriptedModel
       assert.lengthOf(model.requestsFor("front"), 0)

@@ -20,6 +20,7 @@ import { Vad } from "../../services/Vad.ts"
 import { Agent, AgentTask, Tool } from "../../src/index.ts"
 import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
 import { recorder } from "./harness.ts"
+import { until } from "../helpers.ts"
 
 const RATE = 16000
 const voicesUsed: Array<{ readonly text: string; readonly voice: string | undefined }> = []
@@ -53,12 +54,6 @@ const engines = Layer.mergeAll(
 
 const LONG = "One two three four five six. Seven eight nine ten eleven twelve."
 
-const until = (what: string, check: () => boolean, ms = 20_000) =>
-  Effect.promise(async () => {
-    const end = Date.now() + ms
-    while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
-    if (!check()) throw new Error(`never: ${what}`)
-  })
 
 describe("voice pipeline decisions (scripted engines)", () => {
   it.live("a false interruption: the reply is cut, the speech had no words, the unheard rest is said again", () =>
