@@ -45,8 +45,16 @@ export interface TaskSpec {
   readonly context: ContextPolicy
 }
 
-export interface Agent {
+/**
+ * An agent: its instructions, tools and hooks. `R` is what its tools, hooks and model need from
+ * the program (type only); `AgentSession.start` with it needs the same. An agent annotated
+ * `Agent.Agent` (as agents that refer to each other must be) says nothing (`any`); annotate
+ * `Agent.Agent<WeatherApi>` to keep the check.
+ */
+export interface Agent<R = any> {
   readonly _tag: "Agent"
+  /** Type only: the services its tools, hooks and model need. */
+  readonly "~requirements"?: () => R
   readonly name: string
   readonly instructions: string
   readonly tools: ReadonlyArray<Tool>
@@ -59,7 +67,23 @@ export interface Agent {
   readonly task?: TaskSpec | undefined
 }
 
-export const make = (options: AgentOptions): Agent => {
+/** The services a list of tools needs. */
+export type ToolRequirements<T> = T extends ReadonlyArray<infer Item> ? Item extends Tool<any, infer R> ? R : never : never
+
+/** `AgentOptions` with each part's requirements seen by the type checker. */
+export interface TypedAgentOptions<T extends ReadonlyArray<Tool<any, any>>, E, X, S, M>
+  extends Omit<AgentOptions, "tools" | "onEnter" | "onExit" | "onResume" | "model">
+{
+  readonly tools?: T
+  readonly onEnter?: Effect.Effect<void, unknown, E>
+  readonly onExit?: Effect.Effect<void, unknown, X>
+  readonly onResume?: Effect.Effect<void, unknown, S>
+  readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, M>
+}
+
+export const make: <const T extends ReadonlyArray<Tool<any, any>> = [], E = never, X = never, S = never, M = never>(
+  options: TypedAgentOptions<T, E, X, S, M>
+) => Agent<ToolRequirements<T> | Exclude<E | X | S, CurrentAgent> | M> = (options: AgentOptions): Agent => {
   const names = new Set<string>()
   for (const tool of options.tools ?? []) {
     if (names.has(tool.name)) throw new Error(`Agent "${options.name}" has two tools named "${tool.name}"`)

@@ -85,8 +85,9 @@ export interface AgentSession<U = unknown> {
   readonly realtime: () => { readonly open: number; readonly opened: number } | undefined
 }
 
-export interface StartOptions<U> {
-  readonly agent: Agent
+/** `R`: what the entry agent (and the session's tools) need from the program; see `Agent`. */
+export interface StartOptions<U, R = any> {
+  readonly agent: Agent<R>
   readonly userdata?: U
   /** Where agents' words go (default: the `TextOutput` of the context). */
   readonly textOutput?: TextOutputService
@@ -107,7 +108,12 @@ export interface RunOptions {
 /** How many past events a session keeps for `eventLog` and run results. */
 const LOG_LIMIT = 20_000
 
-export const start = <U = undefined>(
+/** What a program must provide for `R`: nothing for an agent whose type says nothing (`Agent<any>`). */
+export type Requirements<R> = 0 extends 1 & R ? never : R
+
+export const start: <U = undefined, R = any>(
+  options: StartOptions<U, R>
+) => Effect.Effect<AgentSession<U>, never, Scope.Scope | Requirements<R>> = <U = undefined>(
   options: StartOptions<U>
 ): Effect.Effect<AgentSession<U>, never, Scope.Scope> =>
   Effect.gen(function*() {

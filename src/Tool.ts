@@ -13,6 +13,7 @@ import { Effect, Schema } from "effect"
 import { Tool as AiTool } from "effect/ai"
 import type { Agent } from "./Agent.ts"
 import type { AgentSession } from "./AgentSession.ts"
+import type { CurrentAgent } from "./CurrentAgent.ts"
 import * as Handoff from "./Handoff.ts"
 import type { SpeechHandle } from "./Speech.ts"
 
@@ -54,8 +55,15 @@ export interface ToolOptions {
   readonly cancellable?: boolean
 }
 
-export interface Tool<P = any> {
+/**
+ * A tool: its parameters `P` and the services `R` its handler needs (besides `CurrentAgent`,
+ * which the session provides). `R` is carried by the type only: an agent with this tool needs
+ * `R`, and so does `AgentSession.start` with that agent, so a missing Layer is a compile error.
+ */
+export interface Tool<P = any, R = any> {
   readonly _tag: "Tool"
+  /** Type only: the services the handler needs. */
+  readonly "~requirements"?: () => R
   readonly name: string
   readonly description: string
   readonly parameters: Schema.Codec<P, unknown, never, never>
@@ -73,14 +81,14 @@ const NAME = /^[a-zA-Z0-9_-]{1,64}$/
  * Defines a tool. The handler's services come from the Layers provided to the program that
  * started the session.
  */
-export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoParameters, U = any>(
+export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoParameters, U = any, R = never>(
   name: string,
   options: {
     readonly description: string
     readonly parameters?: S
-    readonly handler: (params: S["Type"], context: ToolContext<U>) => Effect.Effect<unknown, unknown, any>
+    readonly handler: (params: S["Type"], context: ToolContext<U>) => Effect.Effect<unknown, unknown, R>
   } & ToolOptions
-): Tool<S["Type"]> => {
+): Tool<S["Type"], Exclude<R, CurrentAgent>> => {
   if (!NAME.test(name)) {
     throw new Error(`Tool name "${name}" must be 1-64 characters of letters, digits, _ or -`)
   }
@@ -93,7 +101,7 @@ export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoP
     name,
     description: options.description,
     parameters,
-    handler: options.handler,
+    handler: options.handler as Tool["handler"],
     options: {
       ...(options.onDuplicate !== undefined ? { onDuplicate: options.onDuplicate } : {}),
       ...(options.cancellable !== undefined ? { cancellable: options.cancellable } : {})
@@ -107,7 +115,7 @@ export const handoff = (
   name: string,
   target: Handoff.AgentRef,
   options: Handoff.HandoffOptions & { readonly description?: string } = {}
-): Tool<{}> =>
+): Tool<{}, never> =>
   make(name, {
     description: options.description ?? `Transfer the conversation to another agent (${name}).`,
     handler: () => Effect.succeed(Handoff.to(target, options))
