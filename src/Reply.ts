@@ -75,7 +75,11 @@ const runText = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Ef
       }
       const choice = step >= actor.agent.maxToolSteps ? "none" : toolChoice
       // Words a tool said meanwhile are spoken first: one voice at a time.
-      if (step > 0 && actor.speeches.interjecting()) yield* actor.speeches.interjected
+      if (step > 0 && actor.speeches.interjecting()) {
+        yield* actor.speeches.interjected
+        // the floor may be moving meanwhile (rule 2), or the follow-up be cut (the user spoke)
+        if (!actor.holdsFloor() || actor.passing || speech.skipFollowUp) return
+      }
       // Generating again after a tool step: interruptible like any reply.
       speech.phase = "generating"
       const prompt = toPrompt(actor.chat, { instructions: actor.agent.instructions, extraInstructions: instructions })
