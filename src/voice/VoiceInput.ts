@@ -64,7 +64,7 @@ const converter = (rate: number, name: string) => {
     })
 }
 
-export const run = (session: AgentSession<any>, frames: Stream.Stream<AudioFrame.AudioFrame>, output: VoiceOutput, options: VoiceInputOptions = {}) =>
+export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFrame.AudioFrame>, output: VoiceOutput, options: VoiceInputOptions = {}) =>
   Effect.gen(function*() {
     const vadService = yield* Vad
     const sttService = yield* Stt

@@ -7,6 +7,7 @@
 import { JobStatus, JobType, WorkerStatus } from "@livekit/protocol"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import type { Room } from "../../layers/livekit/Room.ts"
 import * as Worker from "../../layers/livekit/Worker.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent, Tool } from "../../src/index.ts"
@@ -25,7 +26,7 @@ const model = ScriptedModel.layer([{ when: { user: /weather/ }, reply: { toolCal
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
 /** A worker on the fake server, in its own Scope (closing it drains the worker). */
-const startWorker = (server: FakeServer.FakeServer, rooms: Layer.Layer<any>, extra: Partial<Worker.WorkerOptions> = {}) =>
+const startWorker = (server: FakeServer.FakeServer, rooms: Layer.Layer<Room>, extra: Partial<Worker.WorkerOptions> = {}) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const worker = yield* Worker.make({
