@@ -15,10 +15,10 @@
  * - False interruption: a cut followed by a final transcript with no words: the rest of the cut
  *   reply is said again (`resumeFalseInterruption`, default on).
  */
-import { Effect, Option, Stream } from "effect"
+import { Effect, Exit, Option, Scope, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import { Resampler, type ResamplerStage } from "../../services/Resampler.ts"
-import { Stt, type SttOptions } from "../../services/Stt.ts"
+import { Stt, type SttOptions, type SttStream } from "../../services/Stt.ts"
 import { Vad, type VadOptions } from "../../services/Vad.ts"
 import { VoiceError } from "../../services/VoiceError.ts"
 import type { AgentSession } from "../AgentSession.ts"
@@ -36,6 +36,8 @@ export interface VoiceInputOptions {
   readonly preRollMs?: number
   readonly vad?: VadOptions
   readonly stt?: SttOptions
+  /** Each agent's speech-to-text options, by name (its language); others use `stt`. */
+  readonly sttByAgent?: Readonly<Record<string, SttOptions>>
   /**
    * An engine failed (a frame the VAD refused, a transcript the STT could not make): that frame
    * or utterance is lost, the session goes on. Default: a warning in the log.
@@ -69,7 +71,7 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
     const vadService = yield* Vad
     const sttService = yield* Stt
     const vad = yield* vadService.stream(options.vad)
-    const stt = yield* sttService.stream(options.stt)
+    const runScope = yield* Effect.scope
     const endpointingMs = options.minEndpointingDelayMs ?? 500
     const interruptionMs = options.minInterruptionMs ?? 500
     const preRollMs = options.preRollMs ?? 300
@@ -107,7 +109,7 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
         pending.push(entry)
         cutAt = undefined
         // no transcript comes for an utterance the engine failed on
-        const ended = yield* guard(Effect.as(stt.endUtterance, true), false)
+        const ended = yield* guard(Effect.as(listening.stream.endUtterance, true), false)
         if (!ended) pending.splice(pending.indexOf(entry), 1)
       })
 
@@ -116,7 +118,7 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
         const startMs = audioMs
         audioMs += AudioFrame.durationMs(frame)
         const sttFrames = yield* toStt(frame)
-        if (inUtterance) for (const f of sttFrames) yield* guard(stt.push(f), undefined)
+        if (inUtterance) for (const f of sttFrames) yield* guard(listening.stream.push(f), undefined)
         else {
           for (const f of sttFrames) preRoll.push({ atMs: startMs, frame: f })
           while (preRoll.length > 0 && preRoll[0]!.atMs < audioMs - preRollMs - 100) preRoll.shift()
@@ -124,10 +126,11 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
         for (const vadFrame of yield* toVad(frame)) {
           for (const event of yield* guard(vad.push(vadFrame), [])) {
             if (event._tag === "SpeechStarted") {
+              yield* followHolder
               inUtterance = true
               speechStartMs = event.atMs
               endpointAt = undefined
-              for (const held of preRoll) if (held.atMs >= event.atMs - preRollMs) yield* guard(stt.push(held.frame), undefined)
+              for (const held of preRoll) if (held.atMs >= event.atMs - preRollMs) yield* guard(listening.stream.push(held.frame), undefined)
               preRoll.length = 0
               if (output.playing()) bargeCandidate = true
               else yield* speaking(true)
@@ -156,7 +159,7 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
       })
 
     /** Finals become turns; a cut whose speech had no words was a false interruption. */
-    const onTranscripts = stt.events.pipe(
+    const onTranscripts = (stt: SttStream) => stt.events.pipe(
       Stream.catch((error) => Stream.fromEffect(onError(error)).pipe(Stream.drain)),
       Stream.runForEach((event) =>
         Effect.gen(function*() {
@@ -184,8 +187,25 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
       if (rest !== "") yield* session.say(rest).pipe(Effect.ignore)
     })
 
-    // transcripts keep coming after the input ends (the last utterance is still being decoded)
-    yield* Effect.forkScoped(onTranscripts)
+    /** The agent holding the floor's STT options (a handoff may change the language). */
+    const wanted = Effect.map(session.currentAgent, (agent) => (agent && options.sttByAgent?.[agent.name]) ?? options.stt)
+    /** A stream with its own Scope; its transcripts keep coming after the input ends. */
+    const open = (sttOptions: SttOptions | undefined) =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.fork(runScope)
+        const stream = yield* sttService.stream(sttOptions).pipe(Scope.provide(scope))
+        yield* onTranscripts(stream).pipe(Effect.forkIn(scope))
+        return { stream, scope, options: sttOptions }
+      })
+    let listening = yield* open(yield* wanted)
+    /** At an utterance's start, after a handoff: the new holder's options, once nothing is being decoded. */
+    const followHolder = Effect.gen(function*() {
+      const next = yield* wanted
+      if (next === listening.options || pending.length > 0) return
+      yield* Scope.close(listening.scope, Exit.void)
+      listening = yield* open(next)
+    })
+
     yield* frames.pipe(Stream.runForEach(onFrame))
     // the input ended: a turn in progress still counts
     if (inUtterance) yield* speaking(false).pipe(Effect.andThen(endUtterance))
