@@ -8,17 +8,16 @@
  * was cut) is recorded for the voice checks.
  */
 import { Cause, Effect, Layer, Queue, Semaphore, Stream } from "effect"
-import { makeSmoother } from "../../layers/local/VadSmoothing.ts"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import * as AudioInput from "../../services/AudioInput.ts"
 import { AudioOutput } from "../../services/AudioOutput.ts"
 import { Stt, type SttEvent } from "../../services/Stt.ts"
 import type { SpeechInfo } from "../../services/TextOutput.ts"
 import { Tts } from "../../services/Tts.ts"
-import { Vad } from "../../services/Vad.ts"
 import { VoiceError } from "../../services/VoiceError.ts"
 import type { Agent, AgentSession, Tool } from "../../src/index.ts"
 import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
+import * as ScriptedVad from "../voice/scriptedVad.ts"
 import type { CascadeSpec } from "./Scenario.ts"
 
 const RATE = 16000
@@ -72,21 +71,6 @@ const every = (n: number | undefined, count: number) => n !== undefined && count
 export const engines = (spec: CascadeSpec, world: CascadeWorld, tick: () => number) => {
   let ttsCalls = 0
   let sttUtterances = 0
-  const vad = Vad.of({
-    sampleRates: [RATE],
-    stream: (options) =>
-      Effect.sync(() => {
-        const smoother = makeSmoother({ minSpeechMs: 60, minSilenceMs: 200, ...options })
-        return {
-          speaking: smoother.speaking,
-          push: (frame) =>
-            Effect.sync(() => {
-              const event = smoother.decide(frame.data[0] !== 0, AudioFrame.durationMs(frame))
-              return event ? [event] : []
-            })
-        }
-      })
-  })
   const stt = Stt.of({
     sampleRate: RATE,
     stream: () =>
@@ -134,7 +118,7 @@ export const engines = (spec: CascadeSpec, world: CascadeWorld, tick: () => numb
         return AudioFrame.silence(Math.max(FRAME_MS, text.length * spec.msPerChar), RATE)
       }))
   })
-  return Layer.mergeAll(Layer.succeed(Vad, vad), Layer.succeed(Stt, stt), Layer.succeed(Tts, tts))
+  return Layer.mergeAll(ScriptedVad.layer({ minSpeechMs: 60, minSilenceMs: 200 }, RATE), Layer.succeed(Stt, stt), Layer.succeed(Tts, tts))
 }
 
 /** Starts the session as a cascaded voice session, recording what was played and cut. */

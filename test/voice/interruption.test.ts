@@ -10,30 +10,22 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Queue, Stream } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
-import { makeSmoother } from "../../layers/local/VadSmoothing.ts"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import * as AudioInput from "../../services/AudioInput.ts"
 import { AudioOutput } from "../../services/AudioOutput.ts"
 import { Stt, type SttEvent } from "../../services/Stt.ts"
 import { Tts, type TtsOptions } from "../../services/Tts.ts"
-import { Vad } from "../../services/Vad.ts"
 import { Agent, AgentTask, Tool } from "../../src/index.ts"
 import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
 import { recorder } from "./harness.ts"
 import { until } from "../helpers.ts"
+import * as ScriptedVad from "./scriptedVad.ts"
 
 const RATE = 16000
 const voicesUsed: Array<{ readonly text: string; readonly voice: string | undefined }> = []
 
 const engines = Layer.mergeAll(
-  Layer.succeed(Vad, Vad.of({
-    sampleRates: [RATE],
-    stream: (options) =>
-      Effect.sync(() => {
-        const smoother = makeSmoother({ minSpeechMs: 40, minSilenceMs: 200, ...options })
-        return { speaking: smoother.speaking, push: (frame) => Effect.sync(() => [smoother.decide(frame.data[0] !== 0, AudioFrame.durationMs(frame))].flatMap((e) => (e ? [e] : []))) }
-      })
-  })),
+  ScriptedVad.layer({ minSpeechMs: 40, minSilenceMs: 200 }),
   // hears nothing: every utterance's final is empty (speech with no words)
   Layer.succeed(Stt, Stt.of({
     sampleRate: RATE,

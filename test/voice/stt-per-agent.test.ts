@@ -5,32 +5,24 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Queue, Stream } from "effect"
-import { makeSmoother } from "../../layers/local/VadSmoothing.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import * as AudioInput from "../../services/AudioInput.ts"
 import { AudioOutput } from "../../services/AudioOutput.ts"
 import { Stt, type SttEvent, type SttOptions } from "../../services/Stt.ts"
 import { Tts } from "../../services/Tts.ts"
-import { Vad } from "../../services/Vad.ts"
 import { Agent, Tool } from "../../src/index.ts"
 import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
 import { until } from "../helpers.ts"
 import { recorder } from "./harness.ts"
+import * as ScriptedVad from "./scriptedVad.ts"
 
 const RATE = 16000
 const opened: Array<string | undefined> = []
 const answers = ["transfer me to the French desk", "bonjour"]
 
 const engines = Layer.mergeAll(
-  Layer.succeed(Vad, Vad.of({
-    sampleRates: [RATE],
-    stream: (options) =>
-      Effect.sync(() => {
-        const smoother = makeSmoother({ minSpeechMs: 40, minSilenceMs: 200, ...options })
-        return { speaking: smoother.speaking, push: (frame) => Effect.sync(() => [smoother.decide(frame.data[0] !== 0, AudioFrame.durationMs(frame))].flatMap((e) => (e ? [e] : []))) }
-      })
-  })),
+  ScriptedVad.layer({ minSpeechMs: 40, minSilenceMs: 200 }),
   Layer.succeed(Stt, Stt.of({
     sampleRate: RATE,
     stream: (options?: SttOptions) =>
