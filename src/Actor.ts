@@ -46,11 +46,24 @@ export type Heard =
   /** The model's turn detection heard the user start: speeches older than turn `userTurn` end. */
   | { readonly _tag: "SpeechStarted"; readonly userTurn: number }
   | { readonly _tag: "Transcript"; readonly itemId: string; readonly text: string }
-  /** A response the server started by itself (its turn detection). */
-  | { readonly _tag: "ServerReply"; readonly body: (speech: Speech.Speech) => Effect.Effect<void, unknown> }
+  /** A response the server started by itself (its turn detection); `cancel` stops it unheard. */
+  | {
+    readonly _tag: "ServerReply"
+    readonly body: (speech: Speech.Speech) => Effect.Effect<void, unknown>
+    readonly cancel: Effect.Effect<void>
+  }
+
+/**
+ * A turn of the user that came while the actor could not take it (a hook holding input, a tool
+ * step, the floor moving): typed text, or a spoken turn the server already holds (its words, once
+ * transcribed, in case the turn must follow the floor to another agent).
+ */
+type HeldInput =
+  | { readonly _tag: "Typed"; readonly text: string; readonly itemId?: string | undefined }
+  | { readonly _tag: "Spoken"; words: { readonly text: string; readonly itemId: string } | undefined }
 
 export type ActorMessage =
-  | { readonly _tag: "UserInput"; readonly text: string }
+  | { readonly _tag: "UserInput"; readonly text: string; readonly itemId?: string | undefined }
   | { readonly _tag: "Kick" }
   | { readonly _tag: "Say"; readonly text: string; readonly options: SayOptions; readonly reply: Deferred.Deferred<Speech.SpeechHandle, FloorError> }
   | { readonly _tag: "Reply"; readonly options: ReplyOptions; readonly reply: Deferred.Deferred<Speech.SpeechHandle, FloorError> }
@@ -149,7 +162,9 @@ const build = (
   startLater: boolean
 ): Effect.Effect<Actor> => {
   const work = core.work
-  const heldInputs: Array<string> = []
+  const heldInputs: Array<HeldInput> = []
+  /** The user's last transcribed turn on this actor's connection that no answer has taken yet. */
+  let lastTranscript: { readonly text: string; readonly itemId: string } | undefined
   const pending: Array<Background.Delivery> = []
   const owner: Background.Owner = {
     kind: "agent",
@@ -187,7 +202,7 @@ const build = (
   const rejectLate = (msg: ActorMessage) => {
     switch (msg._tag) {
       case "UserInput":
-        return core.send({ _tag: "Input", text: msg.text })
+        return core.send({ _tag: "Input", text: msg.text, itemId: msg.itemId })
       case "Say":
       case "Reply":
         return void Deferred.doneUnsafe(msg.reply, Exit.fail(new FloorError({ agent: agent.name, message: `${agent.name} is closed` })))
@@ -249,41 +264,66 @@ const build = (
   const releaseHeld = (): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (heldInputs.length === 0 || (holdsFloor() && busyForInput())) return Effect.void
-      const text = heldInputs.shift()!
-      return handleUserInput(text).pipe(
+      const held = heldInputs.shift()!
+      const next = held._tag === "Typed"
+        ? handleUserInput(held.text, held.itemId)
+        : holdsFloor()
+        ? takeTurn(Effect.void)
+        : Effect.sync(() => forwardOne(held))
+      return next.pipe(
         Effect.andThen(Effect.sync(() => work.release())),
         Effect.andThen(releaseHeld())
       )
     })
 
+  /** A held turn goes to whoever holds the floor now: a spoken one as its words (the server
+   * that heard it was this actor's). */
+  const forwardOne = (held: HeldInput) => {
+    if (held._tag === "Typed") return core.send({ _tag: "Input", text: held.text, itemId: held.itemId })
+    if (held.words) return core.send({ _tag: "Input", text: held.words.text, itemId: held.words.itemId })
+    core.emit({ type: "error", agent: agent.name, source: "input", message: `a spoken turn held by ${agent.name} was never transcribed: it is not passed on`, recoverable: true })
+  }
+
   const forwardHeld = () => {
-    for (const text of heldInputs.splice(0)) {
-      core.send({ _tag: "Input", text })
+    for (const held of heldInputs.splice(0)) {
+      forwardOne(held)
       work.release()
     }
   }
 
-  const handleUserInput = (text: string): Effect.Effect<void> =>
+  /** Holds a turn of the user until the actor can take it (the work token keeps the session busy). */
+  const hold = (held: HeldInput) => {
+    work.acquire()
+    heldInputs.push(held)
+    const current = speeches.current()
+    if (current?.phase === "tools") current.skipFollowUp = true
+  }
+
+  /** A new turn of the user: older speeches end, then `commit` records it and a reply answers it. */
+  const takeTurn = (commit: Effect.Effect<void>, body: (speech: Speech.Speech) => Effect.Effect<void, unknown> = (speech) => Reply.run(actor, speech, {})) =>
+    Effect.andThen(
+      speeches.interruptCurrent(false),
+      Effect.andThen(commit, Effect.sync(() => {
+        speeches.dropQueued("interrupted by the user", true)
+        speeches.enqueue("user_turn", {}, body)
+      }))
+    )
+
+  const handleUserInput = (text: string, itemId?: string): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (!holdsFloor()) {
-        core.send({ _tag: "Input", text })
+        core.send({ _tag: "Input", text, itemId })
         return Effect.void
       }
       if (busyForInput()) {
-        work.acquire()
-        heldInputs.push(text)
-        const current = speeches.current()
-        if (current?.phase === "tools") current.skipFollowUp = true
+        hold({ _tag: "Typed", text, itemId })
         return Effect.void
       }
-      return Effect.andThen(
-        speeches.interruptCurrent(false),
-        Effect.sync(() => {
-          speeches.dropQueued("interrupted by the user", true)
-          actor.commit(message("user", text, { agent: agent.name }))
-          speeches.enqueue("user_turn", {}, (speech) => Reply.run(actor, speech, {}))
-        })
-      )
+      return takeTurn(Effect.sync(() => {
+        if (itemId === undefined || !actor.chat.has(itemId)) {
+          actor.commit(message("user", text, { agent: agent.name, ...(itemId !== undefined ? { id: itemId } : {}) }))
+        }
+      }))
     })
 
   /**
@@ -362,13 +402,31 @@ const build = (
         case "SpeechStarted":
           speeches.dropQueued("interrupted by the user", true, event.userTurn)
           return speeches.interruptCurrent(false, event.userTurn)
-        case "Transcript":
+        case "Transcript": {
           if (!actor.chat.has(event.itemId)) actor.commit(message("user", event.text, { id: event.itemId, agent: agent.name }))
+          // The words of a held spoken turn, in case it must follow the floor.
+          const waiting = heldInputs.find((held) => held._tag === "Spoken" && held.words === undefined)
+          if (waiting?._tag === "Spoken") waiting.words = { text: event.text, itemId: event.itemId }
+          else lastTranscript = { text: event.text, itemId: event.itemId }
           return Effect.void
-        case "ServerReply":
+        }
+        case "ServerReply": {
           // Not for an actor that has passed the floor since: its connection left with it.
-          if (holdsFloor()) speeches.enqueue("user_turn", {}, event.body)
-          return Effect.void
+          if (!holdsFloor()) return Effect.void
+          if (busyForInput()) {
+            // Held as typed input is (a coordinator between its steps, a tool step): the server's
+            // own answer is cancelled unheard, and the turn answered once nothing holds it, here
+            // or by the next holder. Its words are the transcript heard last, or the next one.
+            hold({ _tag: "Spoken", words: lastTranscript })
+            lastTranscript = undefined
+            return event.cancel
+          }
+          lastTranscript = undefined
+          // The server answers a newer turn of the user by itself (its turn detection): older
+          // replies are superseded, as typed input supersedes them. A model that sends no speech
+          // events (Gemini) gives no other sign of the new turn (seed 219730).
+          return takeTurn(Effect.void, event.body)
+        }
       }
     })
 
@@ -383,7 +441,7 @@ const build = (
     Effect.suspend((): Effect.Effect<void> => {
       switch (msg._tag) {
         case "UserInput":
-          return handleUserInput(msg.text)
+          return handleUserInput(msg.text, msg.itemId)
         case "Kick":
           return Effect.void
         case "SpeechEnded":

@@ -56,7 +56,7 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
           core.emit({ type: "error", agent: undefined, source: "input", message: "no agent holds the floor", recoverable: true })
           return Effect.void
         }
-        state.holder.send({ _tag: "UserInput", text: msg.text })
+        state.holder.send(msg.itemId === undefined ? { _tag: "UserInput", text: msg.text } : { _tag: "UserInput", text: msg.text, itemId: msg.itemId })
         return Effect.void
       }
       case "Say":

@@ -73,7 +73,12 @@ export interface Lease {
   ) => Effect.Effect<void, RealtimeError>
   /** A ticket for one response; `abandoned` may be set at any time, even before it is asked for. */
   readonly ticket: () => Ticket
-  readonly cancelResponse: Effect.Effect<void, RealtimeError>
+  /**
+   * Cancels response `responseId` if the server is still generating it (one that has ended is
+   * left alone: the cancel must not cut the next answer); with no id, the one in progress or,
+   * not started yet, the next.
+   */
+  readonly cancelResponse: (responseId?: string) => Effect.Effect<void, RealtimeError>
   readonly sendToolOutput: RealtimeConnection["sendToolOutput"]
   readonly truncate: (itemId: string, audioEndMs: number) => Effect.Effect<void, RealtimeError>
   readonly pushAudio: (pcm: Uint8Array) => Effect.Effect<void, RealtimeError>
@@ -318,14 +323,15 @@ export const make = (
                   }))
                 )
               })),
-          cancelResponse: guard({ revoked: () => revokedReason }, () =>
-            Effect.suspend(() => {
-              // Cut by its asker: what is left of it reaches no one. Named, so a cancel that
-              // arrives late cannot cut the server's next answer; not started yet, the one in
-              // progress.
-              if (entry.active) entry.active.stale = true
-              return entry.connection.cancelResponse(entry.active?.id)
-            })),
+          cancelResponse: (responseId?: string) =>
+            guard({ revoked: () => revokedReason }, () =>
+              Effect.suspend(() => {
+                // Cut by its asker: what is left of it reaches no one. Named, so a cancel that
+                // arrives late cannot cut the server's next answer.
+                if (responseId !== undefined && entry.active?.id !== responseId) return Effect.void
+                if (entry.active) entry.active.stale = true
+                return entry.connection.cancelResponse(entry.active?.id)
+              })),
           sendToolOutput: (output: Parameters<RealtimeConnection["sendToolOutput"]>[0]) =>
             guard(lease, () => entry.connection.sendToolOutput(output)),
           truncate: (itemId: string, audioEndMs: number) => guard(lease, () => entry.connection.truncate(itemId, audioEndMs)),

@@ -152,6 +152,9 @@ const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
  */
 const stoppedByServer = new WeakSet<ResponseQueue>()
 
+/** Which response each queue carries (a cut reply cancels its own response, never the next). */
+const responseIds = new WeakMap<ResponseQueue, string>()
+
 const dispatch = (actor: Actor, binding: RealtimeBinding, lease: Lease, event: LeaseEvent): Effect.Effect<void> =>
   Effect.suspend(() => {
     switch (event._tag) {
@@ -166,15 +169,29 @@ const dispatch = (actor: Actor, binding: RealtimeBinding, lease: Lease, event: L
               // Asked for by a reply that was cut since: no one wants it.
               ticket.abandoned = true
               Queue.endUnsafe(queue)
-              return binding.lease ? binding.lease.cancelResponse.pipe(Effect.ignore) : Effect.void
+              return binding.lease ? binding.lease.cancelResponse(event.responseId).pipe(Effect.ignore) : Effect.void
             }
             binding.responses.set(event.responseId, queue)
+            responseIds.set(queue, event.responseId)
             // The reply gets the queue itself: the whole response may have come (and left the
             // routing map) before the reply starts reading it.
             if (waiter) return Effect.sync(() => void Deferred.doneUnsafe(waiter, Exit.succeed(queue)))
             // A response the server started by itself (its turn detection): a reply follows it.
             return Effect.sync(() =>
-              actor.send({ _tag: "Heard", event: { _tag: "ServerReply", body: (speech) => run(actor, speech, {}, { lease, queue }) } })
+              actor.send({
+                _tag: "Heard",
+                event: {
+                  _tag: "ServerReply",
+                  body: (speech) => run(actor, speech, {}, { lease, queue }),
+                  cancel: Effect.andThen(
+                    Effect.sync(() => {
+                      binding.responses.delete(event.responseId)
+                      Queue.endUnsafe(queue)
+                    }),
+                    lease.cancelResponse(event.responseId).pipe(Effect.ignore)
+                  )
+                }
+              })
             )
           })
         )
@@ -377,7 +394,7 @@ const play = (
           if (cut && Exit.hasInterrupts(exit)) {
             // Cut short: the server stops too, and forgets what was not played.
             yield* audio.clear(info)
-            if (!stoppedByServer.has(queue)) yield* held.cancelResponse.pipe(Effect.ignore)
+            if (!stoppedByServer.has(queue)) yield* held.cancelResponse(responseIds.get(queue)).pipe(Effect.ignore)
             if (itemId && audioBytes > 0 && held.capabilities.messageTruncation) {
               yield* held.truncate(itemId, Math.round(durationMs(audioBytes, audioRate))).pipe(Effect.ignore)
             }

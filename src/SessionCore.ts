@@ -32,7 +32,8 @@ export type HandoffOutcome =
 /** Messages to the session supervisor, processed one at a time. */
 export type SessionMessage =
   | { readonly _tag: "Start"; readonly agent: Agent }
-  | { readonly _tag: "Input"; readonly text: string }
+  /** `itemId`: a turn the user spoke to another agent, passed on under its transcript's id. */
+  | { readonly _tag: "Input"; readonly text: string; readonly itemId?: string | undefined }
   | {
     readonly _tag: "Say"
     readonly text: string

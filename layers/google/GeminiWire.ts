@@ -112,6 +112,12 @@ export const toGeminiSchema = (schema: unknown): Record<string, unknown> => {
   if (Array.isArray(s.type) && types.length < s.type.length) out.nullable = true
   if (typeof types[0] === "string") out.type = types[0].toUpperCase()
   for (const key of SCHEMA_KEYS) if (s[key] !== undefined) out[key] = s[key]
+  if (Array.isArray(s.enum) && !s.enum.every(Predicate.isString)) {
+    // Gemini takes only string enums: other values are said in the description instead.
+    delete out.enum
+    const choices = `One of: ${s.enum.map((v) => JSON.stringify(v)).join(", ")}.`
+    out.description = typeof s.description === "string" ? `${s.description} ${choices}` : choices
+  }
   if (Predicate.isObject(s.properties)) {
     out.properties = Object.fromEntries(Object.entries(s.properties).map(([k, v]) => [k, toGeminiSchema(v)]))
     if (out.type === undefined) out.type = "OBJECT"

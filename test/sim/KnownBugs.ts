@@ -55,7 +55,9 @@ export interface KnownBugPattern {
  * - rule 9, a session tool's progress reported before the close was recorded after the cancelled
  *   result the close gave it (rule9-session-report-after-result-at-close);
  * - rule 9, a report of a call whose output waited for a task held back every other call's later
- *   reports (rule9-report-held-behind-another-call).
+ *   reports (rule9-report-held-behind-another-call);
+ * - rule 7, on a Gemini-like model a reply retried after a fallback fought the server's own answer
+ *   to the user's newer spoken turn (rule7-server-answer-supersedes-retried-reply, seed 219730).
  */
 export const KnownBugs = {} satisfies Record<string, KnownBugPattern>
 

@@ -83,12 +83,8 @@ export const parseSetup = (
             if (p.type !== "OBJECT") {
               return { ok: false, close: invalid(`Invalid setup: function '${String(obj(d).name)}': parameters must have type OBJECT.`) }
             }
-            if (Object.keys(obj(p.properties)).length === 0) {
-              return { ok: false, close: invalid(`* GenerateContentRequest.tools[0].function_declarations[0].parameters.properties: should be non-empty for OBJECT type`) }
-            }
-            if ("additionalProperties" in p) {
-              return { ok: false, close: invalid(`Invalid JSON payload received. Unknown name "additionalProperties" at 'setup.tools[0].function_declarations[0].parameters'`) }
-            }
+            const fault = schemaFault(p, `setup.tools[0].function_declarations[${tools.length}].parameters`)
+            if (fault !== undefined) return { ok: false, close: invalid(fault) }
           }
           tools.push(d as FunctionDeclaration)
         }
@@ -152,4 +148,47 @@ export class ResumptionStore {
   handles(): ReadonlyArray<string> {
     return [...this.snapshots.keys()]
   }
+}
+
+/** The fields of Gemini's `Schema` (an OpenAPI 3.0 subset); anything else is an unknown name. */
+const SCHEMA_FIELDS = new Set([
+  "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems", "properties", "required",
+  "minProperties", "maxProperties", "minLength", "maxLength", "pattern", "example", "anyOf", "propertyOrdering",
+  "default", "items", "minimum", "maximum"
+])
+const SCHEMA_TYPES = new Set(["STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"])
+
+/** What Gemini says about a function's parameters schema, the way it says it; none when valid. */
+export const schemaFault = (schema: Record<string, unknown>, at: string): string | undefined => {
+  for (const key of Object.keys(schema)) {
+    if (!SCHEMA_FIELDS.has(key)) return `Invalid JSON payload received. Unknown name "${key}" at '${at}': Cannot find field.`
+  }
+  if (schema.type !== undefined && !(typeof schema.type === "string" && SCHEMA_TYPES.has(schema.type))) {
+    return `Invalid JSON payload received. Invalid value at '${at}.type' (type.googleapis.com/google.ai.generativelanguage.v1beta.Type), ${JSON.stringify(schema.type)}`
+  }
+  if (schema.type === undefined && schema.anyOf === undefined) return `* ${at}.type: must be specified`
+  if (schema.type === "OBJECT") {
+    const properties = obj(schema.properties)
+    if (Object.keys(properties).length === 0) return `* ${at}.properties: should be non-empty for OBJECT type`
+    for (const [name, value] of Object.entries(properties)) {
+      const fault = schemaFault(obj(value), `${at}.properties[${JSON.stringify(name)}].value`)
+      if (fault !== undefined) return fault
+    }
+    for (const name of Array.isArray(schema.required) ? schema.required : []) {
+      if (!(String(name) in properties)) return `* ${at}.required[${String(name)}]: property is not defined`
+    }
+  }
+  if (schema.type === "ARRAY") {
+    if (schema.items === undefined) return `* ${at}.items: missing field`
+    const fault = schemaFault(obj(schema.items), `${at}.items`)
+    if (fault !== undefined) return fault
+  }
+  if (schema.enum !== undefined && !(Array.isArray(schema.enum) && schema.enum.every((v) => typeof v === "string"))) {
+    return `Invalid JSON payload received. Invalid value at '${at}.enum': enum values must be strings`
+  }
+  for (const [i, variant] of (Array.isArray(schema.anyOf) ? schema.anyOf : []).entries()) {
+    const fault = schemaFault(obj(variant), `${at}.any_of[${i}]`)
+    if (fault !== undefined) return fault
+  }
+  return undefined
 }
