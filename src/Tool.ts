@@ -110,12 +110,19 @@ export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoP
   }
 }
 
-/** A tool that hands off to `target` (a thunk, so agents can refer to each other in a cycle). */
-export const handoff = (
+/** `R`, or nothing when it is `any` (an agent annotated `Agent.Agent` says nothing about its needs). */
+export type KnownRequirements<R> = 0 extends (1 & R) ? never : R
+
+/**
+ * A tool that hands off to `target` (a thunk, so agents can refer to each other in a cycle). It
+ * needs what the target needs, so an agent reached by a handoff is checked too (unless it is
+ * annotated `Agent.Agent`, which says nothing).
+ */
+export const handoff = <R = never>(
   name: string,
-  target: Handoff.AgentRef,
+  target: Agent<R> | (() => Agent<R>),
   options: Handoff.HandoffOptions & { readonly description?: string } = {}
-): Tool<{}, never> =>
+): Tool<{}, KnownRequirements<R>> =>
   make(name, {
     description: options.description ?? `Transfer the conversation to another agent (${name}).`,
     handler: () => Effect.succeed(Handoff.to(target, options))

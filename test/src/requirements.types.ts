@@ -50,10 +50,23 @@ export const allProvided: Effect.Effect<unknown, unknown, never> = session.pipe(
 const plain = Agent.make({
   name: "plain",
   instructions: "Plain.",
-  tools: [Tool.make("ping", { description: "ping", handler: () => Effect.succeed("pong") }), Tool.handoff("to_weather", () => weather)],
+  tools: [Tool.make("ping", { description: "ping", handler: () => Effect.succeed("pong") })],
   onEnter: Agent.reply().pipe(Effect.asVoid)
 })
 export const needsNothing: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: plain }).pipe(Effect.scoped, Effect.provide(model))
+
+// an agent reached by a handoff is checked too: the handoff tool needs what its target needs
+const desk = Agent.make({ name: "desk", instructions: "Desk.", tools: [Tool.handoff("to_weather", () => weather)] })
+// @ts-expect-error the weather agent behind the handoff needs WeatherApi and Audit
+export const handoffTargetChecked: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: desk }).pipe(Effect.scoped, Effect.provide(model))
+export const handoffTargetProvided: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: desk }).pipe(
+  Effect.scoped,
+  Effect.provide([model, weatherApi, audit])
+)
+// a target annotated `Agent.Agent` says nothing (agents that refer to each other in a cycle)
+const loose: Agent.Agent = weather
+const deskToLoose = Agent.make({ name: "desk", instructions: "Desk.", tools: [Tool.handoff("to_weather", () => loose)] })
+export const looseTarget: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: deskToLoose }).pipe(Effect.scoped, Effect.provide(model))
 
 // an agent annotated `Agent.Agent` (as mutually referring agents must be) says nothing: unchecked, as before
 const annotated: Agent.Agent = weather
