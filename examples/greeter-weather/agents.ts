@@ -22,5 +22,7 @@ export const weather: Agent.Agent = Agent.make({
   name: "weather",
   instructions: "You are Sunny, a weather specialist. Answer weather questions; transfer back to the greeter for anything else.",
   tools: [lookupWeather, Tool.handoff("transfer_to_greeter", () => greeter, { description: "Transfer back to the greeter" })],
-  onEnter: Agent.reply({ instructions: "introduce yourself as the weather specialist and ask which city" }).pipe(Effect.asVoid)
+  onEnter: Agent.reply({ instructions: "introduce yourself as the weather specialist and ask which city" }).pipe(Effect.asVoid),
+  // Transferred back to later: no second introduction, but the caller hears who they are with.
+  onResume: Agent.reply({ instructions: "welcome the caller back and ask which city this time" }).pipe(Effect.asVoid)
 })

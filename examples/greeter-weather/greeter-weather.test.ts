@@ -21,6 +21,8 @@ describe("example: greeter and weather (seed 001 pair)", () => {
       results[3]!.expect.containsAgentHandoff({ from: "greeter", to: "weather", resumed: true })
       // Resumed: no second introduction.
       results[3]!.expect.lacks("a second introduction", (e) => e.type === "message" && e.content.includes("Sunny here"))
+      // ... but its onResume says it is back.
+      results[3]!.expect.containsMessage({ agent: "weather", content: "Welcome back" })
       results[4]!.expect.containsFunctionCall({ name: "lookup_weather", arguments: { city: "Oslo" } })
       results[5]!.expect.containsAgentHandoff({ from: "weather", to: "greeter", resumed: true })
       // Every handoff turn ends the outgoing agent's reply: it is never asked to go on after its

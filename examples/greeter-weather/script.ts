@@ -4,6 +4,7 @@ const city = (text: string) => /in ([A-Z][a-z]+)/.exec(text)?.[1] ?? "Paris"
 
 export const rules: ReadonlyArray<ScriptedModel.Rule> = [
   { when: { instructions: "greet the user" }, reply: { text: "Hi, I'm Kelly. How can I help?" } },
+  { when: { instructions: "welcome the caller back" }, reply: { text: "Welcome back, Sunny again. Which city this time?" } },
   { when: { instructions: "weather specialist" }, reply: { text: "Sunny here, your weather specialist. Which city?" } },
   { when: { user: "weather", agent: "greeter" }, reply: { toolCalls: [{ name: "transfer_to_weather" }] } },
   {
