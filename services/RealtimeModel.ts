@@ -56,6 +56,12 @@ export interface RealtimeSessionConfig {
   readonly toolChoice?: RealtimeToolChoice | undefined
   /** The conversation to seed the connection with. */
   readonly chatContext: ChatContext
+  /**
+   * Return as soon as the configuration is sent, without waiting for the server to accept it
+   * (a first response can then follow at once); its acknowledgement is the connection's
+   * `configured`. A provider that cannot pipeline its setup ignores this.
+   */
+  readonly pipelined?: boolean | undefined
 }
 
 export interface Usage {
@@ -126,6 +132,11 @@ export interface RealtimeConnection {
   readonly capabilities: RealtimeCapabilities
   /** The server's events, in order, for one consumer. Ends when the connection closes. */
   readonly events: Stream.Stream<RealtimeEvent, RealtimeError>
+  /**
+   * The acknowledgement of the configuration `connect` sent, when `connect` did not wait for it
+   * (`pipelined`): an error answer means the connection does not hold what was asked.
+   */
+  readonly configured?: Ack | undefined
   /** Replaces instructions, tools or tool choice (only what is given). */
   readonly updateSession: (changes: {
     readonly instructions?: string

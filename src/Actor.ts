@@ -291,6 +291,20 @@ const build = (
     }
   }
 
+  /**
+   * The user's last words in this actor's context if nothing answered them yet: the transcript
+   * of a turn heard by the connection before it came to this actor (a handoff's merge).
+   */
+  const unansweredUserTurn = (): { readonly text: string; readonly itemId: string } | undefined => {
+    const items = actor.chat.items
+    for (let i = items.length - 1; i >= 0; i--) {
+      const item = items[i]!
+      if (item._tag === "Message" && item.role === "user") return { text: item.text, itemId: item.id }
+      if ((item._tag === "Message" && item.role === "assistant") || item._tag === "FunctionCall") return undefined
+    }
+    return undefined
+  }
+
   /** Holds a turn of the user until the actor can take it (the work token keeps the session busy). */
   const hold = (held: HeldInput) => {
     work.acquire()
@@ -417,7 +431,7 @@ const build = (
             // Held as typed input is (a coordinator between its steps, a tool step): the server's
             // own answer is cancelled unheard, and the turn answered once nothing holds it, here
             // or by the next holder. Its words are the transcript heard last, or the next one.
-            hold({ _tag: "Spoken", words: lastTranscript })
+            hold({ _tag: "Spoken", words: lastTranscript ?? unansweredUserTurn() })
             lastTranscript = undefined
             return event.cancel
           }

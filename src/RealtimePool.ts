@@ -11,7 +11,8 @@
  * model; the updates are pipelined (sent without waiting for acknowledgements). An error answer
  * to one of them breaks the connection: the lease is revoked with reason "fallback" and the
  * holder opens a fresh connection seeded with its context. Otherwise the free connections are
- * closed and a fresh one is opened.
+ * closed and a fresh one is opened; its configuration is pipelined too (the first response does
+ * not wait for it to be accepted) and watched the same way.
  *
  * The user does not stop talking for a handoff. What the server says about the user (speech
  * start and stop, transcripts) between a release and the next lease is kept for the next holder,
@@ -350,10 +351,13 @@ export const make = (
     const open = (desired: Desired): Effect.Effect<Entry, RealtimeError> =>
       Effect.gen(function*() {
         const scope = yield* Scope.fork(parent)
+        // Pipelined: the configuration is watched like a reused connection's updates (an error
+        // answer falls back), so the first response need not wait a round trip for it.
         const connection = yield* model.connect({
           instructions: desired.instructions,
           tools: desired.tools,
-          chatContext: desired.context
+          chatContext: desired.context,
+          pipelined: true
         }).pipe(
           Scope.provide(scope),
           Effect.onError(() => Scope.close(scope, Exit.void))
@@ -374,6 +378,7 @@ export const make = (
           heldForNext: []
         }
         entries.add(entry)
+        if (connection.configured) yield* watch(entry, [connection.configured])
         yield* Scope.addFinalizer(scope, Effect.sync(() => {
           entry.broken = true
           entries.delete(entry)

@@ -5,7 +5,7 @@
  *
  * Lifecycle: `connect` opens the socket, waits for `session.created`, sends the full
  * `session.update` and the items of the initial chat context, and returns once the server has
- * acknowledged them. Operations write their frames synchronously (after registering their acks),
+ * acknowledged them, or at once with `pipelined` (their acknowledgement is then `configured`). Operations write their frames synchronously (after registering their acks),
  * so frames leave in call order and nothing interleaves a chat-context diff. When the server
  * reports `session_expired`, operations wait while a new socket is opened, configured with the
  * current session and re-seeded with the items the connection held (as text, same ids); then a
@@ -201,7 +201,9 @@ export const connectOpenAi = Effect.fn("OpenAiRealtime.connect")(function*(
         )
         const entries = configureUnsafe(live, mode)
         yield* acks.arm(entries)
-        yield* unlessEnded(live, ackOf(entries).await, "the session configuration")
+        // Pipelined (the first connect only): the caller watches `configured` instead.
+        if (mode === "connect" && config.pipelined === true) configured = ackOf(entries)
+        else yield* unlessEnded(live, ackOf(entries).await, "the session configuration")
         if (mode === "reconnect") yield* acks.resolveAll(SESSION_CHANNEL, (key) => key.startsWith("delete:"))
         return live
       }).pipe(Effect.onError(() => Scope.close(socketScope, Exit.void)))
@@ -261,6 +263,7 @@ export const connectOpenAi = Effect.fn("OpenAiRealtime.connect")(function*(
       yield* Latch.open(ready)
     })
   )
+  let configured: Ack | undefined
   const first = yield* establish("connect")
   yield* Effect.logDebug(`realtime ${id}: connected to ${printableUrl(settings.url)} (${settings.model})`)
   yield* supervise(first).pipe(Effect.forkIn(scope))
@@ -292,6 +295,7 @@ export const connectOpenAi = Effect.fn("OpenAiRealtime.connect")(function*(
     model: settings.model,
     capabilities: settings.capabilities,
     events: Stream.fromQueue(events),
+    configured,
     updateSession: (changes) =>
       Effect.gen(function*() {
         yield* checkToolChoice(changes.toolChoice, changes.tools ?? desired.tools)

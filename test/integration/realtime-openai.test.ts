@@ -431,4 +431,75 @@ describe("realtime through OpenAiRealtime (mock server)", () => {
       }).pipe(Effect.provide(layerFor(mock)))
     })
   })
+
+  it.live("rule 7: a fresh connection's configuration is pipelined: the first response.create does not wait for session.updated", () => {
+    const { greeter } = pair()
+    const { script, seen } = model()
+    const roundTripMs = 50
+    return Effect.gen(function*() {
+      // The reused connection's update is refused: the weather agent falls back to a fresh one.
+      const mock = yield* OpenAIRealtimeMock.make({
+        script,
+        roundTripMs,
+        faults: [{
+          kind: "reject",
+          match: (e) => e.type === "session.update" && (e.session as any)?.instructions === WEATHER_INSTRUCTIONS,
+          times: 1,
+          with: { code: "invalid_value", message: "Invalid value: 'session.instructions'." }
+        }]
+      })
+      yield* Effect.gen(function*() {
+        const session = yield* AgentSession.start({ agent: greeter })
+        const first = yield* run(session, "what's the weather?")
+        first.expect.containsMessage({ agent: "weather", content: "Sunny here, which city?" })
+        const fresh = yield* mock.awaitConnection(1)
+        const received = fresh.received()
+        const configuration = received.find(isType("session.update"))!
+        const create = received.find(isType("response.create"))!
+        const updated = fresh.sent().find(isType("session.updated"))!
+        assert.isBelow(create.atMs - configuration.atMs, roundTripMs, "response.create waited for the configuration's round trip")
+        assert.isAtLeast(updated.atMs, create.atMs, "the session.updated came before the response.create was sent")
+        assert.deepInclude(seen.at(-1)!, { connection: 1, agent: "weather" })
+        assertNoErrors(yield* session.eventLog)
+      }).pipe(Effect.provide(layerFor(mock)))
+    })
+  })
+
+  it.live("rule 7: a fresh connection whose pipelined configuration is refused breaks like a refused update: said as an error, nothing misconfigured reaches the user", () => {
+    const { greeter } = pair()
+    const { script, seen } = model()
+    return Effect.gen(function*() {
+      // Refused twice: the update on the reused connection, then the fresh connection's own
+      // configuration (the reply has had its one retry: it fails, with an error event).
+      const mock = yield* OpenAIRealtimeMock.make({
+        script,
+        roundTripMs: 20,
+        faults: [{
+          kind: "reject",
+          match: (e) => e.type === "session.update" && (e.session as any)?.instructions === WEATHER_INSTRUCTIONS,
+          times: 2,
+          with: { code: "invalid_value", message: "Invalid value: 'session.instructions'." }
+        }]
+      })
+      yield* Effect.gen(function*() {
+        const text = yield* TextCapture.TextCapture
+        const session = yield* AgentSession.start({ agent: greeter })
+        const first = yield* run(session, "what's the weather?")
+        first.expect.containsAgentHandoff({ from: "greeter", to: "weather" })
+        const errors = (yield* session.eventLog).filter((e) => e.type === "error")
+        assert.deepStrictEqual(errors.map((e) => e.type === "error" && e.agent), ["weather"])
+        assert.include(errors[0]!.type === "error" ? errors[0]!.message : "", "fallback")
+        // What the misconfigured connections started reached nobody.
+        assert.notInclude(text.textOf("weather") + text.textOf("greeter"), "MISCONFIGURED")
+        assert.deepStrictEqual(saidBy(yield* session.history, "weather"), [])
+        // The next turn opens a third connection, configured as asked, and is answered.
+        const next = yield* run(session, "in paris please")
+        next.expect.containsMessage({ agent: "weather", content: "It is sunny in Paris." })
+        assert.strictEqual(mock.connectionCount(), 3)
+        assert.deepInclude(seen.at(-1)!, { connection: 2, agent: "weather" })
+        assertEveryCallAnswered(yield* session.history)
+        assertOneFloor(yield* session.eventLog)
+      }).pipe(Effect.provide(layerFor(mock)))
+    })
+  })
 })
