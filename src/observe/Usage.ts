@@ -55,10 +55,17 @@ export const collector = (): Collector => {
       addTo(total, event)
       const key = `${event.provider}\u0000${event.model}`
       let model = byModel.get(key)
-      if (!model) byModel.set(key, model = { provider: event.provider, model: event.model, ...zero() })
+      if (!model) {
+        // Literal shapes, not spreads: this runs for every model call of every session.
+        model = { provider: event.provider, model: event.model, calls: 0, errors: 0, inputTokens: 0, outputTokens: 0, audioOutputSeconds: 0 }
+        byModel.set(key, model)
+      }
       addTo(model, event)
       let agent = byAgent.get(event.agent)
-      if (!agent) byAgent.set(event.agent, agent = { agent: event.agent, ...zero() })
+      if (!agent) {
+        agent = { agent: event.agent, calls: 0, errors: 0, inputTokens: 0, outputTokens: 0, audioOutputSeconds: 0 }
+        byAgent.set(event.agent, agent)
+      }
       addTo(agent, event)
     },
     summary: () => ({
