@@ -1,15 +1,15 @@
 /**
- * The floor's handler alone (src/Floor.ts), fed messages with recording fake actors and a fake
+ * The floor's handler alone (src/internal/Floor.ts), fed messages with recording fake actors and a fake
  * session core: what it sends each actor and what it emits, without the runtime around it.
  * Rule 1 (one floor, one atomic step) and the handoff protocol's refusals, message by message.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Option } from "effect"
-import type { Actor } from "../../src/Actor.ts"
+import type { Actor } from "../../src/internal/Actor.ts"
 import { ChatContext } from "../../src/ChatContext.ts"
 import { Agent, AgentTask } from "../../src/index.ts"
-import * as Floor from "../../src/Floor.ts"
-import type { HandoffOutcome, SessionCore } from "../../src/SessionCore.ts"
+import * as Floor from "../../src/internal/Floor.ts"
+import type { HandoffOutcome, SessionCore } from "../../src/internal/SessionCore.ts"
 
 interface Fake {
   readonly actor: Actor

@@ -84,6 +84,14 @@ describe("src/ import graph", () => {
     assert.deepStrictEqual(cycles(graph), [])
   })
 
+  it("the runtime (src/internal) is imported for its values only by itself and the session's facade", () => {
+    const INTERNAL = join(SRC, "internal")
+    const reaching = files(SRC).filter((file) => !file.startsWith(INTERNAL)).flatMap((file) =>
+      valueImports(file).some((target) => target.startsWith(INTERNAL)) ? [relative(SRC, file)] : []
+    )
+    assert.deepStrictEqual(reaching, ["AgentSession.ts"])
+  })
+
   it("the check finds a circle when there is one", () => {
     const graph = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]])
     assert.deepStrictEqual(cycles(graph).map((c) => c.sort()), [["a", "b", "c"].map((n) => relative(SRC, n)).sort()])

@@ -4,9 +4,9 @@
 import { Deferred, Effect, Exit } from "effect"
 import type { Actor } from "./Actor.ts"
 import { CurrentCall, HookLane, WorkToken } from "./FlowContext.ts"
-import type { Agent } from "./Agent.ts"
-import type { RunTaskOptions, TaskResult } from "./CurrentAgent.ts"
-import { TaskError } from "./Errors.ts"
+import type { Agent } from "../Agent.ts"
+import type { RunTaskOptions, TaskResult } from "../CurrentAgent.ts"
+import { TaskError } from "../Errors.ts"
 import type { Handover } from "./SessionCore.ts"
 import type { Work } from "./Work.ts"
 

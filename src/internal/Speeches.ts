@@ -9,10 +9,10 @@
  * and a batch that passes the floor passes it only then: one voice at a time, nothing lost.
  */
 import { Cause, Deferred, Effect, Exit, Fiber, type Scope } from "effect"
-import * as Diagnostics from "./Diagnostics.ts"
-import * as ErrorInfo from "./ErrorInfo.ts"
+import * as Diagnostics from "../Diagnostics.ts"
+import * as ErrorInfo from "../ErrorInfo.ts"
 import type { SessionCore } from "./SessionCore.ts"
-import * as Speech from "./Speech.ts"
+import * as Speech from "../Speech.ts"
 
 
 /** A failed speech: one line and a reason for the event; the whole cause goes to the debug log. */

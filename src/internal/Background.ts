@@ -13,11 +13,11 @@
  *   otherwise it is recorded, and a `handoff_not_applied` event says why.
  */
 import { Effect, Fiber, Schema, type Scope } from "effect"
-import type { Agent } from "./Agent.ts"
+import type { Agent } from "../Agent.ts"
 import { cancelled, type CallResult } from "./CallResult.ts"
-import { type ChatItem, functionCall, type FunctionCall, type FunctionCallOutput, functionCallOutput } from "./ChatContext.ts"
-import type { HandoffOptions } from "./Handoff.ts"
-import * as Tool from "./Tool.ts"
+import { type ChatItem, functionCall, type FunctionCall, type FunctionCallOutput, functionCallOutput } from "../ChatContext.ts"
+import type { HandoffOptions } from "../Handoff.ts"
+import * as Tool from "../Tool.ts"
 
 export interface BackgroundCall {
   readonly callId: string

@@ -3,8 +3,8 @@
  */
 import { Effect } from "effect"
 import type { Actor } from "./Actor.ts"
-import type { AgentHandle } from "./CurrentAgent.ts"
-import { FloorError } from "./Errors.ts"
+import type { AgentHandle } from "../CurrentAgent.ts"
+import { FloorError } from "../Errors.ts"
 import * as Reply from "./Reply.ts"
 import * as Tasks from "./Tasks.ts"
 

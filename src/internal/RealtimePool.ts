@@ -28,11 +28,11 @@ import type {
   RealtimeModel,
   RealtimeTool,
   RealtimeToolChoice
-} from "../services/RealtimeModel.ts"
-import { RealtimeError } from "../services/RealtimeModel.ts"
-import type { ChatContext } from "./ChatContext.ts"
-import type { RealtimeConnectionEvent } from "./Events.ts"
-import * as Diagnostics from "./Diagnostics.ts"
+} from "../../services/RealtimeModel.ts"
+import { RealtimeError } from "../../services/RealtimeModel.ts"
+import type { ChatContext } from "../ChatContext.ts"
+import type { RealtimeConnectionEvent } from "../Events.ts"
+import * as Diagnostics from "../Diagnostics.ts"
 
 /** What an actor wants the server to hold before it asks for a response. */
 export interface Desired {

@@ -3,10 +3,10 @@
  * cancellation, or (for a long-running tool) its first progress message.
  */
 import { Cause, Exit, Option } from "effect"
-import { type Agent, isAgent } from "./Agent.ts"
-import type { OutputStatus } from "./ChatContext.ts"
-import * as Handoff from "./Handoff.ts"
-import * as Tool from "./Tool.ts"
+import { type Agent, isAgent } from "../Agent.ts"
+import type { OutputStatus } from "../ChatContext.ts"
+import * as Handoff from "../Handoff.ts"
+import * as Tool from "../Tool.ts"
 
 export type CallResult =
   | { readonly _tag: "Value"; readonly output: string; readonly reply: boolean }

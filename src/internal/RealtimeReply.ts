@@ -4,20 +4,20 @@
  * through the same batches as in the text pipeline (same rules); their outputs reach the
  * server with the next context sync, before any response is asked for.
  */
-import * as ToolSchema from "../services/ToolSchema.ts"
+import * as ToolSchema from "../../services/ToolSchema.ts"
 import { Cause, Deferred, Duration, Effect, Exit, Queue, Semaphore, Stream } from "effect"
-import { AudioOutput, durationMs } from "../services/AudioOutput.ts"
-import * as ModelCallMeter from "./observe/ModelCallMeter.ts"
-import { ModelCall } from "../services/ModelCall.ts"
-import type { RealtimeEvent, RealtimeTool, RealtimeToolChoice } from "../services/RealtimeModel.ts"
-import { RealtimeError, RealtimeResponseTimeout } from "../services/RealtimeModel.ts"
+import { AudioOutput, durationMs } from "../../services/AudioOutput.ts"
+import * as ModelCallMeter from "../observe/ModelCallMeter.ts"
+import { ModelCall } from "../../services/ModelCall.ts"
+import type { RealtimeEvent, RealtimeTool, RealtimeToolChoice } from "../../services/RealtimeModel.ts"
+import { RealtimeError, RealtimeResponseTimeout } from "../../services/RealtimeModel.ts"
 import type { Actor } from "./Actor.ts"
-import { message } from "./ChatContext.ts"
-import type { ReplyOptions } from "./CurrentAgent.ts"
-import * as Diagnostics from "./Diagnostics.ts"
+import { message } from "../ChatContext.ts"
+import type { ReplyOptions } from "../CurrentAgent.ts"
+import * as Diagnostics from "../Diagnostics.ts"
 import type { Lease, LeaseEvent, Pool, Ticket } from "./RealtimePool.ts"
 import type { PendingCall } from "./Reply.ts"
-import type { Speech } from "./Speech.ts"
+import type { Speech } from "../Speech.ts"
 import * as ToolBatch from "./ToolBatch.ts"
 
 type ResponseQueue = Queue.Queue<RealtimeEvent, Cause.Done | RealtimeError>

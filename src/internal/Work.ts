@@ -9,7 +9,7 @@
  * waking it: there is no gap in which the session looks idle while a wake-up is in flight.
  */
 import { Deferred, Effect } from "effect"
-import * as Diagnostics from "./Diagnostics.ts"
+import * as Diagnostics from "../Diagnostics.ts"
 
 export interface Work {
   /** Tokens held now. */
