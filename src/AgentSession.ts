@@ -158,7 +158,7 @@ export const start: <U = undefined, R = any>(
       switch (msg._tag) {
         case "Say":
         case "Reply":
-          return void Deferred.doneUnsafe(msg.reply, Effect.fail(new FloorError({ agent: "", message: "the session is closed" })))
+          return void Deferred.doneUnsafe(msg.reply, Effect.fail(new FloorError({ agent: "", reason: "session_closed", message: "the session is closed" })))
         case "Handoff":
           return void Deferred.doneUnsafe(msg.reply, Effect.succeed({ _tag: "NotApplied", reason: "the session is closed" } as const))
         case "StartTask":

@@ -2,9 +2,14 @@ import { Data, Schema } from "effect"
 import type { ErrorEvent } from "./Events.ts"
 import type { RunResult } from "./RunResult.ts"
 
-/** An agent tried to speak, reply or start a task without holding the floor. */
+/**
+ * An agent tried to speak, reply or start a task without holding the floor. `reason`:
+ * `not_holder` (another agent holds it), `no_holder` (none does yet), `agent_closed` (the agent
+ * has left the session), `session_closed`.
+ */
 export class FloorError extends Schema.TaggedError<FloorError>()("FloorError", {
   agent: Schema.String,
+  reason: Schema.Literals(["not_holder", "no_holder", "agent_closed", "session_closed"]),
   message: Schema.String
 }) {}
 

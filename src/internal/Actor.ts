@@ -8,7 +8,7 @@
 import { HookLane, WorkToken } from "./FlowContext.ts"
 import { Cause, Context, Deferred, Effect, Exit, Layer, Queue, Scope } from "effect"
 import { LanguageModel, type Tool as AiTool, type Toolkit } from "effect/ai"
-import { makeHandle } from "./ActorHandle.ts"
+import { make as makeAgentHandle } from "./AgentHandle.ts"
 import type { Agent } from "../Agent.ts"
 import * as Background from "./Background.ts"
 import { type ChatContext, type ChatItem, message } from "../ChatContext.ts"
@@ -205,7 +205,7 @@ const build = (
         return core.send({ _tag: "Input", text: msg.text, itemId: msg.itemId })
       case "Say":
       case "Reply":
-        return void Deferred.doneUnsafe(msg.reply, Exit.fail(new FloorError({ agent: agent.name, message: `${agent.name} is closed` })))
+        return void Deferred.doneUnsafe(msg.reply, Exit.fail(new FloorError({ agent: agent.name, reason: "agent_closed", message: `${agent.name} is closed` })))
       case "Deactivate":
         return msg.then()
       case "Release":
@@ -464,7 +464,7 @@ const build = (
         case "Say":
         case "Reply": {
           if (!holdsFloor()) {
-            return Deferred.fail(msg.reply, new FloorError({ agent: agent.name, message: `${agent.name} does not hold the floor` }))
+            return Deferred.fail(msg.reply, new FloorError({ agent: agent.name, reason: "not_holder", message: `${agent.name} does not hold the floor` }))
           }
           const handle = msg._tag === "Say"
             ? speeches.enqueue("say", msg.options, (speech) => Reply.say(actor, speech, msg.text, msg.options))
@@ -621,7 +621,7 @@ const build = (
     })
   }
   let started = false
-  ;(actor as { handle: AgentHandle }).handle = makeHandle(actor)
+  ;(actor as { handle: AgentHandle }).handle = makeAgentHandle(actor)
 
   const finalizer = Effect.gen(function*() {
     terminated = true

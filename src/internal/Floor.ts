@@ -61,7 +61,7 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
       }
       case "Say":
       case "Reply": {
-        if (!state.holder) return Deferred.fail(msg.reply, new FloorError({ agent: "", message: "no agent holds the floor" }))
+        if (!state.holder) return Deferred.fail(msg.reply, new FloorError({ agent: "", reason: "no_holder", message: "no agent holds the floor" }))
         state.holder.send(msg)
         return Effect.void
       }

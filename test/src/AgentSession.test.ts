@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Stream } from "effect"
 import { LanguageModel } from "effect/ai"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
-import { Agent, AgentSession, Tool } from "../../src/index.ts"
+import { Agent, AgentSession, CurrentAgent, Tool } from "../../src/index.ts"
 
 describe("AgentSession", () => {
   it.effect("publishes typed events on its stream", () => {
@@ -105,6 +105,30 @@ describe("AgentSession", () => {
       const history = yield* session.history
       assert.isFalse(history.items.some((i) => i._tag === "Message" && i.text === "are you there?"))
     }).pipe(Effect.provide(ScriptedModel.layer([{ when: () => true, reply: { text: "hi" } }])))
+  })
+
+  it.effect("rule 2: a FloorError says why: a handle of an agent that passed the floor (not_holder), a closed session (session_closed)", () => {
+    let kept: CurrentAgent["Service"] | undefined
+    const b = Agent.make({ name: "b", instructions: "B" })
+    const a = Agent.make({
+      name: "a",
+      instructions: "A",
+      onEnter: CurrentAgent.use((handle) => Effect.sync(() => void (kept = handle))),
+      tools: [Tool.handoff("to_b", () => b)]
+    })
+    return Effect.gen(function*() {
+      const session = yield* AgentSession.start({ agent: a })
+      yield* session.run("go to b")
+      assert.strictEqual((yield* session.currentAgent)?.name, "b")
+      const late = yield* kept!.say("still here?").pipe(Effect.flip)
+      assert.deepInclude(late, { _tag: "FloorError", agent: "a", reason: "not_holder" })
+      yield* session.close
+      const closed = yield* session.say("anyone?").pipe(Effect.flip)
+      assert.deepInclude(closed, { _tag: "FloorError", reason: "session_closed" })
+    }).pipe(Effect.provide(ScriptedModel.layer([
+      { when: { user: "go to b" }, reply: { toolCalls: [{ name: "to_b" }] } },
+      { when: () => true, reply: { text: "ok" } }
+    ])))
   })
 
   it.effect("user text over maxInputChars is refused with InvalidInput and nothing is recorded", () => {

@@ -1,5 +1,6 @@
 /**
- * The `CurrentAgent` handle of an actor: what its hooks and tools can do.
+ * An actor's `AgentHandle`: what its hooks and tools can do, through the `CurrentAgent` service
+ * (one name for one thing: `CurrentAgent` is the service, an `AgentHandle` its value).
  */
 import { Effect } from "effect"
 import type { Actor } from "./Actor.ts"
@@ -8,8 +9,8 @@ import { FloorError } from "../Errors.ts"
 import * as Reply from "./Reply.ts"
 import * as Tasks from "./Tasks.ts"
 
-export const makeHandle = (actor: Actor): AgentHandle => {
-  const notHolder = () => new FloorError({ agent: actor.name, message: `${actor.name} does not hold the floor` })
+export const make = (actor: Actor): AgentHandle => {
+  const notHolder = () => new FloorError({ agent: actor.name, reason: "not_holder", message: `${actor.name} does not hold the floor` })
   return {
     agent: actor.agent,
     name: actor.name,
