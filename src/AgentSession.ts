@@ -14,8 +14,8 @@ import * as Diagnostics from "./Diagnostics.ts"
 import { FloorError, InvalidInput, SessionClosed, TurnFailed } from "./Errors.ts"
 import type { EventInput, ModelCallEvent, SessionEvent } from "./Events.ts"
 import * as Floor from "./internal/Floor.ts"
-import * as RealtimePool from "./internal/RealtimePool.ts"
-import * as RealtimeReply from "./internal/RealtimeReply.ts"
+import * as RealtimeBinding from "./internal/realtime/Binding.ts"
+import * as RealtimePool from "./internal/realtime/Pool.ts"
 import * as SessionObserver from "./SessionObserver.ts"
 import * as Usage from "./observe/Usage.ts"
 import type { UsageSummary } from "./observe/Usage.ts"
@@ -193,10 +193,16 @@ export const start: <U = undefined, R = any>(
       sendToSession({ _tag: "UserSpeaking", speaking, userTurn: userTurns })
     }
     const realtimePool = realtimeModel
-      ? yield* RealtimePool.make(realtimeModel, scope, () => clock.currentTimeMillisUnsafe(), (connectionId) => {
-        if (speakingOn === connectionId) setUserSpeaking(false)
+      ? yield* RealtimePool.make({
+        model: realtimeModel,
+        parent: scope,
+        now: () => clock.currentTimeMillisUnsafe(),
+        ended: (connectionId) => {
+          if (speakingOn === connectionId) setUserSpeaking(false)
+        },
         // A closing session's connections close with it: no event after `close`.
-      }, (agent, connectionId, action) => void (closed || emit({ type: "realtime_connection", agent, connectionId, action })))
+        report: (agent, connectionId, action) => void (closed || emit({ type: "realtime_connection", agent, connectionId, action }))
+      })
       : undefined
 
     const core: SessionCore = {
@@ -331,7 +337,7 @@ export const start: <U = undefined, R = any>(
         Effect.sync(() => void (closed || emit({ type: "user_input_transcribed", transcript, final }))),
       pushAudio: (pcm) =>
         Effect.suspend((): Effect.Effect<void, RealtimeError | SessionClosed> =>
-          closed ? isClosed("pushAudio") : state.holder ? RealtimeReply.pushAudio(state.holder, pcm) : Effect.void
+          closed ? isClosed("pushAudio") : state.holder ? RealtimeBinding.pushAudio(state.holder, pcm) : Effect.void
         ),
       realtime: () => realtimePool?.stats(),
       say: (text, sayOptions = {}) => ask((reply) => ({ _tag: "Say", text, options: sayOptions, reply })),

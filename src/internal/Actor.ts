@@ -17,7 +17,8 @@ import * as Diagnostics from "../Diagnostics.ts"
 import { FloorError, type TaskError } from "../Errors.ts"
 import type { AgentState } from "../Events.ts"
 import type { HandoffOptions } from "../Handoff.ts"
-import * as RealtimeReply from "./RealtimeReply.ts"
+import * as RealtimeBinding from "./realtime/Binding.ts"
+import * as RealtimeReply from "./realtime/Reply.ts"
 import * as Reply from "./Reply.ts"
 import type { HandoffOutcome, Handover, SessionCore } from "./SessionCore.ts"
 import type * as Speech from "../Speech.ts"
@@ -49,7 +50,7 @@ export type Heard =
   /** A response the server started by itself (its turn detection); `cancel` stops it unheard. */
   | {
     readonly _tag: "ServerReply"
-    readonly body: (speech: Speech.Speech) => Effect.Effect<void, unknown>
+    readonly started: RealtimeReply.Started
     readonly cancel: Effect.Effect<void>
   }
 
@@ -126,8 +127,8 @@ export interface Actor {
   readonly setState: (state: AgentState) => void
   readonly model: () => LanguageModel.LanguageModel | undefined
   readonly speeches: Speeches.Speeches
-  /** Present when the agent talks through a realtime model (see RealtimeReply.ts). */
-  readonly realtime: RealtimeReply.RealtimeBinding | undefined
+  /** Present when the agent talks through a realtime model (see realtime/Binding.ts). */
+  readonly realtime: RealtimeBinding.RealtimeBinding | undefined
   /** Where a call of `tool` runs once it reports progress (this actor, or the session). */
   readonly ownerOf: (tool: Tool) => Background.Owner
   /** Starts the loop of an actor made with `startLater`, on the caller's turn (once). */
@@ -233,7 +234,7 @@ const build = (
       // Part of the handoff for rule 10: the take holds a work token (taken as the fiber starts,
       // while the message that asked for it still holds its own), so a run resolves only once
       // the connection has moved.
-      ? RealtimeReply.take(actor).pipe(work.track, Effect.forkIn(actor.scope, { startImmediately: true }))
+      ? RealtimeBinding.take(actor).pipe(work.track, Effect.forkIn(actor.scope, { startImmediately: true }))
       : Effect.void
 
   const setState = (next: AgentState) => {
@@ -439,7 +440,7 @@ const build = (
           // The server answers a newer turn of the user by itself (its turn detection): older
           // replies are superseded, as typed input supersedes them. A model that sends no speech
           // events (Gemini) gives no other sign of the new turn (seed 219730).
-          return takeTurn(Effect.void, event.body)
+          return takeTurn(Effect.void, (speech) => RealtimeReply.run(actor, speech, {}, event.started))
         }
       }
     })
@@ -498,7 +499,7 @@ const build = (
             speeches.interruptCurrent(true),
             Effect.suspend(() => {
               // The connection goes back to the pool: this actor can neither use it nor hear it now.
-              if (actor.realtime) RealtimeReply.release(actor.realtime)
+              if (actor.realtime) RealtimeBinding.release(actor.realtime)
               speeches.dropQueued(`${agent.name} passed the floor`, false)
               forwardHeld()
               const then = Effect.sync(msg.then)
@@ -508,7 +509,7 @@ const build = (
         }
         case "Lend": {
           actor.passing = false
-          if (actor.realtime) RealtimeReply.release(actor.realtime)
+          if (actor.realtime) RealtimeBinding.release(actor.realtime)
           forwardHeld()
           return Effect.void
         }
@@ -611,7 +612,7 @@ const build = (
     setState,
     model: () => model,
     speeches,
-    realtime: core.realtimePool && !agent.model ? RealtimeReply.bind(core.realtimePool) : undefined,
+    realtime: core.realtimePool && !agent.model ? RealtimeBinding.bind(core.realtimePool) : undefined,
     ownerOf: (tool) => (sessionTools.has(tool) ? core.sessionOwner : owner),
     handle: undefined as unknown as AgentHandle,
     start: Effect.suspend(() => {

@@ -19,7 +19,7 @@ import { agentHandoff, ChatContext, type HandoffKind } from "../ChatContext.ts"
 import type { TaskResult } from "../CurrentAgent.ts"
 import { FloorError, TaskError } from "../Errors.ts"
 import { applyContextPolicy } from "../Handoff.ts"
-import * as RealtimeReply from "./RealtimeReply.ts"
+import * as RealtimeBinding from "./realtime/Binding.ts"
 import * as Tasks from "./Tasks.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
 
@@ -120,7 +120,7 @@ const pass = (
   reason: string | undefined
 ) => {
   state.holder = to
-  if (from?.realtime) RealtimeReply.release(from.realtime)
+  if (from?.realtime) RealtimeBinding.release(from.realtime)
   if (kind === "return") to.send({ _tag: "TakeConnection" })
   core.record(agentHandoff({ from: from?.name, to: to.name, kind, resumed, reason }), undefined)
   core.emit({ type: "agent_handoff", from: from?.name, to: to.name, kind, resumed, reason })

@@ -13,7 +13,7 @@ import { message } from "../ChatContext.ts"
 import { toPrompt } from "../ChatPrompt.ts"
 import type { ReplyOptions, SayOptions } from "../CurrentAgent.ts"
 import type { Speech } from "../Speech.ts"
-import * as RealtimeReply from "./RealtimeReply.ts"
+import * as RealtimeReply from "./realtime/Reply.ts"
 import * as ToolBatch from "./ToolBatch.ts"
 
 export interface PendingCall {

@@ -1,6 +1,6 @@
 /**
  * Measures one model call where it runs (an LLM step in Reply, a realtime response in
- * RealtimeReply): the time to its first text and audio, the tokens and audio it used, how it
+ * realtime/Reply.ts): the time to its first text and audio, the tokens and audio it used, how it
  * ended, as one `model_call` event. The runtime calls three functions; the metrics, traces and
  * usage are derived from the event.
  */

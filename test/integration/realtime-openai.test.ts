@@ -318,7 +318,7 @@ describe("realtime through OpenAiRealtime (mock server)", () => {
     }).pipe(captureLogs(lines))
   })
 
-  // Currently fails: RealtimePool's ack watcher treats a timeout like an error answer, revokes the
+  // Currently fails: the realtime pool's ack watcher treats a timeout like an error answer, revokes the
   // lease ("fallback") and closes the connection mid-reply (see the report).
   it.live("rule 8: an ack that times out while the new agent speaks is not an error answer: the reply goes on, same connection, late ack dropped", () => {
     const { greeter } = pair()

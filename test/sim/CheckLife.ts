@@ -111,11 +111,12 @@ export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
   if (settled) {
     if (settled.lateEvents > 0) out.push(v("rule 10", `${settled.lateEvents} event(s) after the session was quiescent`, settled.seq))
     // With no flow waiting for a task, only the loops are left: the session's and each actor's,
-    // and with realtime, each open connection's router and the lease route of its holder.
+    // and with realtime, each open connection's router and canceller, and the lease route of
+    // its holder.
     const d = settled.diagnostics
     const resting = 1 + d.actors - rec.before.actors
     const running = d.fibers - rec.before.fibers
-    const routers = settled.openConnections * 2
+    const routers = settled.openConnections * 3
     if (settled.awaiting === 0 && (running < resting || running > resting + routers)) {
       out.push(v("rule 10", `${running} baton fibers running once quiescent, expected ${resting}${routers ? ` to ${resting + routers}` : ""} (loops${routers ? " and realtime routers" : ""})`))
     }

@@ -5,7 +5,7 @@
  * "An error answer falls back to a fresh connection" (rule 7). When the error answer to a
  * pipelined update arrives while a response is already being generated on the connection, the
  * lease is revoked ("fallback") under that reply: it fails with "the connection left <agent>
- * (fallback)" and the user's turn gets no answer. RealtimeReply's `request` asks once more on a
+ * (fallback)" and the user's turn gets no answer. realtime/Reply.ts's `request` asks once more on a
  * fresh connection only when the fallback comes before the response started.
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -5,11 +5,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Option } from "effect"
-import type { Actor } from "../../src/internal/Actor.ts"
-import { ChatContext } from "../../src/ChatContext.ts"
-import { Agent, AgentTask } from "../../src/index.ts"
-import * as Floor from "../../src/internal/Floor.ts"
-import type { HandoffOutcome, SessionCore } from "../../src/internal/SessionCore.ts"
+import type { Actor } from "../../../src/internal/Actor.ts"
+import { ChatContext } from "../../../src/ChatContext.ts"
+import { Agent, AgentTask } from "../../../src/index.ts"
+import * as Floor from "../../../src/internal/Floor.ts"
+import type { HandoffOutcome, SessionCore } from "../../../src/internal/SessionCore.ts"
 
 interface Fake {
   readonly actor: Actor

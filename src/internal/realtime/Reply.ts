@@ -1,0 +1,232 @@
+/**
+ * A reply of a realtime actor: asks for a response on the actor's lease (once more on a fresh
+ * connection after a fallback), plays it (text and audio out as they come, calls collected), and
+ * runs its tool calls through the same batches as the text pipeline (same rules); their outputs
+ * reach the server with the next context sync, before any response is asked for.
+ */
+import { Deferred, Duration, Effect, Exit, Stream } from "effect"
+import { AudioOutput, durationMs } from "../../../services/AudioOutput.ts"
+import { ModelCall } from "../../../services/ModelCall.ts"
+import type { RealtimeToolChoice } from "../../../services/RealtimeModel.ts"
+import { RealtimeError, RealtimeResponseTimeout } from "../../../services/RealtimeModel.ts"
+import { message } from "../../ChatContext.ts"
+import type { ReplyOptions } from "../../CurrentAgent.ts"
+import * as ModelCallMeter from "../../observe/ModelCallMeter.ts"
+import type { Speech } from "../../Speech.ts"
+import type { Actor } from "../Actor.ts"
+import type { PendingCall } from "../Reply.ts"
+import * as ToolBatch from "../ToolBatch.ts"
+import { desired, lease, type RealtimeBinding, type ResponseQueue, responseIds, type Started, stoppedByServer } from "./Binding.ts"
+import type { Lease, Ticket } from "./Lease.ts"
+
+export type { Started }
+
+/** Asks for a response on the actor's lease; on a fallback, once more on a fresh connection. */
+const request = (
+  actor: Actor,
+  binding: RealtimeBinding,
+  options: {
+    readonly instructions?: string | undefined
+    readonly toolChoice?: RealtimeToolChoice | undefined
+    readonly speechId: string
+    /** Calls whose outputs were just recorded: a server that answers them by itself
+     * (autoToolReply) gets them as tool outputs and is only waited for. */
+    readonly outputsOf?: ReadonlyArray<string> | undefined
+  },
+  attempt = 0
+): Effect.Effect<Started, RealtimeError> =>
+  Effect.gen(function*() {
+    const started = Deferred.makeUnsafe<ResponseQueue, RealtimeError>()
+    const current = binding.lease
+    const answersByItself = options.outputsOf !== undefined && current !== undefined && !current.revoked() &&
+      current.capabilities.autoToolReply
+    // Registered before the outputs are sent: a server that answers them by itself is heard.
+    if (answersByItself) binding.expecting = { lease: current, started }
+    let ticket: Ticket | undefined
+    return yield* Effect.gen(function*() {
+      if (answersByItself) {
+        // As tool outputs (not as context, which would interrupt such a model), before the sync.
+        const ids = new Set(options.outputsOf)
+        for (const item of actor.chat.items) {
+          if (item._tag === "FunctionCallOutput" && ids.has(item.callId)) {
+            yield* current.sendToolOutput({ callId: item.callId, name: item.name, output: item.output, isError: item.isError })
+          }
+        }
+      }
+      const held = yield* lease(actor, binding)
+      if (answersByItself && held === current) return { lease: held, queue: yield* awaitStart(started) }
+      ticket = held.ticket()
+      binding.waiting.set(ticket, started)
+      yield* held.createResponse({
+        ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
+        ...(options.toolChoice !== undefined ? { toolChoice: options.toolChoice } : {})
+      }, ticket).pipe(Effect.provideService(ModelCall, { agent: actor.name, speechId: options.speechId }))
+      return { lease: held, queue: yield* awaitStart(started) }
+    }).pipe(
+      // Cut or failed before it started (the user spoke): its response, if it comes, is
+      // cancelled and reaches no one, and the next one is not taken for it.
+      Effect.onExit((exit) =>
+        Effect.sync(() => {
+          if (exit._tag === "Success") return
+          if (ticket) {
+            ticket.abandoned = true
+            binding.waiting.delete(ticket)
+          }
+          if (binding.expecting?.started === started) binding.expecting = undefined
+        })
+      )
+    )
+  }).pipe(
+    Effect.catchIf(
+      (error) => (error.reason === "revoked" || error.reason === "closed") && attempt === 0 && actor.holdsFloor(),
+      () => request(actor, binding, options, attempt + 1)
+    )
+  )
+
+/** The response's start, within `RealtimeResponseTimeout` (a server that never answers ends the reply). */
+const awaitStart = (started: Deferred.Deferred<ResponseQueue, RealtimeError>) =>
+  Effect.flatMap(Effect.service(RealtimeResponseTimeout), (limit) =>
+    Deferred.await(started).pipe(
+      Effect.timeoutOrElse({
+        duration: limit,
+        orElse: () => Effect.fail(new RealtimeError({ reason: "timeout", message: `no response from the realtime model within ${Duration.format(Duration.fromInputUnsafe(limit))}` }))
+      })
+    ))
+
+/** Plays one response: text and audio out as they come, calls collected. */
+const play = (
+  actor: Actor,
+  speech: Speech,
+  held: Lease,
+  queue: ResponseQueue
+): Effect.Effect<ReadonlyArray<PendingCall>, unknown> => {
+  const info = { speechId: speech.handle.id, agent: actor.name }
+  const text = actor.core.textOutput
+  const calls: Array<PendingCall> = []
+  let said = ""
+  let itemId: string | undefined
+  let audioBytes = 0
+  let audioRate = 24000
+  let started = false
+  const open = Effect.suspend(() => {
+    if (started) return Effect.void
+    started = true
+    actor.setState("speaking")
+    return text.start(info)
+  })
+  const pool = actor.core.realtimePool?.model
+  const meter = ModelCallMeter.start({ ...info, kind: "realtime", provider: pool?.provider ?? "unknown", model: pool?.model ?? "unknown" }, actor.core.now)
+  return Effect.gen(function*() {
+    const audio = yield* AudioOutput
+    actor.setState("thinking")
+    yield* Stream.fromQueue(queue).pipe(
+      Stream.runForEach((event) =>
+        Effect.suspend(() => {
+          if (!actor.holdsFloor()) return Effect.interrupt
+          switch (event._tag) {
+            case "TextDelta":
+            case "TranscriptDelta":
+              itemId ??= event.itemId
+              meter.text()
+              return open.pipe(
+                Effect.andThen(text.write(event.delta, info)),
+                Effect.andThen(Effect.sync(() => {
+                  said += event.delta
+                }))
+              )
+            case "AudioDelta":
+              itemId ??= event.itemId
+              audioRate = event.sampleRate
+              meter.audio(event.pcm.byteLength, event.sampleRate)
+              return open.pipe(
+                Effect.andThen(audio.write(event.pcm, event.sampleRate, info)),
+                Effect.andThen(Effect.sync(() => {
+                  audioBytes += event.pcm.byteLength
+                }))
+              )
+            case "FunctionCall":
+              calls.push({ callId: event.callId, name: event.name, arguments: event.arguments, itemId: event.itemId })
+              return Effect.void
+            case "ResponseDone":
+              meter.usage(event.usage)
+              return event.status === "failed"
+                ? Effect.fail(new RealtimeError({ reason: "protocol", message: event.error ?? "the response failed" }))
+                : Effect.void
+            default:
+              return Effect.void
+          }
+        })
+      ),
+      Effect.onExit((exit) =>
+        Effect.gen(function*() {
+          actor.core.emit(meter.end(exit))
+          const cut = Exit.isFailure(exit)
+          if (said !== "" || (cut && itemId)) {
+            actor.commit(message("assistant", said, { agent: actor.name, interrupted: cut, ...(itemId ? { id: itemId } : {}) }))
+          }
+          if (started) yield* text.end(info, cut)
+          if (cut && Exit.hasInterrupts(exit)) {
+            // Cut short: the server stops too, and forgets what was not played.
+            yield* audio.clear(info)
+            if (!stoppedByServer.has(queue)) yield* held.cancelResponse(responseIds.get(queue)).pipe(Effect.ignore)
+            if (itemId && audioBytes > 0 && held.capabilities.messageTruncation) {
+              yield* held.truncate(itemId, Math.round(durationMs(audioBytes, audioRate))).pipe(Effect.ignore)
+            }
+          }
+        })
+      )
+    )
+    return calls
+  })
+}
+
+/** A reply of a realtime actor (or the rest of one the server started by itself). */
+export const run = (
+  actor: Actor,
+  speech: Speech,
+  options: ReplyOptions,
+  startedBy?: Started
+): Effect.Effect<void, unknown> =>
+  Effect.gen(function*() {
+    const binding = actor.realtime!
+    let instructions = options.instructions
+    let toolChoice = options.toolChoice as RealtimeToolChoice | undefined
+    let existing = startedBy
+    let answered: ReadonlyArray<string> | undefined
+    let retried = false
+    for (let step = 0;; step++) {
+      if (!actor.holdsFloor()) return
+      speech.phase = "generating"
+      const choice: RealtimeToolChoice | undefined = step >= actor.agent.maxToolSteps ? "none" : toolChoice
+      const { lease: held, queue } = existing ??
+        (yield* request(actor, binding, { instructions, toolChoice: choice, speechId: speech.handle.id, outputsOf: answered }))
+      existing = undefined
+      const played = yield* play(actor, speech, held, queue).pipe(
+        Effect.map((calls) => ({ calls, retry: false })),
+        // The connection broke under the reply (an update's error answer): ask again on the
+        // fresh one, once per step.
+        Effect.catchIf(
+          (error) => error instanceof RealtimeError && held.revoked() === "fallback" && !retried && actor.holdsFloor(),
+          () => Effect.succeed({ calls: [] as ReadonlyArray<PendingCall>, retry: true })
+        )
+      )
+      if (played.retry) {
+        retried = true
+        step--
+        continue
+      }
+      retried = false
+      const calls = played.calls
+      if (calls.length === 0) return
+      const next = yield* ToolBatch.run(actor, speech, calls)
+      if (next === "passed") return
+      if (next === "done") {
+        // No reply, but the server gets the outputs now, as history.
+        if (binding.lease && !binding.lease.revoked()) yield* binding.lease.sync(desired(actor)).pipe(Effect.ignore)
+        return
+      }
+      instructions = undefined
+      toolChoice = undefined
+      answered = calls.map((call) => call.callId)
+    }
+  })
