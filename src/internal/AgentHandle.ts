@@ -3,7 +3,7 @@
  * (one name for one thing: `CurrentAgent` is the service, an `AgentHandle` its value).
  */
 import { Effect } from "effect"
-import type { Actor } from "./Actor.ts"
+import type { Actor } from "./actor/Actor.ts"
 import type { AgentHandle } from "../CurrentAgent.ts"
 import { FloorError } from "../Errors.ts"
 import * as Reply from "./Reply.ts"

@@ -13,7 +13,7 @@
  *   task actor closes, and the caller's waiting flow wakes up with the result (rule 6).
  */
 import { Deferred, Effect, Exit } from "effect"
-import * as Actor from "./Actor.ts"
+import * as Actor from "./actor/Actor.ts"
 import type { Agent } from "../Agent.ts"
 import { agentHandoff, ChatContext, type HandoffKind } from "../ChatContext.ts"
 import type { TaskResult } from "../CurrentAgent.ts"
@@ -22,6 +22,7 @@ import { applyContextPolicy } from "../Handoff.ts"
 import * as RealtimeBinding from "./realtime/Binding.ts"
 import * as Tasks from "./Tasks.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
+import * as Lifecycle from "./actor/Lifecycle.ts"
 
 type StartTask = Extract<SessionMessage, { readonly _tag: "StartTask" }>
 
@@ -72,7 +73,7 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
       case "Handoff":
         return handoff(core, state, msg)
       case "StartTask": {
-        if (msg.caller.status === "closed") {
+        if (Lifecycle.isClosed(msg.caller)) {
           Tasks.wake(core.work, msg.handover, msg.result, {
             _tag: "Failure",
             error: cancelled(msg.task, `${msg.caller.name} is closed`)
@@ -146,7 +147,7 @@ const handoff = (
     const holder = state.holder
     const refuse = (reason: string) => {
       if (msg.from) {
-        msg.from.passing = false
+        Lifecycle.stopPassing(msg.from)
         msg.from.send({ _tag: "Kick" })
       }
       core.emit({ type: "handoff_not_applied", agent: msg.from?.name ?? holder?.name ?? "", to: msg.target.name, reason })
@@ -165,7 +166,7 @@ const handoff = (
     }
     const selected = applyContextPolicy(msg.options.context ?? "full", holder.chat)
     const existing = state.actors.get(msg.target)
-    const resumed = existing !== undefined && existing.status !== "closed"
+    const resumed = existing !== undefined && !Lifecycle.isClosed(existing)
     const target = resumed ? Effect.succeed(existing) : spawn(core, state, msg.target, selected, { startLater: true })
     return Effect.flatMap(target, (actor) => {
       state.actors.set(msg.target, actor)
@@ -218,7 +219,7 @@ const completeTask = (
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     const role = actor.task
-    if (!role || actor.status === "closed" || !state.live.has(actor)) return
+    if (!role || Lifecycle.isClosed(actor) || !state.live.has(actor)) return
     // Tasks this task is itself waiting for are cancelled first, innermost first.
     let top = state.holder
     while (top && top !== actor && top.task) {

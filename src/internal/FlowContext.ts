@@ -5,7 +5,7 @@
  * module: no runtime import circle in src/ (test/src/import-graph.test.ts).
  */
 import { Context } from "effect"
-import type { Actor } from "./Actor.ts"
+import type { Actor } from "./actor/Actor.ts"
 
 /** Whether a fiber holds a work token of its own (hooks, tool calls of a batch: see Work.ts). */
 export interface WorkTokenCell {

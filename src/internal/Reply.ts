@@ -8,13 +8,14 @@ import type { LanguageModel, Response } from "effect/ai"
 import { ModelCall } from "../../services/ModelCall.ts"
 import * as ModelParts from "../../services/ModelParts.ts"
 import * as ModelCallMeter from "../observe/ModelCallMeter.ts"
-import type { Actor } from "./Actor.ts"
+import type { Actor } from "./actor/Actor.ts"
 import { message } from "../ChatContext.ts"
 import { toPrompt } from "../ChatPrompt.ts"
 import type { ReplyOptions, SayOptions } from "../CurrentAgent.ts"
 import type { Speech } from "../Speech.ts"
 import * as RealtimeReply from "./realtime/Reply.ts"
 import * as ToolBatch from "./ToolBatch.ts"
+import * as Lifecycle from "./actor/Lifecycle.ts"
 
 export interface PendingCall {
   readonly callId: string
@@ -78,7 +79,7 @@ const runText = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Ef
       if (step > 0 && actor.speeches.interjecting()) {
         yield* actor.speeches.interjected
         // the floor may be moving meanwhile (rule 2), or the follow-up be cut (the user spoke)
-        if (!actor.holdsFloor() || actor.passing || speech.skipFollowUp) return
+        if (!actor.holdsFloor() || Lifecycle.isPassing(actor) || speech.skipFollowUp) return
       }
       // Generating again after a tool step: interruptible like any reply.
       speech.phase = "generating"

@@ -6,7 +6,7 @@
 import type { Deferred, Scope } from "effect"
 import type { LanguageModel } from "effect/ai"
 import type { TextOutputService } from "../../services/TextOutput.ts"
-import type { Actor } from "./Actor.ts"
+import type { Actor } from "./actor/Actor.ts"
 import type * as Background from "./Background.ts"
 import type { Pool } from "./realtime/Pool.ts"
 import type { Agent } from "../Agent.ts"

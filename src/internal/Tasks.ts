@@ -2,13 +2,14 @@
  * The actor side of `AgentTask`: lending the floor to a task and completing one.
  */
 import { Deferred, Effect, Exit } from "effect"
-import type { Actor } from "./Actor.ts"
+import type { Actor } from "./actor/Actor.ts"
 import { CurrentCall, HookLane, WorkToken } from "./FlowContext.ts"
 import type { Agent } from "../Agent.ts"
 import type { RunTaskOptions, TaskResult } from "../CurrentAgent.ts"
 import { TaskError } from "../Errors.ts"
 import type { Handover } from "./SessionCore.ts"
 import type { Work } from "./Work.ts"
+import * as Lifecycle from "./actor/Lifecycle.ts"
 
 /**
  * Asks the session to lend the floor to `task` and waits for its result. The request waits
@@ -25,7 +26,7 @@ export const run = (caller: Actor, task: Agent, options: RunTaskOptions = {}): E
     // What the caller was saying is said before the task takes the floor, and nothing new
     // starts until the session has lent it (the `Lend` message clears this).
     yield* caller.speeches.settled
-    if (caller.holdsFloor()) caller.passing = true
+    if (caller.holdsFloor()) Lifecycle.startPassing(caller)
     const work = caller.core.work
     const handover: Handover = { pending: (yield* WorkToken).held }
     const result = yield* Deferred.make<unknown, TaskError>()
@@ -63,6 +64,6 @@ export const complete = (actor: Actor, result: TaskResult): Effect.Effect<void, 
       return
     }
     // The floor goes back: nothing new starts here (held input goes to the caller).
-    actor.passing = true
+    Lifecycle.startPassing(actor)
     actor.core.send({ _tag: "CompleteTask", actor, result })
   })

@@ -10,7 +10,7 @@
  * - bad arguments, unknown tools, failures and defects are answers the model can act on (rule 12).
  */
 import { Deferred, Effect, Exit, Fiber } from "effect"
-import type { Actor } from "./Actor.ts"
+import type { Actor } from "./actor/Actor.ts"
 import { CurrentCall, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
 import type { Agent } from "../Agent.ts"
 import * as Background from "./Background.ts"
@@ -25,6 +25,7 @@ import type { PendingCall } from "./Reply.ts"
 import type { HandoffOutcome } from "./SessionCore.ts"
 import type { Speech } from "../Speech.ts"
 import * as Tool from "../Tool.ts"
+import * as Lifecycle from "./actor/Lifecycle.ts"
 
 /** What the speech does next: reply to the outputs, stop, or stop because the floor passed. */
 export type Next = "reply" | "done" | "passed"
@@ -289,14 +290,14 @@ const pass = (
     // The reply ends here, before the floor moves (the request's own work token keeps the
     // session busy in between).
     if (completion) {
-      actor.passing = true
+      Lifecycle.startPassing(actor)
       actor.core.send({ _tag: "CompleteTask", actor, result: completion })
       actor.speeches.finish(speech, { _tag: "Finished" })
       actor.core.handleNow()
       return Effect.succeed("passed")
     }
     if (winner) {
-      actor.passing = true
+      Lifecycle.startPassing(actor)
       const answer = Deferred.makeUnsafe<HandoffOutcome>()
       actor.core.send({ _tag: "Handoff", from: actor, target: winner.target, options: winner.handoff.options, reply: answer })
       actor.speeches.finish(speech, { _tag: "Finished" })
@@ -305,7 +306,7 @@ const pass = (
       actor.core.handleNow()
       return Effect.map(Deferred.await(answer), (outcome): Next => {
         if (outcome._tag === "Applied") return "passed"
-        actor.passing = false
+        Lifecycle.stopPassing(actor)
         return "done"
       })
     }

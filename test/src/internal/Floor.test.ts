@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Option } from "effect"
-import type { Actor } from "../../../src/internal/Actor.ts"
+import type { Actor } from "../../../src/internal/actor/Actor.ts"
 import { ChatContext } from "../../../src/ChatContext.ts"
 import { Agent, AgentTask } from "../../../src/index.ts"
 import * as Floor from "../../../src/internal/Floor.ts"
@@ -21,11 +21,10 @@ const fakeActor = (agent: Agent.Agent, status: "active" | "paused" = "active"): 
   const actor = {
     name: agent.name,
     agent,
-    status,
+    lifecycle: { _tag: status === "active" ? "Active" : "Paused" },
     task: undefined,
     chat: ChatContext.empty,
     realtime: undefined,
-    passing: false,
     send: (msg: Fake["sent"][number]) => void sent.push(msg),
     start: Effect.void
   } as unknown as Actor
@@ -98,11 +97,11 @@ describe("Floor.handle (fake actors)", () => {
     Effect.gen(function*() {
       const { core, events, state, front, back } = setup()
       const { msg, reply } = yield* handoff(back.actor, greeter)
-      back.actor.passing = true
       yield* Floor.handle(core, state, msg)
       assert.strictEqual(state.holder, front.actor)
       assert.strictEqual(events.at(-1)?.type, "handoff_not_applied")
-      assert.isFalse(back.actor.passing)
+      // A paused actor cannot be passing a floor it does not hold; the refusal leaves it paused.
+      assert.strictEqual(back.actor.lifecycle._tag, "Paused")
       assert.deepStrictEqual(back.sent.map((m) => m._tag), ["Kick"])
       const outcome = yield* Deferred.await(reply)
       assert.strictEqual(outcome._tag, "NotApplied")

@@ -1,0 +1,360 @@
+/**
+ * An actor: the running instance of an agent in a session. One fiber, one Scope, one mailbox.
+ * It owns the agent's chat context, its speeches, its tool calls and its background calls, and
+ * processes its mailbox one message at a time. Whether it may speak is not its own state: it
+ * asks the session who holds the floor, right before every model call and every delivery
+ * (rule 2).
+ */
+import { Cause, Context, Deferred, Effect, Exit, Layer, Queue, Scope } from "effect"
+import { LanguageModel, type Tool as AiTool, type Toolkit } from "effect/ai"
+import type { Agent } from "../../Agent.ts"
+import type { ChatContext, ChatItem } from "../../ChatContext.ts"
+import type { AgentHandle, ReplyOptions, SayOptions, TaskResult } from "../../CurrentAgent.ts"
+import * as Diagnostics from "../../Diagnostics.ts"
+import { FloorError, type TaskError } from "../../Errors.ts"
+import type { AgentState } from "../../Events.ts"
+import type { HandoffOptions } from "../../Handoff.ts"
+import type * as Speech from "../../Speech.ts"
+import type { Tool } from "../../Tool.ts"
+import { make as makeAgentHandle } from "../AgentHandle.ts"
+import * as Background from "../Background.ts"
+import * as RealtimeBinding from "../realtime/Binding.ts"
+import type * as RealtimeReply from "../realtime/Reply.ts"
+import type { HandoffOutcome, Handover, SessionCore } from "../SessionCore.ts"
+import * as Speeches from "../Speeches.ts"
+import * as Tasks from "../Tasks.ts"
+import * as Handlers from "./Handlers.ts"
+import type { HeldInput } from "./Input.ts"
+import * as Lifecycle from "./Lifecycle.ts"
+
+/** Present on the actor of an `AgentTask`: who awaits it and how to wake them. */
+export interface TaskRole {
+  readonly caller: Actor
+  readonly result: Deferred.Deferred<unknown, TaskError>
+  /** The token the waiting flow gave up; whoever wakes it returns it first. */
+  readonly handover: Handover
+  /** Ids of the items the task started with: the rest merge back into the caller. */
+  readonly baseline: ReadonlySet<string>
+}
+
+/**
+ * What the actor's realtime model heard from the user, in the server's order: through the
+ * mailbox so that a barge-in's cut (and the partial reply it records) lands before the
+ * transcript of that turn, and the transcript before the server's answer to it.
+ */
+export type Heard =
+  /** The model's turn detection heard the user start: speeches older than turn `userTurn` end. */
+  | { readonly _tag: "SpeechStarted"; readonly userTurn: number }
+  | { readonly _tag: "Transcript"; readonly itemId: string; readonly text: string }
+  /** A response the server started by itself (its turn detection); `cancel` stops it unheard. */
+  | {
+    readonly _tag: "ServerReply"
+    readonly started: RealtimeReply.Started
+    readonly cancel: Effect.Effect<void>
+  }
+
+export type ActorMessage =
+  | { readonly _tag: "UserInput"; readonly text: string; readonly itemId?: string | undefined }
+  | { readonly _tag: "Kick" }
+  | { readonly _tag: "Say"; readonly text: string; readonly options: SayOptions; readonly reply: Deferred.Deferred<Speech.SpeechHandle, FloorError> }
+  | { readonly _tag: "Reply"; readonly options: ReplyOptions; readonly reply: Deferred.Deferred<Speech.SpeechHandle, FloorError> }
+  | {
+    readonly _tag: "Interrupt"
+    readonly speech?: Speech.Speech | undefined
+    /** A barge-in: the user's turn of that number started; only older speeches are cut. */
+    readonly userTurn?: number | undefined
+  }
+  | {
+    readonly _tag: "Activate"
+    readonly mode: "enter" | "resume"
+    readonly merge?: ChatContext | undefined
+    /** Reply at once (the new agent continues the user's turn). */
+    readonly reply?: boolean | undefined
+    /** Completes when the previous holder's onExit has run: this onEnter/onResume waits for it. */
+    readonly after?: Deferred.Deferred<void> | undefined
+  }
+  | {
+    readonly _tag: "Deactivate"
+    readonly final: boolean
+    /** Runs once this actor's onExit has finished: the next holder's activation. */
+    readonly then: () => void
+  }
+  /** The floor came back to this actor (a task returned): its connection comes with it. */
+  | { readonly _tag: "TakeConnection" }
+  | { readonly _tag: "Lend" }
+  | {
+    readonly _tag: "Release"
+    readonly target: Agent
+    readonly options: HandoffOptions
+    readonly reply: Deferred.Deferred<HandoffOutcome>
+  }
+  | { readonly _tag: "Return"; readonly merge: ChatContext; readonly role: TaskRole; readonly result: TaskResult }
+  | { readonly _tag: "SpeechEnded"; readonly speech: Speech.Speech }
+  | { readonly _tag: "HookEnded"; readonly holdsInput: boolean }
+  | { readonly _tag: "Background"; readonly delivery: Background.Delivery }
+  | { readonly _tag: "Heard"; readonly event: Heard }
+
+export interface Actor {
+  readonly agent: Agent
+  readonly name: string
+  readonly core: SessionCore
+  readonly scope: Scope.Closeable
+  readonly handle: AgentHandle
+  readonly task: TaskRole | undefined
+  readonly tools: ReadonlyMap<string, Tool>
+  readonly toolkit: Toolkit.WithHandler<any>
+  /** The toolkit's definitions, in order (what a model request lists). */
+  readonly definitions: ReadonlyArray<AiTool.Any>
+  /** Where it is in its life; written only by the transitions in Lifecycle.ts. */
+  readonly lifecycle: Lifecycle.Lifecycle
+  chat: ChatContext
+  /** Task completions requested by tool calls of the running batch, by call id. */
+  readonly completions: Map<string, TaskResult>
+  readonly send: (message: ActorMessage) => void
+  readonly holdsFloor: () => boolean
+  readonly commit: (item: ChatItem) => void
+  readonly setState: (state: AgentState) => void
+  readonly model: () => LanguageModel.LanguageModel | undefined
+  readonly speeches: Speeches.Speeches
+  /** Present when the agent talks through a realtime model (see realtime/Binding.ts). */
+  readonly realtime: RealtimeBinding.RealtimeBinding | undefined
+  /** Where a call of `tool` runs once it reports progress (this actor, or the session). */
+  readonly ownerOf: (tool: Tool) => Background.Owner
+  /** Starts the loop of an actor made with `startLater`, on the caller's turn (once). */
+  readonly start: Effect.Effect<void>
+  /** What only the actor's loop and its handlers (this folder) read and write. */
+  readonly inner: ActorInner
+}
+
+/** The loop's own state: one record, read and written by the handlers of this folder only. */
+export interface ActorInner {
+  readonly mailbox: Queue.Queue<ActorMessage, Cause.Done>
+  /** The user's turns that came while the actor could not take them (Input.ts). */
+  readonly held: Array<HeldInput>
+  /** The user's last transcribed turn on this actor's connection that no answer has taken yet. */
+  lastTranscript: { readonly text: string; readonly itemId: string } | undefined
+  /** Background reports waiting for the actor to be able to tell them (Background.ts). */
+  readonly pending: Array<Background.Delivery>
+  readonly owner: Background.Owner
+  readonly deliveryHost: Background.DeliveryHost
+  /** Hooks running that hold the user's input (onEnter, onResume). */
+  inputHoldingHooks: number
+  /** The hook lane's tail: the next hook starts when it completes (Hooks.ts). */
+  lane: Deferred.Deferred<void>
+  state: AgentState
+  model: LanguageModel.LanguageModel | undefined
+  /** The loop is handling a message: it will start the next speech itself before the next one. */
+  startsNext: boolean
+  started: boolean
+}
+
+export interface MakeOptions {
+  /** The actor runs a task for this caller. */
+  readonly task?: TaskRole | undefined
+  /** Tools the actor has on top of its agent's (a task's `extraTools`). */
+  readonly extraTools?: ReadonlyArray<Tool> | undefined
+  /** The loop waits for `start` instead of being scheduled now. */
+  readonly startLater?: boolean | undefined
+}
+
+export const make = (core: SessionCore, agent: Agent, initial: ChatContext, options: MakeOptions = {}): Effect.Effect<Actor> =>
+  Effect.flatMap(
+    Effect.zip(Diagnostics.forkScope(core.scope, "actors"), Queue.unbounded<ActorMessage, Cause.Done>()),
+    ([scope, mailbox]) => {
+      const actor = build(core, agent, initial, options, scope, mailbox)
+      const started = Scope.addFinalizer(scope, finalizer(actor))
+      if (options.startLater) return Effect.as(started, actor)
+      actor.inner.started = true
+      return started.pipe(
+        Effect.andThen(loop(actor).pipe(Diagnostics.fiber, Effect.forkIn(scope))),
+        Effect.as(actor)
+      )
+    }
+  )
+
+/** The tools an actor offers its model: its agent's, a task's extras, the session's, and the
+ * controls of cancellable background calls (the first of a name wins). */
+const toolsOf = (core: SessionCore, agent: Agent, extraTools: ReadonlyArray<Tool>, owner: Background.Owner) => {
+  const named = new Map<string, Tool>()
+  for (const tool of [...agent.tools, ...extraTools, ...core.sessionTools]) if (!named.has(tool.name)) named.set(tool.name, tool)
+  const sessionTools = new Set(core.sessionTools.filter((tool) => named.get(tool.name) === tool))
+  if ([...named.values()].some((tool) => tool.options.cancellable)) {
+    const running = () => [...owner.running.values(), ...core.sessionOwner.running.values()]
+    for (const tool of Background.controlTools(running, core.now)) if (!named.has(tool.name)) named.set(tool.name, tool)
+  }
+  const toolkit: Toolkit.WithHandler<any> = {
+    tools: Object.fromEntries([...named.values()].map((tool) => [tool.name, tool.definition])),
+    handle: () => Effect.die(new Error("baton runs tool calls itself"))
+  }
+  return { named, sessionTools, toolkit }
+}
+
+/** The actor's record: its state, and the few closures others call (send, holdsFloor, ...). */
+const build = (
+  core: SessionCore,
+  agent: Agent,
+  initial: ChatContext,
+  options: MakeOptions,
+  scope: Scope.Closeable,
+  mailbox: Queue.Queue<ActorMessage, Cause.Done>
+): Actor => {
+  const work = core.work
+  const owner: Background.Owner = {
+    kind: "agent",
+    scope,
+    running: new Map(),
+    report: (delivery) => actor.send({ _tag: "Background", delivery })
+  }
+  const { named, sessionTools, toolkit } = toolsOf(core, agent, options.extraTools ?? [], owner)
+  const lane = Deferred.makeUnsafe<void>()
+  Deferred.doneUnsafe(lane, Effect.void)
+  const holdsFloor = () => core.holder() === actor
+  const inner: ActorInner = {
+    mailbox,
+    held: [],
+    lastTranscript: undefined,
+    pending: [],
+    owner,
+    deliveryHost: undefined as unknown as Background.DeliveryHost,
+    inputHoldingHooks: 0,
+    lane,
+    state: "initializing",
+    model: core.defaultModel,
+    startsNext: false,
+    started: false
+  }
+  const actor: Actor = {
+    agent,
+    name: agent.name,
+    core,
+    scope,
+    task: options.task,
+    tools: named,
+    toolkit,
+    definitions: Object.values(toolkit.tools),
+    lifecycle: Lifecycle.initial,
+    chat: initial,
+    completions: new Map(),
+    send: (msg) => {
+      if (Lifecycle.isTerminated(actor)) return rejectLate(actor, msg)
+      work.acquire()
+      if (!Queue.offerUnsafe(mailbox, msg)) work.release()
+    },
+    holdsFloor,
+    commit: (item) => {
+      actor.chat = actor.chat.append(item)
+      core.record(item, agent.name)
+    },
+    setState: (next) => {
+      if (next === inner.state) return
+      const previous = inner.state
+      inner.state = next
+      if (holdsFloor()) core.emit({ type: "agent_state_changed", agent: agent.name, state: next, previous })
+    },
+    model: () => inner.model,
+    speeches: undefined as unknown as Speeches.Speeches,
+    realtime: core.realtimePool && !agent.model ? RealtimeBinding.bind(core.realtimePool) : undefined,
+    ownerOf: (tool) => (sessionTools.has(tool) ? core.sessionOwner : owner),
+    handle: undefined as unknown as AgentHandle,
+    start: Effect.suspend(() => {
+      if (inner.started || Lifecycle.isTerminated(actor)) return Effect.void
+      inner.started = true
+      return Effect.asVoid(loop(actor).pipe(Diagnostics.fiber, Effect.forkIn(scope, { startImmediately: true })))
+    }),
+    inner
+  }
+  const late = actor as { speeches: Speeches.Speeches; handle: AgentHandle }
+  late.speeches = Speeches.make({
+    name: agent.name,
+    core,
+    scope,
+    mayStart: () => Lifecycle.isActive(actor) && holdsFloor() && !core.userSpeaking(),
+    closed: () => Lifecycle.isClosed(actor),
+    ended: (speech) => actor.send({ _tag: "SpeechEnded", speech }),
+    // Within a message, the loop starts the next speech itself once the message is handled.
+    kick: () => {
+      if (!inner.startsNext) actor.send({ _tag: "Kick" })
+    },
+    interrupt: (speech) => actor.send({ _tag: "Interrupt", speech })
+  })
+  late.handle = makeAgentHandle(actor)
+  ;(inner as { deliveryHost: Background.DeliveryHost }).deliveryHost = Handlers.deliveryHost(actor)
+  return actor
+}
+
+/** A message for an actor whose Scope is closed still gets its answer. */
+const rejectLate = (actor: Actor, msg: ActorMessage) => {
+  const core = actor.core
+  switch (msg._tag) {
+    case "UserInput":
+      return core.send({ _tag: "Input", text: msg.text, itemId: msg.itemId })
+    case "Say":
+    case "Reply":
+      return void Deferred.doneUnsafe(msg.reply, Exit.fail(new FloorError({ agent: actor.name, reason: "agent_closed", message: `${actor.name} is closed` })))
+    case "Deactivate":
+      return msg.then()
+    case "Release":
+      return core.send({ _tag: "Handoff", from: undefined, target: msg.target, options: msg.options, reply: msg.reply })
+    case "Return":
+      return Tasks.wake(core.work, msg.role.handover, msg.role.result, msg.result)
+    case "Background":
+      // Recorded after what the actor had pending (at close, in the finalizer's flush).
+      actor.inner.pending.push(msg.delivery)
+      return actor.lifecycle._tag === "Terminated" && actor.lifecycle.flushed ? Background.flush(actor, actor.inner.pending) : undefined
+    default:
+      return
+  }
+}
+
+/** The model layer's own requirements come from the session's context (the loop is forked
+ * from the session's fiber); `Agent.model` leaves them open. */
+const loadModel = (actor: Actor): Effect.Effect<void> => {
+  const layer = actor.agent.model
+  if (!layer) return Effect.void
+  return (Layer.buildWithScope(layer, actor.scope) as Effect.Effect<Context.Context<LanguageModel.LanguageModel>, unknown>).pipe(
+    Effect.map((context) => Context.get(context, LanguageModel.LanguageModel)),
+    Effect.tap((service) => Effect.sync(() => {
+      actor.inner.model = service
+    })),
+    Effect.catchCause((cause) =>
+      Effect.sync(() => {
+        actor.inner.model = undefined
+        actor.core.emit({ type: "error", agent: actor.name, source: "model", message: `the model of ${actor.name} could not be built: ${Cause.pretty(cause)}`, recoverable: true })
+      })
+    ),
+    Effect.asVoid
+  )
+}
+
+/** One message at a time; after each, what it made possible (held input, pending reports, the
+ * next speech). */
+const loop = (actor: Actor) =>
+  Effect.gen(function*() {
+    yield* loadModel(actor)
+    const inner = actor.inner
+    while (true) {
+      const msg = yield* Queue.take(inner.mailbox)
+      inner.startsNext = true
+      yield* Handlers.handle(actor, msg).pipe(
+        Effect.andThen(Handlers.afterEach(actor)),
+        Effect.ensuring(Effect.sync(() => {
+          inner.startsNext = false
+          actor.core.work.release()
+        }))
+      )
+    }
+  })
+
+/** The Scope closed: what was queued or pending gets its answer, and held input moves on. */
+const finalizer = (actor: Actor) =>
+  Effect.gen(function*() {
+    Lifecycle.terminate(actor)
+    actor.speeches.dropQueued(`${actor.name} is closed`, false)
+    for (const msg of yield* Queue.clear(actor.inner.mailbox)) {
+      rejectLate(actor, msg)
+      actor.core.work.release()
+    }
+    Background.flush(actor, actor.inner.pending)
+    Lifecycle.flushed(actor)
+    Handlers.forwardHeld(actor)
+  })

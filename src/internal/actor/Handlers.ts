@@ -1,0 +1,178 @@
+/**
+ * What an actor's loop does with each message of its mailbox: one handler per kind. A message is
+ * mostly bookkeeping: plain code, with an effect only where one is needed. After each message,
+ * `afterEach` lets go what the message made possible: held input, background reports, the next
+ * speech.
+ */
+import { Deferred, Effect, Exit, Scope } from "effect"
+import { FloorError } from "../../Errors.ts"
+import * as Background from "../Background.ts"
+import * as RealtimeBinding from "../realtime/Binding.ts"
+import * as Reply from "../Reply.ts"
+import * as Tasks from "../Tasks.ts"
+import type { Actor, ActorMessage } from "./Actor.ts"
+import * as Hooks from "./Hooks.ts"
+import * as Input from "./Input.ts"
+import * as Lifecycle from "./Lifecycle.ts"
+
+export { forwardHeld } from "./Input.ts"
+
+type Handler<K extends ActorMessage["_tag"]> = (actor: Actor, msg: Extract<ActorMessage, { readonly _tag: K }>) => Effect.Effect<void>
+
+/**
+ * The connection follows the floor the moment it arrives (a handoff, a resume, a task's return,
+ * before the task's onExit has run), not at the first reply: the user may be speaking into it,
+ * and only a lease hears the end of their turn (a reply waits for it) and makes the server answer
+ * with this agent's configuration.
+ */
+const takeConnection = (actor: Actor): Effect.Effect<void> =>
+  actor.realtime && actor.holdsFloor()
+    // Part of the handoff for rule 10: the take holds a work token (taken as the fiber starts,
+    // while the message that asked for it still holds its own), so a run resolves only once
+    // the connection has moved.
+    ? RealtimeBinding.take(actor).pipe(actor.core.work.track, Effect.forkIn(actor.scope, { startImmediately: true }), Effect.asVoid)
+    : Effect.void
+
+/** A finished task's actor closes its own Scope, from outside it (a fiber of the session). */
+const closeSelf = (actor: Actor): Effect.Effect<void> =>
+  Scope.close(actor.scope, Exit.void).pipe(Effect.forkIn(actor.core.scope), Effect.asVoid)
+
+const sayOrReply: Handler<"Say" | "Reply"> = (actor, msg) => {
+  if (!actor.holdsFloor()) {
+    return Deferred.fail(msg.reply, new FloorError({ agent: actor.name, reason: "not_holder", message: `${actor.name} does not hold the floor` }))
+  }
+  const handle = msg._tag === "Say"
+    ? actor.speeches.enqueue("say", msg.options, (speech) => Reply.say(actor, speech, msg.text, msg.options))
+    : actor.speeches.enqueue("generate_reply", msg.options, (speech) => Reply.reply(actor, speech, msg.options))
+  return Deferred.succeed(msg.reply, handle).pipe(Effect.asVoid)
+}
+
+const activate: Handler<"Activate"> = (actor, msg) => {
+  Lifecycle.activate(actor)
+  if (msg.merge) actor.chat = actor.chat.merge(msg.merge)
+  return Effect.andThen(
+    takeConnection(actor),
+    Effect.suspend(() => {
+      if (msg.reply && actor.holdsFloor()) actor.speeches.enqueue("generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
+      const agent = actor.agent
+      return msg.mode === "enter"
+        ? Hooks.run(actor, agent.onEnter, "onEnter", true, { waitFor: msg.after })
+        : Hooks.run(actor, agent.onResume, "onResume", true, { waitFor: msg.after })
+    })
+  )
+}
+
+const deactivate: Handler<"Deactivate"> = (actor, msg) => {
+  Lifecycle.deactivate(actor, msg.final)
+  return Effect.andThen(
+    actor.speeches.interruptCurrent(true),
+    Effect.suspend(() => {
+      // The connection goes back to the pool: this actor can neither use it nor hear it now.
+      if (actor.realtime) RealtimeBinding.release(actor.realtime)
+      actor.speeches.dropQueued(`${actor.name} passed the floor`, false)
+      Input.forwardHeld(actor)
+      const then = Effect.sync(msg.then)
+      return Hooks.run(actor, actor.agent.onExit, "onExit", false, { after: msg.final ? Effect.andThen(then, closeSelf(actor)) : then })
+    })
+  )
+}
+
+/** The floor was lent to a task: the caller waits, active, without its connection. */
+const lend: Handler<"Lend"> = (actor) => {
+  Lifecycle.stopPassing(actor)
+  if (actor.realtime) RealtimeBinding.release(actor.realtime)
+  Input.forwardHeld(actor)
+  return Effect.void
+}
+
+/** A handoff asked from outside: what this actor is saying ends (and is recorded) before the
+ * floor moves. */
+const release: Handler<"Release"> = (actor, msg) => {
+  Lifecycle.startPassing(actor)
+  return Effect.andThen(
+    actor.speeches.interruptCurrent(true),
+    Effect.sync(() => {
+      const current = actor.speeches.current()
+      if (current?.phase === "tools") current.skipFollowUp = true
+      actor.core.send({ _tag: "Handoff", from: actor, target: msg.target, options: msg.options, reply: msg.reply })
+    })
+  )
+}
+
+const handlers: { readonly [K in ActorMessage["_tag"]]: Handler<K> } = {
+  UserInput: (actor, msg) => Input.userInput(actor, msg.text, msg.itemId),
+  Kick: () => Effect.void,
+  SpeechEnded: (actor, msg) => Effect.sync(() => actor.speeches.ended(msg.speech)),
+  Say: (actor, msg) => sayOrReply(actor, msg),
+  Reply: (actor, msg) => sayOrReply(actor, msg),
+  Heard: (actor, msg) => Input.heard(actor, msg.event),
+  Interrupt: (actor, msg) => {
+    if (msg.speech) return actor.speeches.interruptOne(msg.speech)
+    actor.speeches.dropQueued("interrupted", true, msg.userTurn)
+    return actor.speeches.interruptCurrent(false, msg.userTurn)
+  },
+  Activate: activate,
+  Deactivate: deactivate,
+  Lend: lend,
+  Release: release,
+  Return: (actor, msg) =>
+    Effect.sync(() => {
+      actor.chat = actor.chat.merge(msg.merge)
+      Tasks.wake(actor.core.work, msg.role.handover, msg.role.result, msg.result)
+    }),
+  TakeConnection: takeConnection,
+  HookEnded: (actor, msg) =>
+    Effect.sync(() => {
+      if (msg.holdsInput) actor.inner.inputHoldingHooks--
+    }),
+  Background: (actor, msg) => Effect.sync(() => void actor.inner.pending.push(msg.delivery))
+}
+
+export const handle = (actor: Actor, msg: ActorMessage): Effect.Effect<void> =>
+  Effect.suspend(() => (handlers[msg._tag] as Handler<typeof msg._tag>)(actor, msg as never))
+
+/** Background reports the actor can tell now; a session tool's stay the session's until a
+ * holder takes them. */
+const deliverPending = (actor: Actor) => {
+  Background.deliver(actor.inner.deliveryHost, actor.inner.pending)
+  if (actor.holdsFloor()) Background.deliver(actor.inner.deliveryHost, actor.core.sessionDeliveries)
+}
+
+export const afterEach = (actor: Actor): Effect.Effect<void> =>
+  Effect.andThen(
+    Input.releaseHeld(actor),
+    Effect.suspend(() => {
+      deliverPending(actor)
+      actor.speeches.reconcile(actor.holdsFloor())
+      actor.inner.startsNext = false
+      return actor.speeches.startNext
+    })
+  ).pipe(Effect.andThen(Effect.sync(() => {
+    if (actor.holdsFloor() && !actor.speeches.current() && actor.inner.inputHoldingHooks === 0 && (Lifecycle.isActive(actor) || Lifecycle.isPassing(actor))) {
+      actor.setState("listening")
+    }
+    actor.speeches.notifySettled()
+  })))
+
+/** How background calls' reports reach this actor (Background.ts). */
+export const deliveryHost = (actor: Actor): Background.DeliveryHost => {
+  const host: Background.DeliveryHost = {
+    name: actor.name,
+    isTask: actor.task !== undefined,
+    self: actor.agent,
+    holdsFloor: actor.holdsFloor,
+    readyForHandoff: () => Lifecycle.isActive(actor) && !actor.speeches.current() && actor.inner.inputHoldingHooks === 0,
+    readyToTell: () =>
+      host.readyForHandoff() && actor.speeches.queued() === 0 && actor.inner.held.length === 0 && !actor.core.userSpeaking(),
+    commit: (item) => actor.commit(item),
+    executed: (calls, handoffTo) =>
+      actor.core.emit({ type: "function_tools_executed", agent: actor.name, calls, hasHandoff: handoffTo !== undefined, handoffTo, deferred: true }),
+    notApplied: (to, reason) => actor.core.emit({ type: "handoff_not_applied", agent: actor.name, to, reason }),
+    requestHandoff: (target, options) => {
+      Lifecycle.startPassing(actor)
+      actor.core.send({ _tag: "Handoff", from: actor, target, options, reply: Deferred.makeUnsafe() })
+    },
+    reply: () => void actor.speeches.enqueue("tool_reply", {}, (speech) => Reply.run(actor, speech, {}))
+  }
+  return host
+}

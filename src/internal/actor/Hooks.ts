@@ -1,0 +1,64 @@
+/**
+ * An actor's hooks (onEnter, onResume, onExit) run one after the other, in the order their
+ * messages came: the hook lane. An onExit never starts before the onEnter it follows has ended,
+ * or has started waiting for a task (it may wait for the floor to come back: the onExit must not
+ * wait for that). Each hook is a fiber in the actor's Scope holding a work token (rule 10).
+ */
+import { Cause, Deferred, Effect } from "effect"
+import type { Agent } from "../../Agent.ts"
+import { CurrentAgent } from "../../CurrentAgent.ts"
+import * as Diagnostics from "../../Diagnostics.ts"
+import { HookLane, WorkToken } from "../FlowContext.ts"
+import type { Actor } from "./Actor.ts"
+
+export interface HookOptions {
+  /** Runs once the hook has ended (the next holder's activation, closing the actor). */
+  readonly after?: Effect.Effect<void>
+  /** The hook starts only once this completes (the previous holder's onExit has run). */
+  readonly waitFor?: Deferred.Deferred<void> | undefined
+}
+
+/** Starts `hook` in the lane; `holdsInput`: the user's input waits until it ends. */
+export const run = (
+  actor: Actor,
+  hook: Agent["onEnter"],
+  name: string,
+  holdsInput: boolean,
+  options: HookOptions = {}
+): Effect.Effect<void> => {
+  const inner = actor.inner
+  const work = actor.core.work
+  const previous = inner.lane
+  const done = Deferred.makeUnsafe<void>()
+  inner.lane = done
+  if (holdsInput) inner.inputHoldingHooks++
+  work.acquire()
+  const body = Deferred.await(previous).pipe(
+    Effect.andThen(options.waitFor ? Deferred.await(options.waitFor) : Effect.void),
+    Effect.andThen(((hook ?? Effect.void) as Effect.Effect<void, unknown>).pipe(
+      // A hook that waits for a task lets the next hook go (Tasks.run calls it).
+      Effect.provideService(HookLane, () => Deferred.doneUnsafe(done, Effect.void))
+    ))
+  )
+  return body.pipe(
+    Effect.provideService(CurrentAgent, actor.handle),
+    Effect.provideService(WorkToken, { held: true }),
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => {
+        actor.core.emit({ type: "error", agent: actor.name, source: "hook", message: `${name} of ${actor.name} failed: ${Cause.pretty(cause)}`, recoverable: true })
+      })
+    ),
+    Effect.ensuring(
+      Effect.sync(() => actor.send({ _tag: "HookEnded", holdsInput })).pipe(
+        Effect.andThen(options.after ?? Effect.void),
+        Effect.ensuring(Effect.sync(() => {
+          Deferred.doneUnsafe(done, Effect.void)
+          work.release()
+        }))
+      )
+    ),
+    Diagnostics.fiber,
+    Effect.forkIn(actor.scope, { startImmediately: true }),
+    Effect.asVoid
+  )
+}

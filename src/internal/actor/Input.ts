@@ -1,0 +1,159 @@
+/**
+ * How an actor takes the user's turns: typed text, and what its realtime model heard (speech
+ * starts, transcripts, answers the server started by itself). A turn that comes while the actor
+ * cannot take it (a hook holding input, a tool step, the floor moving) is held, with a work token
+ * so the session stays busy, and goes on once nothing holds it: here, or to whoever holds the
+ * floor by then (docs/rules.md, rules 2 and 10).
+ */
+import { Effect } from "effect"
+import { message } from "../../ChatContext.ts"
+import type * as Speech from "../../Speech.ts"
+import * as RealtimeReply from "../realtime/Reply.ts"
+import * as Reply from "../Reply.ts"
+import type { Actor, Heard } from "./Actor.ts"
+import * as Lifecycle from "./Lifecycle.ts"
+
+/**
+ * A turn of the user that came while the actor could not take it: typed text, or a spoken turn
+ * the server already holds (its words, once transcribed, in case the turn must follow the floor
+ * to another agent).
+ */
+export type HeldInput =
+  | { readonly _tag: "Typed"; readonly text: string; readonly itemId?: string | undefined }
+  | { readonly _tag: "Spoken"; words: { readonly text: string; readonly itemId: string } | undefined }
+
+const inToolPhase = (actor: Actor) => actor.speeches.current()?.phase === "tools"
+
+/** Input waits: the actor is not active (or is passing the floor), a hook holds input, or the
+ * playing speech is running its tools. */
+export const busyForInput = (actor: Actor): boolean =>
+  !Lifecycle.isActive(actor) || actor.inner.inputHoldingHooks > 0 || inToolPhase(actor)
+
+/** A new turn of the user: older speeches end, then `commit` records it and a reply answers it. */
+export const takeTurn = (
+  actor: Actor,
+  commit: Effect.Effect<void>,
+  body: (speech: Speech.Speech) => Effect.Effect<void, unknown> = (speech) => Reply.run(actor, speech, {})
+): Effect.Effect<void> =>
+  Effect.andThen(
+    actor.speeches.interruptCurrent(false),
+    Effect.andThen(commit, Effect.sync(() => {
+      actor.speeches.dropQueued("interrupted by the user", true)
+      actor.speeches.enqueue("user_turn", {}, body)
+    }))
+  )
+
+export const userInput = (actor: Actor, text: string, itemId?: string): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (!actor.holdsFloor()) {
+      actor.core.send({ _tag: "Input", text, itemId })
+      return Effect.void
+    }
+    if (busyForInput(actor)) {
+      hold(actor, { _tag: "Typed", text, itemId })
+      return Effect.void
+    }
+    return takeTurn(actor, Effect.sync(() => {
+      if (itemId === undefined || !actor.chat.has(itemId)) {
+        actor.commit(message("user", text, { agent: actor.name, ...(itemId !== undefined ? { id: itemId } : {}) }))
+      }
+    }))
+  })
+
+/** Holds a turn of the user until the actor can take it (the work token keeps the session busy). */
+const hold = (actor: Actor, held: HeldInput) => {
+  actor.core.work.acquire()
+  actor.inner.held.push(held)
+  const current = actor.speeches.current()
+  if (current?.phase === "tools") current.skipFollowUp = true
+}
+
+/** Held user input goes on once nothing holds it: here, or to whoever holds the floor now. */
+export const releaseHeld = (actor: Actor): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const held = actor.inner.held
+    if (held.length === 0 || (actor.holdsFloor() && busyForInput(actor))) return Effect.void
+    const next = held.shift()!
+    const take = next._tag === "Typed"
+      ? userInput(actor, next.text, next.itemId)
+      : actor.holdsFloor()
+      ? takeTurn(actor, Effect.void)
+      : Effect.sync(() => forwardOne(actor, next))
+    return take.pipe(
+      Effect.andThen(Effect.sync(() => actor.core.work.release())),
+      Effect.andThen(releaseHeld(actor))
+    )
+  })
+
+/** A held turn goes to whoever holds the floor now: a spoken one as its words (the server
+ * that heard it was this actor's). */
+const forwardOne = (actor: Actor, held: HeldInput) => {
+  const core = actor.core
+  if (held._tag === "Typed") return core.send({ _tag: "Input", text: held.text, itemId: held.itemId })
+  if (held.words) return core.send({ _tag: "Input", text: held.words.text, itemId: held.words.itemId })
+  core.emit({
+    type: "error",
+    agent: actor.name,
+    source: "input",
+    message: `a spoken turn held by ${actor.name} was never transcribed: it is not passed on`,
+    recoverable: true
+  })
+}
+
+/** Every held turn to the session (the actor passed the floor, or closed). */
+export const forwardHeld = (actor: Actor) => {
+  for (const held of actor.inner.held.splice(0)) {
+    forwardOne(actor, held)
+    actor.core.work.release()
+  }
+}
+
+/**
+ * The user's last words in this actor's context if nothing answered them yet: the transcript
+ * of a turn heard by the connection before it came to this actor (a handoff's merge).
+ */
+const unansweredUserTurn = (actor: Actor): { readonly text: string; readonly itemId: string } | undefined => {
+  const items = actor.chat.items
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i]!
+    if (item._tag === "Message" && item.role === "user") return { text: item.text, itemId: item.id }
+    if ((item._tag === "Message" && item.role === "assistant") || item._tag === "FunctionCall") return undefined
+  }
+  return undefined
+}
+
+/** What the actor's realtime model heard, in the server's order. */
+export const heard = (actor: Actor, event: Heard): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const inner = actor.inner
+    switch (event._tag) {
+      case "SpeechStarted":
+        actor.speeches.dropQueued("interrupted by the user", true, event.userTurn)
+        return actor.speeches.interruptCurrent(false, event.userTurn)
+      case "Transcript": {
+        if (!actor.chat.has(event.itemId)) actor.commit(message("user", event.text, { id: event.itemId, agent: actor.name }))
+        // The words of a held spoken turn, in case it must follow the floor.
+        const waiting = inner.held.find((held) => held._tag === "Spoken" && held.words === undefined)
+        if (waiting?._tag === "Spoken") waiting.words = { text: event.text, itemId: event.itemId }
+        else inner.lastTranscript = { text: event.text, itemId: event.itemId }
+        return Effect.void
+      }
+      case "ServerReply": {
+        // Not for an actor that has passed the floor since: its connection left with it.
+        if (!actor.holdsFloor()) return Effect.void
+        const words = inner.lastTranscript
+        inner.lastTranscript = undefined
+        if (busyForInput(actor)) {
+          // Held as typed input is (a coordinator between its steps, a tool step): the server's
+          // own answer is cancelled unheard, and the turn answered once nothing holds it, here
+          // or by the next holder. Its words are the transcript heard last, or the next one.
+          hold(actor, { _tag: "Spoken", words: words ?? unansweredUserTurn(actor) })
+          return event.cancel
+        }
+        // The server answers a newer turn of the user by itself (its turn detection): older
+        // replies are superseded, as typed input supersedes them. A model that sends no speech
+        // events (Gemini) gives no other sign of the new turn (seed 219730).
+        return takeTurn(actor, Effect.void, (speech) => RealtimeReply.run(actor, speech, {}, event.started))
+      }
+    }
+  })
