@@ -48,8 +48,9 @@ export const make = <A>(options: AgentTaskOptions): AgentTask<A> => ({
 })
 
 /** Runs `task` with the floor lent by the current agent, and returns its result. */
-export const run = <A>(task: AgentTask<A>): Effect.Effect<A, TaskError, CurrentAgent> =>
-  CurrentAgent.use((agent) => agent.runTask(task)) as Effect.Effect<A, TaskError, CurrentAgent>
+export const run: <A>(task: AgentTask<A>) => Effect.Effect<A, TaskError, CurrentAgent> = Effect.fn("AgentTask.run")(
+  (task: AgentTask<any>): Effect.Effect<any, TaskError, CurrentAgent> => CurrentAgent.use((agent) => agent.runTask(task))
+)
 
 const checkOwner = (task: Agent) =>
   CurrentAgent.use((agent) =>
@@ -64,17 +65,23 @@ const checkOwner = (task: Agent) =>
  * Completes `task` with `value`, from one of its own tools or hooks. Returns a tool result the
  * task's model does not reply to (the floor goes back to the caller).
  */
-export const complete = <A>(task: AgentTask<A>, value: A): Effect.Effect<NoReply, TaskError, CurrentAgent> =>
+export const complete: <A>(task: AgentTask<A>, value: A) => Effect.Effect<NoReply, TaskError, CurrentAgent> = Effect.fn(
+  "AgentTask.complete"
+)((task: AgentTask<unknown>, value: unknown) =>
   checkOwner(task).pipe(
     Effect.flatMap((agent) => agent.completeTask({ _tag: "Success", value })),
     Effect.as(noReply(`${task.name} completed.`))
   )
+)
 
 /** Ends `task` with a failure its caller receives as a `TaskError`. */
-export const fail = (task: AgentTask<any>, message: string): Effect.Effect<NoReply, TaskError, CurrentAgent> =>
+export const fail: (task: AgentTask<any>, message: string) => Effect.Effect<NoReply, TaskError, CurrentAgent> = Effect.fn(
+  "AgentTask.fail"
+)((task: AgentTask<any>, message: string) =>
   checkOwner(task).pipe(
     Effect.flatMap((agent) =>
       agent.completeTask({ _tag: "Failure", error: new TaskError({ task: task.name, reason: "failed", message }) })
     ),
     Effect.as(noReply(`${task.name} ended: ${message}`))
   )
+)

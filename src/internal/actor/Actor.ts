@@ -146,6 +146,8 @@ export interface ActorInner {
   /** The loop is handling a message: it will start the next speech itself before the next one. */
   startsNext: boolean
   started: boolean
+  /** What follows every message (Handlers.afterEach), built once. */
+  readonly afterEach: Effect.Effect<void>
 }
 
 export interface MakeOptions {
@@ -221,7 +223,8 @@ const build = (
     state: "initializing",
     model: core.defaultModel,
     startsNext: false,
-    started: false
+    started: false,
+    afterEach: Effect.void
   }
   const actor: Actor = {
     agent,
@@ -279,6 +282,7 @@ const build = (
   })
   late.handle = makeAgentHandle(actor)
   ;(inner as { deliveryHost: Background.DeliveryHost }).deliveryHost = Handlers.deliveryHost(actor)
+  ;(inner as { afterEach: Effect.Effect<void> }).afterEach = Handlers.afterEach(actor)
   return actor
 }
 
@@ -336,7 +340,7 @@ const loop = (actor: Actor) =>
       const msg = yield* Queue.take(inner.mailbox)
       inner.startsNext = true
       yield* Handlers.handle(actor, msg).pipe(
-        Effect.andThen(Handlers.afterEach(actor)),
+        Effect.andThen(inner.afterEach),
         Effect.ensuring(Effect.sync(() => {
           inner.startsNext = false
           actor.core.work.release()

@@ -25,6 +25,10 @@ describe("Tracing", () => {
     Effect.gen(function*() {
       const receiver = yield* startReceiver
       yield* runTraced({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: "baton-test" })
+      // The public entry points are named spans of their own (Effect.fn), so a program's own
+      // trace shows where it called baton.
+      const entryPoints = new Set(receiver.spans().map((s) => s.name).filter((name) => name.startsWith("AgentSession.")))
+      assert.deepStrictEqual([...entryPoints], ["AgentSession.run"])
       // baton's spans (the receiver also gets effect/ai's own LanguageModel.streamText spans).
       const spans = receiver.spans().filter((s) => s.name.startsWith("baton."))
       assert.isAbove(spans.length, 0, "no span reached the receiver")
