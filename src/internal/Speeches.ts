@@ -77,237 +77,260 @@ export interface Speeches {
   readonly reconcile: (holdsFloor: boolean) => void
 }
 
+type Playing = { readonly queued: Queued; fiber: Fiber.Fiber<void> | undefined }
+
+/** The speeches of one actor: the queue, the one playing, an interjection, those waiting. */
+interface State {
+  readonly host: SpeechHost
+  readonly work: SessionCore["work"]
+  readonly queue: Array<Queued>
+  current: Playing | undefined
+  interjection: Playing | undefined
+  waiters: Array<Deferred.Deferred<void>>
+}
+
 export const make = (host: SpeechHost): Speeches => {
-  const work = host.core.work
-  const queue: Array<Queued> = []
-  type Playing = { readonly queued: Queued; fiber: Fiber.Fiber<void> | undefined }
-  let current: Playing | undefined
-  let interjection: Playing | undefined
-  let waiters: Array<Deferred.Deferred<void>> = []
-
-  /** A `say` queued while the playing speech waited for its tools may interject. */
-  const interjects = (queued: Queued) => queued.speech.duringTools && queued.speech.handle.source === "say"
-
-  const finish = (speech: Speech.Speech, outcome: Speech.SpeechOutcome) => {
-    if (speech.phase === "done") return
-    speech.phase = "done"
-    Deferred.doneUnsafe(speech.done, Exit.succeed(outcome))
-    const holdsToken = speech.holdsToken
-    speech.holdsToken = false
-    if (outcome._tag !== "Dropped") {
-      host.core.emit({
-        type: "speech_finished",
-        agent: host.name,
-        speechId: speech.handle.id,
-        interrupted: outcome._tag === "Interrupted"
-      })
-    }
-    if (holdsToken) work.release()
-  }
-
-  const dropQueued = (reason: string, onlyInterruptible: boolean, beforeTurn?: number) => {
-    for (let i = queue.length - 1; i >= 0; i--) {
-      const queued = queue[i]!
-      if (onlyInterruptible && !queued.speech.allowInterruptions) continue
-      if (beforeTurn !== undefined && queued.speech.userTurn >= beforeTurn) continue
-      queue.splice(i, 1)
-      finish(queued.speech, { _tag: "Dropped", reason })
-    }
-  }
-
-  const enqueue: Speeches["enqueue"] = (source, options, body) => {
-    const speech = Speech.make({
-      agent: host.name,
-      source,
-      allowInterruptions: options.allowInterruptions ?? true,
-      userTurn: host.core.userTurns(),
-      interrupt: (s) => Effect.sync(() => host.interrupt(s))
-    })
-    speech.duringTools = current?.queued.speech.phase === "tools"
-    work.acquire()
-    host.core.emit({ type: "speech_created", agent: host.name, speechId: speech.handle.id, source })
-    if (host.closed()) {
-      finish(speech, { _tag: "Dropped", reason: `${host.name} is closed` })
-      return speech.handle
-    }
-    queue.push({ speech, body })
-    host.kick()
-    return speech.handle
-  }
-
-  /** Stops an interjection as a playing speech is stopped (a barge-in, the floor passing). */
-  const interruptInterjection = (force: boolean, beforeTurn?: number): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      const entry = interjection
-      if (!entry) return Effect.void
-      const speech = entry.queued.speech
-      if (!force && !speech.allowInterruptions) return Effect.void
-      if (beforeTurn !== undefined && speech.userTurn >= beforeTurn) return Effect.void
-      return (entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void).pipe(
-        Effect.andThen(Effect.sync(() => {
-          if (interjection === entry) interjection = undefined
-          finish(speech, { _tag: "Interrupted" })
-        }))
-      )
-    })
-
-  const interruptCurrent = (force: boolean, beforeTurn?: number): Effect.Effect<void> =>
-    Effect.andThen(interruptInterjection(force, beforeTurn), interruptPlaying(force, beforeTurn))
-
-  const interruptPlaying = (force: boolean, beforeTurn?: number): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      if (!current) return Effect.void
-      const speech = current.queued.speech
-      if (!force && !speech.allowInterruptions) return Effect.void
-      if (beforeTurn !== undefined && speech.userTurn >= beforeTurn) return Effect.void
-      if (speech.phase === "tools") {
-        if (!force) speech.skipFollowUp = true
-        return Effect.void
-      }
-      const entry = current
-      return (entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void).pipe(
-        // A fiber interrupted before it ran never reaches its own handlers: settle it here.
-        Effect.andThen(Effect.sync(() => {
-          if (current === entry) current = undefined
-          finish(speech, { _tag: "Interrupted" })
-        }))
-      )
-    })
-
-  const interruptOne = (speech: Speech.Speech): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      const index = queue.findIndex((queued) => queued.speech === speech)
-      if (index >= 0) {
-        queue.splice(index, 1)
-        finish(speech, { _tag: "Dropped", reason: "interrupted before it started" })
-      }
-      if (interjection?.queued.speech === speech) return interruptInterjection(true)
-      return current?.queued.speech === speech ? interruptPlaying(true) : Effect.void
-    })
-
-  const outcomeOf = (exit: Exit.Exit<void, unknown>): Speech.SpeechOutcome =>
-    Exit.isSuccess(exit)
-      ? { _tag: "Finished" }
-      : Cause.hasInterruptsOnly(exit.cause)
-      ? { _tag: "Interrupted" }
-      : failed(exit.cause)
-
-  const startNext: Effect.Effect<void> = Effect.suspend(() => {
-    if (!host.mayStart() || interjection) return Effect.void
-    if (current) {
-      if (current.queued.speech.phase !== "tools") return Effect.void
-      const index = queue.findIndex(interjects)
-      if (index < 0) return Effect.void
-      const [next] = queue.splice(index, 1)
-      return play(next!, true)
-    }
-    const next = queue.shift()
-    if (!next) return Effect.void
-    return play(next, false)
-  })
-
-  /** Starts `next` (called from `startNext`, inside its suspend). */
-  const play = (next: Queued, asInterjection: boolean): Effect.Effect<void> => {
-    // A playing speech always holds its token (a parked one gets it back here).
-    if (!next.speech.holdsToken) {
-      work.acquire()
-      next.speech.holdsToken = true
-    }
-    const entry: Playing = { queued: next, fiber: undefined }
-    if (asInterjection) interjection = entry
-    else current = entry
-    next.speech.phase = "generating"
-    const end = (outcome: Speech.SpeechOutcome) =>
-      Effect.andThen(
-        outcome._tag === "Failed" && outcome.cause !== undefined
-          ? Effect.logDebug(`reply of ${host.name} failed: ${outcome.cause}`)
-          : Effect.void,
-        Effect.sync(() => {
-        if (outcome._tag === "Failed") {
-          const info = outcome.info
-          host.core.emit({
-            type: "error",
-            agent: host.name,
-            source: "model",
-            message: info?.message ?? outcome.message,
-            reason: info?.reason,
-            status: info?.status,
-            retryable: info?.retryable,
-            recoverable: true
-          })
-        }
-        host.ended(next.speech)
-        finish(next.speech, outcome)
-      }))
-    return next.body(next.speech).pipe(
-      Effect.exit,
-      // A reply that fails because the session is closing under it was cut, not broken.
-      Effect.flatMap((exit) => end(host.core.closed() && Exit.isFailure(exit) ? { _tag: "Interrupted" } : outcomeOf(exit))),
-      Effect.onInterrupt(() => end({ _tag: "Interrupted" })),
-      Diagnostics.fiber,
-      Effect.forkIn(host.scope, { startImmediately: true }),
-      Effect.tap((fiber) =>
-        Effect.sync(() => {
-          entry.fiber = fiber
-        })
-      ),
-      Effect.asVoid
-    )
-  }
-
-  /** Waits out the interjection, and one queued to start (the actor's loop starts it next). */
-  const interjected: Effect.Effect<void> = Effect.suspend(() => {
-    const speaking = interjection?.queued.speech ?? (host.mayStart() ? queue.find(interjects)?.speech : undefined)
-    if (!speaking) return Effect.void
-    host.kick()
-    return Deferred.await(speaking.done).pipe(Effect.andThen(interjected))
-  })
-
-  const isSettled = () =>
-    interjection
-      ? false
-      : current
-      ? current.queued.speech.phase === "tools" && !(host.mayStart() && queue.some(interjects))
-      : queue.length === 0 || !host.mayStart()
-
-  const self: Speeches = {
-    enqueue,
-    finish,
-    dropQueued,
-    interruptOne,
-    interruptCurrent,
-    startNext,
+  const s: State = { host, work: host.core.work, queue: [], current: undefined, interjection: undefined, waiters: [] }
+  const startNextOnce = Effect.suspend(() => startNext(s))
+  const interjectedOnce: Effect.Effect<void> = Effect.suspend(() => interjected(s, interjectedOnce))
+  return {
+    enqueue: (source, options, body) => enqueue(s, source, options, body),
+    finish: (speech, outcome) => finish(s, speech, outcome),
+    dropQueued: (reason, onlyInterruptible, beforeTurn) => dropQueued(s, reason, onlyInterruptible, beforeTurn),
+    interruptOne: (speech) => interruptOne(s, speech),
+    interruptCurrent: (force, beforeTurn) => interruptCurrent(s, force, beforeTurn),
+    startNext: startNextOnce,
     ended: (speech) => {
-      if (current?.queued.speech === speech) current = undefined
-      if (interjection?.queued.speech === speech) interjection = undefined
+      if (s.current?.queued.speech === speech) s.current = undefined
+      if (s.interjection?.queued.speech === speech) s.interjection = undefined
     },
-    current: () => current?.queued.speech ?? interjection?.queued.speech,
-    queued: () => queue.length,
-    interjected,
-    interjecting: () => interjection !== undefined || (queue.length > 0 && host.mayStart() && queue.some(interjects)),
+    current: () => s.current?.queued.speech ?? s.interjection?.queued.speech,
+    queued: () => s.queue.length,
+    interjected: interjectedOnce,
+    interjecting: () => s.interjection !== undefined || (s.queue.length > 0 && host.mayStart() && s.queue.some(interjects)),
     settled: Effect.suspend(() => {
-      if (isSettled()) return Effect.void
+      if (isSettled(s)) return Effect.void
       const waiter = Deferred.makeUnsafe<void>()
-      waiters.push(waiter)
+      s.waiters.push(waiter)
       return Deferred.await(waiter)
     }),
-    reconcile: (holdsFloor) => {
-      for (const { speech } of queue) {
-        if (holdsFloor && !speech.holdsToken) {
-          work.acquire()
-          speech.holdsToken = true
-        } else if (!holdsFloor && speech.holdsToken) {
-          speech.holdsToken = false
-          work.release()
-        }
-      }
-    },
-    waiting: () => waiters.length > 0,
+    reconcile: (holdsFloor) => reconcile(s, holdsFloor),
+    waiting: () => s.waiters.length > 0,
     notifySettled: () => {
-      if (waiters.length === 0 || !isSettled()) return
-      for (const waiter of waiters) Deferred.doneUnsafe(waiter, Effect.void)
-      waiters = []
+      if (s.waiters.length === 0 || !isSettled(s)) return
+      for (const waiter of s.waiters) Deferred.doneUnsafe(waiter, Effect.void)
+      s.waiters = []
     }
   }
-  return self
+}
+
+/** A `say` queued while the playing speech waited for its tools may interject. */
+const interjects = (queued: Queued) => queued.speech.duringTools && queued.speech.handle.source === "say"
+
+const finish = (s: State, speech: Speech.Speech, outcome: Speech.SpeechOutcome) => {
+  if (speech.phase === "done") return
+  speech.phase = "done"
+  Deferred.doneUnsafe(speech.done, Exit.succeed(outcome))
+  const holdsToken = speech.holdsToken
+  speech.holdsToken = false
+  if (outcome._tag !== "Dropped") {
+    s.host.core.emit({
+      type: "speech_finished",
+      agent: s.host.name,
+      speechId: speech.handle.id,
+      interrupted: outcome._tag === "Interrupted"
+    })
+  }
+  if (holdsToken) s.work.release()
+}
+
+const dropQueued = (s: State, reason: string, onlyInterruptible: boolean, beforeTurn?: number) => {
+  for (let i = s.queue.length - 1; i >= 0; i--) {
+    const queued = s.queue[i]!
+    if (onlyInterruptible && !queued.speech.allowInterruptions) continue
+    if (beforeTurn !== undefined && queued.speech.userTurn >= beforeTurn) continue
+    s.queue.splice(i, 1)
+    finish(s, queued.speech, { _tag: "Dropped", reason })
+  }
+}
+
+const enqueue = (
+  s: State,
+  source: Speech.SpeechSource,
+  options: { readonly allowInterruptions?: boolean | undefined },
+  body: Queued["body"]
+): Speech.SpeechHandle => {
+  const host = s.host
+  const speech = Speech.make({
+    agent: host.name,
+    source,
+    allowInterruptions: options.allowInterruptions ?? true,
+    userTurn: host.core.userTurns(),
+    interrupt: (speech) => Effect.sync(() => host.interrupt(speech))
+  })
+  speech.duringTools = s.current?.queued.speech.phase === "tools"
+  s.work.acquire()
+  host.core.emit({ type: "speech_created", agent: host.name, speechId: speech.handle.id, source })
+  if (host.closed()) {
+    finish(s, speech, { _tag: "Dropped", reason: `${host.name} is closed` })
+    return speech.handle
+  }
+  s.queue.push({ speech, body })
+  host.kick()
+  return speech.handle
+}
+
+/** Whether `speech` is cut by an interruption with these terms. */
+const cuttable = (speech: Speech.Speech, force: boolean, beforeTurn: number | undefined) =>
+  (force || speech.allowInterruptions) && (beforeTurn === undefined || speech.userTurn < beforeTurn)
+
+/** Stops an interjection as a playing speech is stopped (a barge-in, the floor passing). */
+const interruptInterjection = (s: State, force: boolean, beforeTurn?: number): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const entry = s.interjection
+    if (!entry || !cuttable(entry.queued.speech, force, beforeTurn)) return Effect.void
+    return (entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void).pipe(
+      Effect.andThen(Effect.sync(() => {
+        if (s.interjection === entry) s.interjection = undefined
+        finish(s, entry.queued.speech, { _tag: "Interrupted" })
+      }))
+    )
+  })
+
+const interruptCurrent = (s: State, force: boolean, beforeTurn?: number): Effect.Effect<void> =>
+  Effect.andThen(interruptInterjection(s, force, beforeTurn), interruptPlaying(s, force, beforeTurn))
+
+const interruptPlaying = (s: State, force: boolean, beforeTurn?: number): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const entry = s.current
+    if (!entry || !cuttable(entry.queued.speech, force, beforeTurn)) return Effect.void
+    const speech = entry.queued.speech
+    if (speech.phase === "tools") {
+      if (!force) speech.skipFollowUp = true
+      return Effect.void
+    }
+    return (entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void).pipe(
+      // A fiber interrupted before it ran never reaches its own handlers: settle it here.
+      Effect.andThen(Effect.sync(() => {
+        if (s.current === entry) s.current = undefined
+        finish(s, speech, { _tag: "Interrupted" })
+      }))
+    )
+  })
+
+const interruptOne = (s: State, speech: Speech.Speech): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const index = s.queue.findIndex((queued) => queued.speech === speech)
+    if (index >= 0) {
+      s.queue.splice(index, 1)
+      finish(s, speech, { _tag: "Dropped", reason: "interrupted before it started" })
+    }
+    if (s.interjection?.queued.speech === speech) return interruptInterjection(s, true)
+    return s.current?.queued.speech === speech ? interruptPlaying(s, true) : Effect.void
+  })
+
+const outcomeOf = (exit: Exit.Exit<void, unknown>): Speech.SpeechOutcome =>
+  Exit.isSuccess(exit)
+    ? { _tag: "Finished" }
+    : Cause.hasInterruptsOnly(exit.cause)
+    ? { _tag: "Interrupted" }
+    : failed(exit.cause)
+
+const startNext = (s: State): Effect.Effect<void> => {
+  if (!s.host.mayStart() || s.interjection) return Effect.void
+  if (s.current) {
+    if (s.current.queued.speech.phase !== "tools") return Effect.void
+    const index = s.queue.findIndex(interjects)
+    if (index < 0) return Effect.void
+    const [next] = s.queue.splice(index, 1)
+    return play(s, next!, true)
+  }
+  const next = s.queue.shift()
+  if (!next) return Effect.void
+  return play(s, next, false)
+}
+
+/** Ends a speech that played: a failure said (one line; the cause to the debug log). */
+const ended = (s: State, speech: Speech.Speech, outcome: Speech.SpeechOutcome): Effect.Effect<void> =>
+  Effect.andThen(
+    outcome._tag === "Failed" && outcome.cause !== undefined
+      ? Effect.logDebug(`reply of ${s.host.name} failed: ${outcome.cause}`)
+      : Effect.void,
+    Effect.sync(() => {
+      if (outcome._tag === "Failed") {
+        const info = outcome.info
+        s.host.core.emit({
+          type: "error",
+          agent: s.host.name,
+          source: "model",
+          message: info?.message ?? outcome.message,
+          reason: info?.reason,
+          status: info?.status,
+          retryable: info?.retryable,
+          recoverable: true
+        })
+      }
+      s.host.ended(speech)
+      finish(s, speech, outcome)
+    })
+  )
+
+/** Starts `next` (called from `startNext`, inside its suspend). */
+const play = (s: State, next: Queued, asInterjection: boolean): Effect.Effect<void> => {
+  // A playing speech always holds its token (a parked one gets it back here).
+  if (!next.speech.holdsToken) {
+    s.work.acquire()
+    next.speech.holdsToken = true
+  }
+  const entry: Playing = { queued: next, fiber: undefined }
+  if (asInterjection) s.interjection = entry
+  else s.current = entry
+  next.speech.phase = "generating"
+  return next.body(next.speech).pipe(
+    Effect.exit,
+    // A reply that fails because the session is closing under it was cut, not broken.
+    Effect.flatMap((exit) =>
+      ended(s, next.speech, s.host.core.closed() && Exit.isFailure(exit) ? { _tag: "Interrupted" } : outcomeOf(exit))
+    ),
+    Effect.onInterrupt(() => ended(s, next.speech, { _tag: "Interrupted" })),
+    Diagnostics.fiber,
+    Effect.forkIn(s.host.scope, { startImmediately: true }),
+    Effect.tap((fiber) =>
+      Effect.sync(() => {
+        entry.fiber = fiber
+      })
+    ),
+    Effect.asVoid
+  )
+}
+
+/** Waits out the interjection, and one queued to start (the actor's loop starts it next). */
+const interjected = (s: State, again: Effect.Effect<void>): Effect.Effect<void> => {
+  const speaking = s.interjection?.queued.speech ?? (s.host.mayStart() ? s.queue.find(interjects)?.speech : undefined)
+  if (!speaking) return Effect.void
+  s.host.kick()
+  return Deferred.await(speaking.done).pipe(Effect.andThen(again))
+}
+
+const isSettled = (s: State) =>
+  s.interjection
+    ? false
+    : s.current
+    ? s.current.queued.speech.phase === "tools" && !(s.host.mayStart() && s.queue.some(interjects))
+    : s.queue.length === 0 || !s.host.mayStart()
+
+/**
+ * Queued speeches hold work tokens only while their actor holds the floor: one waiting for the
+ * floor to come back is not work the session can do now (rule 10).
+ */
+const reconcile = (s: State, holdsFloor: boolean) => {
+  for (const { speech } of s.queue) {
+    if (holdsFloor && !speech.holdsToken) {
+      s.work.acquire()
+      speech.holdsToken = true
+    } else if (!holdsFloor && speech.holdsToken) {
+      speech.holdsToken = false
+      s.work.release()
+    }
+  }
 }

@@ -45,152 +45,192 @@ export interface Supervisor {
   readonly closedSignal: Deferred.Deferred<void>
 }
 
+/** The supervisor's own state: one record, written by the functions below. */
+interface Running {
+  readonly config: Config
+  readonly mailbox: Queue.Queue<SessionMessage, Cause.Done>
+  readonly backgroundScope: Scope.Closeable
+  readonly closedSignal: Deferred.Deferred<void>
+  readonly work: Work.Work
+  readonly background: Work.Work
+  readonly state: Floor.FloorState
+  /** Session tools' reports, taken by whoever holds the floor when it is idle. */
+  readonly sessionDeliveries: Array<Background.Delivery>
+  closed: boolean
+  userSpeaking: boolean
+  userTurns: number
+  /** The realtime connection that reported the user speaking, if one did. */
+  speakingOn: string | undefined
+  history: ChatContext
+  /** Set once made (it refers to the record). */
+  core: SessionCore
+}
+
 export const make = (config: Config): Effect.Effect<Supervisor> =>
   Effect.gen(function*() {
-    const { scope, events } = config
-    const mailbox = yield* Queue.unbounded<SessionMessage, Cause.Done>()
-    const backgroundScope = yield* Scope.fork(scope)
-    const closedSignal = yield* Deferred.make<void>()
-    const work = Work.make()
-    const background = Work.make()
-    const state = Floor.makeState()
-    const sessionDeliveries: Array<Background.Delivery> = []
-    let userSpeaking = false
-    let userTurns = 0
-    let history = ChatContext.empty
-    let closed = false
-
-    /** A message that can no longer be handled still gets an answer. */
-    const rejectClosed = (msg: SessionMessage) => {
-      switch (msg._tag) {
-        case "Say":
-        case "Reply":
-          return void Deferred.doneUnsafe(msg.reply, Effect.fail(new FloorError({ agent: "", reason: "session_closed", message: "the session is closed" })))
-        case "Handoff":
-          return void Deferred.doneUnsafe(msg.reply, Effect.succeed({ _tag: "NotApplied", reason: "the session is closed" } as const))
-        case "StartTask":
-          return void Deferred.doneUnsafe(msg.result, Effect.interrupt)
-        case "Background":
-          return Background.flush({ name: "session", commit: (item) => core.record(item, undefined) }, [msg.delivery])
-        default:
-          return
-      }
+    const r: Running = {
+      config,
+      mailbox: yield* Queue.unbounded<SessionMessage, Cause.Done>(),
+      backgroundScope: yield* Scope.fork(config.scope),
+      closedSignal: yield* Deferred.make<void>(),
+      work: Work.make(),
+      background: Work.make(),
+      state: Floor.makeState(),
+      sessionDeliveries: [],
+      closed: false,
+      userSpeaking: false,
+      userTurns: 0,
+      speakingOn: undefined,
+      history: ChatContext.empty,
+      core: undefined as unknown as SessionCore
     }
-
-    const send = (msg: SessionMessage) => {
-      if (closed) return rejectClosed(msg)
-      work.acquire()
-      if (!Queue.offerUnsafe(mailbox, msg)) {
-        work.release()
-        rejectClosed(msg)
-      }
-    }
-
-    /** The realtime connection that reported the user speaking, if one did. */
-    let speakingOn: string | undefined
-    const setUserSpeaking = (speaking: boolean, connectionId?: string) => {
-      speakingOn = speaking ? connectionId : undefined
-      if (speaking === userSpeaking || closed) return
-      userSpeaking = speaking
-      if (speaking) userTurns++
-      events.emit({ type: "user_state_changed", state: speaking ? "speaking" : "listening" })
-      send({ _tag: "UserSpeaking", speaking, userTurn: userTurns })
-    }
-
-    const realtimePool = config.realtimeModel
+    const pool = config.realtimeModel
       ? yield* RealtimePool.make({
         model: config.realtimeModel,
-        parent: scope,
+        parent: config.scope,
         now: config.now,
         ended: (connectionId) => {
-          if (speakingOn === connectionId) setUserSpeaking(false)
+          if (r.speakingOn === connectionId) setUserSpeaking(r, false)
         },
         // A closing session's connections close with it: no event after `close`.
-        report: (agent, connectionId, action) => void (closed || events.emit({ type: "realtime_connection", agent, connectionId, action }))
+        report: (agent, connectionId, action) =>
+          void (r.closed || config.events.emit({ type: "realtime_connection", agent, connectionId, action }))
       })
       : undefined
-
-    const core: SessionCore = {
-      id: nextId("session"),
-      work,
-      background,
-      userSpeaking: () => userSpeaking,
-      setUserSpeaking,
-      userTurns: () => userTurns,
-      realtimePool,
-      sessionTools: config.tools,
-      sessionOwner: {
-        kind: "session",
-        scope: backgroundScope,
-        running: new Map(),
-        report: (delivery) => send({ _tag: "Background", delivery })
-      },
-      sessionDeliveries,
-      scope,
-      userdata: config.userdata,
-      textOutput: config.textOutput,
-      defaultModel: config.defaultModel,
-      session: config.session,
-      send,
-      handleNow: () => Queue.flushUnsafe(mailbox),
-      // A closing session has no holder: nothing starts a reply or a model call any more.
-      holder: () => (closed ? undefined : state.holder),
-      closed: () => closed,
-      emit: events.emit,
-      record: (item: ChatItem, agent: string | undefined) => {
-        history = history.append(item)
-        events.emit({ type: "conversation_item_added", agent, item })
-      },
-      history: () => history,
-      now: config.now
+    r.core = makeCore(r, pool)
+    return {
+      core: r.core,
+      state: r.state,
+      closed: () => r.closed,
+      loop: loop(r),
+      shutdown: shutdown(r),
+      idleWithBackground: idleWithBackground(r),
+      closedSignal: r.closedSignal
     }
+  })
 
-    const loop = Effect.gen(function*() {
-      while (true) {
-        const msg = yield* Queue.take(mailbox)
-        yield* Floor.handle(core, state, msg).pipe(
-          Effect.catchCause((cause) =>
-            Effect.sync(() => {
-              events.emit({ type: "error", agent: undefined, source: "input", message: Cause.pretty(cause), recoverable: true })
-            })
-          ),
-          Effect.ensuring(Effect.sync(() => work.release()))
-        )
-      }
-    })
+/** What the floor and the actors share. */
+const makeCore = (r: Running, realtimePool: RealtimePool.Pool | undefined): SessionCore => {
+  const { config } = r
+  const core: SessionCore = {
+    id: nextId("session"),
+    work: r.work,
+    background: r.background,
+    userSpeaking: () => r.userSpeaking,
+    setUserSpeaking: (speaking, connectionId) => setUserSpeaking(r, speaking, connectionId),
+    userTurns: () => r.userTurns,
+    realtimePool,
+    sessionTools: config.tools,
+    sessionOwner: {
+      kind: "session",
+      scope: r.backgroundScope,
+      running: new Map(),
+      report: (delivery) => send(r, { _tag: "Background", delivery })
+    },
+    sessionDeliveries: r.sessionDeliveries,
+    scope: config.scope,
+    userdata: config.userdata,
+    textOutput: config.textOutput,
+    defaultModel: config.defaultModel,
+    session: config.session,
+    send: (msg) => send(r, msg),
+    handleNow: () => Queue.flushUnsafe(r.mailbox),
+    // A closing session has no holder: nothing starts a reply or a model call any more.
+    holder: () => (r.closed ? undefined : r.state.holder),
+    closed: () => r.closed,
+    emit: config.events.emit,
+    record: (item: ChatItem, agent: string | undefined) => {
+      r.history = r.history.append(item)
+      config.events.emit({ type: "conversation_item_added", agent, item })
+    },
+    history: () => r.history,
+    now: config.now
+  }
+  return core
+}
 
-    const shutdown = Effect.gen(function*() {
-      if (closed) return
-      closed = true
-      // Innermost first: tasks before their callers, then the agents.
-      const actors = [...state.live].reverse()
-      for (const actor of actors) yield* Scope.close(actor.scope, Exit.void)
-      // What session tools reported before the close (taken by no holder yet, or still in the
-      // mailbox) is recorded before the cancelled results the close makes them report (rule 9).
-      Background.flush({ name: "session", commit: (item) => core.record(item, undefined) }, sessionDeliveries)
-      state.holder = undefined
-      for (const msg of yield* Queue.clear(mailbox)) {
-        rejectClosed(msg)
-        work.release()
-      }
-      // From here a report is recorded as it comes (rejectClosed).
-      yield* Scope.close(backgroundScope, Exit.void)
-      events.emit({ type: "close", reason: "closed", usage: events.usage.summary() })
-      yield* Scope.close(scope, Exit.void)
-      yield* Deferred.succeed(closedSignal, undefined)
-    })
+/** A message that can no longer be handled still gets an answer. */
+const rejectClosed = (r: Running, msg: SessionMessage) => {
+  switch (msg._tag) {
+    case "Say":
+    case "Reply":
+      return void Deferred.doneUnsafe(msg.reply, Effect.fail(new FloorError({ agent: "", reason: "session_closed", message: "the session is closed" })))
+    case "Handoff":
+      return void Deferred.doneUnsafe(msg.reply, Effect.succeed({ _tag: "NotApplied", reason: "the session is closed" } as const))
+    case "StartTask":
+      return void Deferred.doneUnsafe(msg.result, Effect.interrupt)
+    case "Background":
+      return Background.flush({ name: "session", commit: (item) => r.core.record(item, undefined) }, [msg.delivery])
+    default:
+      return
+  }
+}
 
-    // A background call reports (acquiring a work token) before it stops counting, so this
-    // never sees both counts at zero while a result is on its way.
-    const idleWithBackground: Effect.Effect<void> = Effect.gen(function*() {
-      while (true) {
-        yield* work.idle
-        if (background.count() === 0) return
-        yield* background.idle
-      }
-    })
+/** To the mailbox, holding a work token until it is handled. */
+const send = (r: Running, msg: SessionMessage) => {
+  if (r.closed) return rejectClosed(r, msg)
+  r.work.acquire()
+  if (!Queue.offerUnsafe(r.mailbox, msg)) {
+    r.work.release()
+    rejectClosed(r, msg)
+  }
+}
 
-    return { core, state, closed: () => closed, loop, shutdown, idleWithBackground, closedSignal }
+const setUserSpeaking = (r: Running, speaking: boolean, connectionId?: string) => {
+  r.speakingOn = speaking ? connectionId : undefined
+  if (speaking === r.userSpeaking || r.closed) return
+  r.userSpeaking = speaking
+  if (speaking) r.userTurns++
+  r.config.events.emit({ type: "user_state_changed", state: speaking ? "speaking" : "listening" })
+  send(r, { _tag: "UserSpeaking", speaking, userTurn: r.userTurns })
+}
+
+const loop = (r: Running): Effect.Effect<never, Cause.Done> =>
+  Effect.gen(function*() {
+    while (true) {
+      const msg = yield* Queue.take(r.mailbox)
+      yield* Floor.handle(r.core, r.state, msg).pipe(
+        Effect.catchCause((cause) =>
+          Effect.sync(() => {
+            r.config.events.emit({ type: "error", agent: undefined, source: "input", message: Cause.pretty(cause), recoverable: true })
+          })
+        ),
+        Effect.ensuring(Effect.sync(() => r.work.release()))
+      )
+    }
+  })
+
+const shutdown = (r: Running): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    if (r.closed) return
+    r.closed = true
+    // Innermost first: tasks before their callers, then the agents.
+    const actors = [...r.state.live].reverse()
+    for (const actor of actors) yield* Scope.close(actor.scope, Exit.void)
+    // What session tools reported before the close (taken by no holder yet, or still in the
+    // mailbox) is recorded before the cancelled results the close makes them report (rule 9).
+    Background.flush({ name: "session", commit: (item) => r.core.record(item, undefined) }, r.sessionDeliveries)
+    r.state.holder = undefined
+    for (const msg of yield* Queue.clear(r.mailbox)) {
+      rejectClosed(r, msg)
+      r.work.release()
+    }
+    // From here a report is recorded as it comes (rejectClosed).
+    yield* Scope.close(r.backgroundScope, Exit.void)
+    r.config.events.emit({ type: "close", reason: "closed", usage: r.config.events.usage.summary() })
+    yield* Scope.close(r.config.scope, Exit.void)
+    yield* Deferred.succeed(r.closedSignal, undefined)
+  })
+
+/** A background call reports (acquiring a work token) before it stops counting, so this never
+ * sees both counts at zero while a result is on its way. */
+const idleWithBackground = (r: Running): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    while (true) {
+      yield* r.work.idle
+      if (r.background.count() === 0) return
+      yield* r.background.idle
+    }
   })
 
 /** Closing may be asked from inside an actor (a tool that ends the call): it runs outside

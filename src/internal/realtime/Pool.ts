@@ -19,9 +19,8 @@
  * start and stop, transcripts) between a release and the next lease is kept for the next holder,
  * and the user's transcripts follow it to a fresh connection: a turn said into the gap is heard,
  * and a reply waiting for the user to stop speaking does not wait forever.
- *
- * Every fiber here lives in a connection's Scope (its router, its cancels, its watchers), so it
- * runs with the session's logger, tracer and clock and ends with the connection.
+ * Every fiber here lives in a connection's Scope (router, canceller, watchers): it runs with the
+ * session's logger, tracer and clock, and ends with the connection.
  */
 import { Cause, Deferred, Effect, Exit, Queue, Scope, Stream } from "effect"
 import type { Ack, RealtimeCapabilities, RealtimeConnection, RealtimeEvent, RealtimeModel, RealtimeTool } from "../../../services/RealtimeModel.ts"
