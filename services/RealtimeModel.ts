@@ -1,7 +1,7 @@
 /**
  * `RealtimeModel`: a speech-to-speech model reached over one long-lived connection (OpenAI
  * Realtime, Gemini Live). Providers are Layers; baton's core leases their connections to
- * actors (see src/RealtimeLease.ts) and moves them between actors on a handoff when the
+ * actors (see src/internal/realtime/Pool.ts and Lease.ts) and moves them between actors on a handoff when the
  * capabilities allow it (docs/rules.md, rule 7).
  *
  * Requests are pipelined: every operation returns as soon as its frame is written. Operations
