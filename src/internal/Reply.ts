@@ -93,6 +93,58 @@ const runText = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Ef
     }
   })
 
+/** One model step as it streams: what was said, whether the output was opened, the calls. */
+interface Step {
+  readonly actor: Actor
+  readonly info: { readonly speechId: string; readonly agent: string }
+  readonly meter: ReturnType<typeof ModelCallMeter.start>
+  readonly calls: Array<PendingCall>
+  text: string
+  started: boolean
+}
+
+/** One part of the model's stream: text out as it arrives, calls collected, usage metered.
+ * Both streams carry the fields read here in the same shape (tool-call params undecoded). */
+const onPart = (step: Step, part: Response.StreamPartEncoded | Response.StreamPart<any>): Effect.Effect<void, unknown> => {
+  const actor = step.actor
+  if (!actor.holdsFloor()) return Effect.interrupt
+  switch (part.type) {
+    case "finish":
+      step.meter.usage({ inputTokens: part.usage.inputTokens.total, outputTokens: part.usage.outputTokens.total })
+      return Effect.void
+    case "response-metadata":
+      step.meter.model(part.modelId)
+      return Effect.void
+    case "text-delta": {
+      if (part.delta === "") return Effect.void
+      step.meter.text()
+      const out = actor.core.textOutput
+      const open = step.started ? Effect.void : Effect.sync(() => {
+        step.started = true
+        actor.setState("speaking")
+      }).pipe(Effect.andThen(out.start(step.info)))
+      return open.pipe(
+        Effect.andThen(out.write(part.delta, step.info)),
+        Effect.andThen(Effect.sync(() => {
+          step.text += part.delta
+        }))
+      )
+    }
+    case "tool-call": {
+      step.calls.push({
+        callId: part.id,
+        name: part.name,
+        arguments: typeof part.params === "string" ? part.params : JSON.stringify(part.params ?? {})
+      })
+      return Effect.void
+    }
+    case "error":
+      return Effect.fail(part.error)
+    default:
+      return Effect.void
+  }
+}
+
 /** One model step: streams the text out as it arrives and collects the tool calls. */
 const generate = (
   actor: Actor,
@@ -103,53 +155,13 @@ const generate = (
 ): Effect.Effect<ReadonlyArray<PendingCall>, unknown> => {
   const info = { speechId: speech.handle.id, agent: actor.name }
   const out = actor.core.textOutput
-  const calls: Array<PendingCall> = []
-  let text = ""
-  let started = false
   const named = ModelParts.infoOf(model)
   const meter = ModelCallMeter.start({ ...info, kind: "llm", provider: named?.provider ?? "unknown", model: named?.model ?? "unknown" }, actor.core.now)
+  const step: Step = { actor, info, meter, calls: [], text: "", started: false }
   actor.setState("thinking")
-  // Both streams carry the fields read here in the same shape (tool-call params undecoded).
-  const onPart = (part: Response.StreamPartEncoded | Response.StreamPart<any>): Effect.Effect<void, unknown> => {
-    if (!actor.holdsFloor()) return Effect.interrupt
-    switch (part.type) {
-      case "finish":
-        meter.usage({ inputTokens: part.usage.inputTokens.total, outputTokens: part.usage.outputTokens.total })
-        return Effect.void
-      case "response-metadata":
-        meter.model(part.modelId)
-        return Effect.void
-      case "text-delta": {
-        if (part.delta === "") return Effect.void
-        meter.text()
-        const open = started ? Effect.void : Effect.sync(() => {
-          started = true
-          actor.setState("speaking")
-        }).pipe(Effect.andThen(out.start(info)))
-        return open.pipe(
-          Effect.andThen(out.write(part.delta, info)),
-          Effect.andThen(Effect.sync(() => {
-            text += part.delta
-          }))
-        )
-      }
-      case "tool-call": {
-        calls.push({
-          callId: part.id,
-          name: part.name,
-          arguments: typeof part.params === "string" ? part.params : JSON.stringify(part.params ?? {})
-        })
-        return Effect.void
-      }
-      case "error":
-        return Effect.fail(part.error)
-      default:
-        return Effect.void
-    }
-  }
   const parts = ModelParts.partsOf(model)
   const steps: Effect.Effect<void, unknown> = parts
-    ? ModelParts.run(parts, { prompt, tools: actor.definitions, toolChoice }, onPart)
+    ? ModelParts.run(parts, { prompt, tools: actor.definitions, toolChoice }, (part) => onPart(step, part))
     : Stream.runForEach(
       model.streamText({
         prompt,
@@ -158,7 +170,7 @@ const generate = (
         disableToolCallResolution: true,
         toolCallValidation: "deferred"
       }) as Stream.Stream<Response.StreamPart<any>, unknown>,
-      onPart
+      (part) => onPart(step, part)
     )
   // A voice output plays after the text: the step ends when the words were heard (or cut).
   // Without one (text), the step is the model call alone: no extra step on the hot path.
@@ -166,7 +178,7 @@ const generate = (
   const body = drain
     ? steps.pipe(
       Effect.onExit((exit) => Effect.sync(() => actor.core.emit(meter.end(exit)))),
-      Effect.andThen(Effect.suspend(() => (started ? drain(info) : Effect.void)))
+      Effect.andThen(Effect.suspend(() => (step.started ? drain(info) : Effect.void)))
     )
     : steps
   return body.pipe(
@@ -175,12 +187,12 @@ const generate = (
         if (!drain) actor.core.emit(meter.end(exit))
         const interrupted = Exit.isFailure(exit)
         // Cut short: the history keeps what the user heard, when the output knows it.
-        const kept = interrupted && started && out.heard ? out.heard(info) ?? text : text
+        const kept = interrupted && step.started && out.heard ? out.heard(info) ?? step.text : step.text
         if (kept !== "") actor.commit(message("assistant", kept, { agent: actor.name, interrupted }))
-        return started ? out.end(info, interrupted) : Effect.void
+        return step.started ? out.end(info, interrupted) : Effect.void
       })
     ),
     Effect.provideService(ModelCall, info),
-    Effect.as(calls)
+    Effect.as(step.calls)
   )
 }

@@ -109,84 +109,101 @@ const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effec
   const replaced = duplicate === "replace"
     ? Effect.forEach(running, (earlier) => Background.cancel(earlier, `replaced by a newer call (${call.callId})`), { discard: true })
     : Effect.void
-  return Effect.andThen(
-    replaced,
-    Effect.suspend(() => {
-      const core = actor.core
-      const first = Deferred.makeUnsafe<CallResult>()
-      const token: WorkTokenCell = { held: true }
-      let background: Background.BackgroundCall | undefined
-      let fiber: Fiber.Fiber<unknown, unknown> | undefined
-      const context: Tool.ToolContext<unknown> = {
-        call: { id: call.callId, name: call.name, arguments: call.arguments },
-        agent: actor.agent,
-        session: core.session(),
-        userdata: core.userdata,
-        speech: speech.handle,
-        progress: (text) =>
-          Effect.sync(() => {
-            if (background) return owner.report({ _tag: "Progress", call: background, text })
-            // The first report answers the call; the handler goes on in the background.
-            background = {
-              callId: call.callId,
-              name: call.name,
-              arguments: call.arguments,
-              tool,
-              startedAt: core.now(),
-              owner,
-              fiber,
-              updates: 0,
-              cancelReason: undefined,
-              answered: false
-            }
-            owner.running.set(call.callId, background)
-            core.background.acquire()
-            token.held = false
-            const started = background
-            Deferred.doneUnsafe(first, Exit.succeed<CallResult>({
-              _tag: "Progress",
-              output: text,
-              answered: () => {
-                started.answered = true
-                // What it reported meanwhile may be told now.
-                if (owner.kind === "agent") actor.send({ _tag: "Kick" })
-                else core.holder()?.send({ _tag: "Kick" })
-              }
-            }))
-          })
-      }
-      const finished = (result: CallResult) => {
-        if (!background) return void Deferred.doneUnsafe(first, Exit.succeed(result))
-        owner.running.delete(background.callId)
-        owner.report({ _tag: "Final", call: background, result })
-        core.background.release()
-      }
-      return Tool.decodeArguments(tool, call.arguments).pipe(
-        Effect.flatMap((params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>)),
-        Effect.provideService(CurrentAgent, actor.handle),
-        Effect.provideService(WorkToken, token),
-        Effect.provideService(CurrentCall, { actor, callId: call.callId }),
-        Effect.exit,
-        Effect.flatMap((exit) =>
-          Effect.sync(() => {
-            const { result, event } = classify(tool.name, exit)
-            if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
-            finished(result)
-          })
-        ),
-        Effect.onInterrupt(() =>
-          Effect.sync(() => finished(background ? Background.interrupted(background) : cancelled(`${tool.name} was cancelled.`)))
-        ),
-        Diagnostics.fiber,
-        Effect.forkIn(owner.scope, { startImmediately: true }),
-        Effect.flatMap((handler) => {
-          fiber = handler
-          if (background) background.fiber = handler
-          return Deferred.await(first).pipe(
-            // The batch is cut (the session closes): a call still in the foreground goes with it.
-            Effect.onInterrupt(() => (background ? Effect.void : Fiber.interrupt(handler)))
-          )
-        })
+  return Effect.andThen(replaced, Effect.suspend(() => runHandler({ actor, speech, call, tool, owner, first: Deferred.makeUnsafe(), token: { held: true }, background: undefined, fiber: undefined })))
+}
+
+/** One call of a tool: answered by its result, or by its first progress report (then it goes on
+ * in the background, owned by `owner`). */
+interface Call {
+  readonly actor: Actor
+  readonly speech: Speech
+  readonly call: FunctionCall
+  readonly tool: Tool.Tool
+  readonly owner: Background.Owner
+  /** What answers the call in the batch: the result, or the first report. */
+  readonly first: Deferred.Deferred<CallResult>
+  readonly token: WorkTokenCell
+  background: Background.BackgroundCall | undefined
+  fiber: Fiber.Fiber<unknown, unknown> | undefined
+}
+
+/** A progress report: the first answers the call and moves it to the background. */
+const progress = (c: Call, text: string) => {
+  const { actor, call, owner } = c
+  const core = actor.core
+  if (c.background) return owner.report({ _tag: "Progress", call: c.background, text })
+  const started: Background.BackgroundCall = {
+    callId: call.callId,
+    name: call.name,
+    arguments: call.arguments,
+    tool: c.tool,
+    startedAt: core.now(),
+    owner,
+    fiber: c.fiber,
+    updates: 0,
+    cancelReason: undefined,
+    answered: false
+  }
+  c.background = started
+  owner.running.set(call.callId, started)
+  core.background.acquire()
+  c.token.held = false
+  Deferred.doneUnsafe(c.first, Exit.succeed<CallResult>({
+    _tag: "Progress",
+    output: text,
+    answered: () => {
+      started.answered = true
+      // What it reported meanwhile may be told now.
+      if (owner.kind === "agent") actor.send({ _tag: "Kick" })
+      else core.holder()?.send({ _tag: "Kick" })
+    }
+  }))
+}
+
+/** The call's end: its result answers it, or (in the background) is reported. */
+const finished = (c: Call, result: CallResult) => {
+  if (!c.background) return void Deferred.doneUnsafe(c.first, Exit.succeed(result))
+  c.owner.running.delete(c.background.callId)
+  c.owner.report({ _tag: "Final", call: c.background, result })
+  c.actor.core.background.release()
+}
+
+/** Runs the handler in its own fiber (in the owner's Scope) and waits for what answers the call. */
+const runHandler = (c: Call): Effect.Effect<CallResult> => {
+  const { actor, call, tool } = c
+  const core = actor.core
+  const context: Tool.ToolContext<unknown> = {
+    call: { id: call.callId, name: call.name, arguments: call.arguments },
+    agent: actor.agent,
+    session: core.session(),
+    userdata: core.userdata,
+    speech: c.speech.handle,
+    progress: (text) => Effect.sync(() => progress(c, text))
+  }
+  return Tool.decodeArguments(tool, call.arguments).pipe(
+    Effect.flatMap((params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>)),
+    Effect.provideService(CurrentAgent, actor.handle),
+    Effect.provideService(WorkToken, c.token),
+    Effect.provideService(CurrentCall, { actor, callId: call.callId }),
+    Effect.exit,
+    Effect.flatMap((exit) =>
+      Effect.sync(() => {
+        const { result, event } = classify(tool.name, exit)
+        if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
+        finished(c, result)
+      })
+    ),
+    Effect.onInterrupt(() =>
+      Effect.sync(() => finished(c, c.background ? Background.interrupted(c.background) : cancelled(`${tool.name} was cancelled.`)))
+    ),
+    Diagnostics.fiber,
+    Effect.forkIn(c.owner.scope, { startImmediately: true }),
+    Effect.flatMap((handler) => {
+      c.fiber = handler
+      if (c.background) c.background.fiber = handler
+      return Deferred.await(c.first).pipe(
+        // The batch is cut (the session closes): a call still in the foreground goes with it.
+        Effect.onInterrupt(() => (c.background ? Effect.void : Fiber.interrupt(handler)))
       )
     })
   )

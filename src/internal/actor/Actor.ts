@@ -267,24 +267,29 @@ const build = (
     inner
   }
   const late = actor as { speeches: Speeches.Speeches; handle: AgentHandle }
-  late.speeches = Speeches.make({
-    name: agent.name,
-    core,
-    scope,
-    mayStart: () => Lifecycle.isActive(actor) && holdsFloor() && !core.userSpeaking(),
-    closed: () => Lifecycle.isClosed(actor),
-    ended: (speech) => actor.send({ _tag: "SpeechEnded", speech }),
-    // Within a message, the loop starts the next speech itself once the message is handled.
-    kick: () => {
-      if (!inner.startsNext) actor.send({ _tag: "Kick" })
-    },
-    interrupt: (speech) => actor.send({ _tag: "Interrupt", speech })
-  })
+  late.speeches = speechesOf(actor)
   late.handle = makeAgentHandle(actor)
   ;(inner as { deliveryHost: Background.DeliveryHost }).deliveryHost = Handlers.deliveryHost(actor)
   ;(inner as { afterEach: Effect.Effect<void> }).afterEach = Handlers.afterEach(actor)
   return actor
 }
+
+/** The actor's speeches, which start only while it is active, holds the floor and the user is
+ * not speaking. */
+const speechesOf = (actor: Actor): Speeches.Speeches =>
+  Speeches.make({
+    name: actor.name,
+    core: actor.core,
+    scope: actor.scope,
+    mayStart: () => Lifecycle.isActive(actor) && actor.holdsFloor() && !actor.core.userSpeaking(),
+    closed: () => Lifecycle.isClosed(actor),
+    ended: (speech) => actor.send({ _tag: "SpeechEnded", speech }),
+    // Within a message, the loop starts the next speech itself once the message is handled.
+    kick: () => {
+      if (!actor.inner.startsNext) actor.send({ _tag: "Kick" })
+    },
+    interrupt: (speech) => actor.send({ _tag: "Interrupt", speech })
+  })
 
 /** A message for an actor whose Scope is closed still gets its answer. */
 const rejectLate = (actor: Actor, msg: ActorMessage) => {
