@@ -162,11 +162,29 @@ export const decodeArguments = <P>(tool: Tool<P>, raw: string): Effect.Effect<P,
       new InvalidArguments({ message: `Arguments for ${tool.name} are not valid JSON: ${truncate(raw, 200)}` })
     )
   }
-  return Schema.decodeUnknownEffect(Schema.toCodecJson(tool.parameters))(parsed.value, { errors: "all" }).pipe(
+  const value = parsed.value
+  // A tool without parameters takes any object (extra keys are dropped, as the decoder does).
+  if ((tool.parameters as Schema.Top) === NoParameters && typeof value === "object" && value !== null && !Array.isArray(value)) {
+    return Effect.succeed({} as P)
+  }
+  return decoderOf(tool.parameters)(value, { errors: "all" }).pipe(
     Effect.mapError((error) =>
       new InvalidArguments({ message: `Invalid arguments for ${tool.name}: ${error.message}` })
     )
   )
+}
+
+/** One decoder per schema: building the JSON codec costs far more than decoding with it
+ * (about 70 µs per call before the JIT has warmed up, 6 µs after). */
+const decoders = new WeakMap<Schema.Top, (input: unknown, options: { readonly errors: "all" }) => Effect.Effect<unknown, Schema.SchemaError>>()
+
+const decoderOf = <P>(schema: Schema.Codec<P, any>) => {
+  let decoder = decoders.get(schema)
+  if (!decoder) {
+    decoder = Schema.decodeUnknownEffect(Schema.toCodecJson(schema)) as NonNullable<typeof decoder>
+    decoders.set(schema, decoder)
+  }
+  return decoder as (input: unknown, options: { readonly errors: "all" }) => Effect.Effect<P, Schema.SchemaError>
 }
 
 const parseJson = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
