@@ -54,6 +54,8 @@ interface Row {
   readonly toolToOnEnter: number
   readonly onEnterToReplyDone: number
   readonly replyBeforeRunResolved: boolean
+  /** The measured window, tool entered → B's reply finished, in performance.now() ms. */
+  readonly window: readonly [number, number]
 }
 
 /** One run on a fresh session, checked; the session closes when the run's Scope does. */
@@ -132,7 +134,8 @@ export const handoffOnce = (iter: string | number): Effect.Effect<Row, Error> =>
       runToResolved: runDone - runCall,
       toolToOnEnter: onEnter - toolStart,
       onEnterToReplyDone: replyDone - onEnter,
-      replyBeforeRunResolved: replyDone <= runDone
+      replyBeforeRunResolved: replyDone <= runDone,
+      window: [toolStart, replyDone]
     }
   }))
 

@@ -19,6 +19,7 @@ import { envInt, gcNow } from "./stats.ts"
 interface ProfileNode {
   readonly id: number
   readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
+  readonly children?: ReadonlyArray<number>
 }
 
 interface Profile {
@@ -48,7 +49,7 @@ const partOf = (frame: ProfileNode["callFrame"]): string => {
 }
 
 const run = (from: number, count: number) =>
-  Effect.runPromise(Effect.forEach(Array.from({ length: count }, (_, i) => from + i), (i) => handoffOnce(i), { discard: true }))
+  Effect.runPromise(Effect.forEach(Array.from({ length: count }, (_, i) => from + i), (i) => handoffOnce(i)))
 
 await gcNow()
 await run(0, warmup)
@@ -57,39 +58,77 @@ session.connect()
 await session.post("Profiler.enable")
 await session.post("Profiler.setSamplingInterval", { interval: 50 })
 await session.post("Profiler.start")
+// performance.now() and the profiler's timestamps are both the monotonic clock: one offset.
+const offsetUs = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000
 const t0 = performance.now()
-await run(warmup, n)
+const rows = await run(warmup, n)
 const wallMs = performance.now() - t0
 const { profile } = (await session.post("Profiler.stop")) as unknown as { profile: Profile }
 session.disconnect()
 
 const byId = new Map(profile.nodes.map((node) => [node.id, node]))
-const self = new Map<string, number>()
-const functions = new Map<string, number>()
-let total = 0
-profile.samples.forEach((id, i) => {
-  const frame = byId.get(id)!.callFrame
-  // The profiler's own stop call, sampled at the end: not the handoff's.
-  if (frame.url === "node:inspector") return
-  const us = profile.timeDeltas[i] ?? 0
-  total += us
-  const part = partOf(frame)
-  self.set(part, (self.get(part) ?? 0) + us)
-  const name = `${frame.functionName || "(anonymous)"} ${frame.url.replace(/^.*\/(node_modules|src|services|layers|bench)\//, "$1/")}:${frame.lineNumber + 1}`
-  functions.set(name, (functions.get(name) ?? 0) + us)
-})
-const rows = [...self.entries()].sort((a, b) => b[1] - a[1])
 const cpu = os.cpus()[0]?.model ?? "unknown CPU"
-console.log(`Handoff runs ${warmup}..${warmup + n - 1} (after ${warmup} warm-up), ${cpu}, Node ${process.version}:`)
-console.log(`${(wallMs * 1000 / n).toFixed(0)} µs per run (session start, run() with the handoff, checks, close)\n`)
-console.log("| part (self time) | µs per run | share |")
-console.log("|---|---:|---:|")
-for (const [part, us] of rows.slice(0, 18)) {
-  console.log(`| ${part} | ${(us / n).toFixed(1)} | ${((us / total) * 100).toFixed(1)}% |`)
+
+/** Self time per part and per function over some samples, each worth `usPerSample`. */
+const report = (title: string, samples: ReadonlyArray<number>, usPerSample: number) => {
+  const self = new Map<string, number>()
+  const functions = new Map<string, number>()
+  for (const id of samples) {
+    const frame = byId.get(id)!.callFrame
+    const part = partOf(frame)
+    self.set(part, (self.get(part) ?? 0) + usPerSample)
+    const name = `${frame.functionName || "(anonymous)"} ${frame.url.replace(/^.*\/(node_modules|src|services|layers|bench)\//, "$1/")}:${frame.lineNumber + 1}`
+    functions.set(name, (functions.get(name) ?? 0) + usPerSample)
+  }
+  const total = samples.length * usPerSample
+  console.log(`\n${title}: ${(total / n).toFixed(0)} µs per run, ${samples.length} samples\n`)
+  console.log("| part (self time) | µs per run | share |")
+  console.log("|---|---:|---:|")
+  for (const [part, us] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 18)) {
+    console.log(`| ${part} | ${(us / n).toFixed(1)} | ${((us / total) * 100).toFixed(1)}% |`)
+  }
+  console.log("\n| function (self time) | µs per run |")
+  console.log("|---|---:|")
+  for (const [name, us] of [...functions.entries()].sort((a, b) => b[1] - a[1]).slice(0, 15)) {
+    console.log(`| ${name} | ${(us / n).toFixed(1)} |`)
+  }
 }
-console.log("\n| function (self time) | µs per run |")
+
+// The profiler's own stop call, sampled at the end, is not the handoff's.
+const samples: Array<{ readonly id: number; readonly at: number }> = []
+let at = profile.startTime
+profile.samples.forEach((id, i) => {
+  at += profile.timeDeltas[i] ?? 0
+  if (byId.get(id)!.callFrame.url !== "node:inspector") samples.push({ id, at })
+})
+console.log(`Handoff runs ${warmup}..${warmup + n - 1} (after ${warmup} warm-up), ${cpu}, Node ${process.version}`)
+// Each sample counts as the wall time over the number of samples: one sample's own time delta
+// can be milliseconds when the process was descheduled, which would crown a random function.
+report("Whole run (session start, run() with the handoff, checks, close)", samples.map((s) => s.id), (wallMs * 1000) / samples.length)
+const windows = rows.map((row) => [row.window[0] * 1000 + offsetUs, row.window[1] * 1000 + offsetUs] as const)
+const inWindow = samples.filter((s) => windows.some(([from, to]) => s.at >= from && s.at <= to))
+const windowUs = windows.reduce((sum, [from, to]) => sum + (to - from), 0)
+const usInWindow = windowUs / Math.max(1, inWindow.length)
+report("Tool entered → B's reply finished (the measured window)", inWindow.map((s) => s.id), usInWindow)
+
+// Total (inclusive) time of baton's own functions in the window: the phases of the handoff.
+const parentOf = new Map<number, number>()
+for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id)
+const inclusive = new Map<string, number>()
+for (const { id } of inWindow) {
+  const seen = new Set<string>()
+  for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at)) {
+    const frame = byId.get(at)!.callFrame
+    const file = frame.url.match(/\/(src|services|layers)\/(.*)$/)
+    if (!file || frame.url.includes("/node_modules/")) continue
+    const name = `${frame.functionName || "(anonymous)"} ${file[1]}/${file[2]}:${frame.lineNumber + 1}`
+    if (!seen.has(name)) inclusive.set(name, (inclusive.get(name) ?? 0) + usInWindow)
+    seen.add(name)
+  }
+}
+console.log("\n| baton function in the window (total time, callees included) | µs per run |")
 console.log("|---|---:|")
-for (const [name, us] of [...functions.entries()].sort((a, b) => b[1] - a[1]).slice(0, 15)) {
+for (const [name, us] of [...inclusive.entries()].sort((a, b) => b[1] - a[1]).slice(0, 30)) {
   console.log(`| ${name} | ${(us / n).toFixed(1)} |`)
 }
 const dir = new URL("../.profiles/", import.meta.url)
