@@ -161,7 +161,7 @@ export const benchHandoff: Effect.Effect<HandoffResult, Error> = Effect.gen(func
     if (total > warmup + n && i >= warmAfter) warmRows.push(row)
   }
   const times = (of: ReadonlyArray<Row>): HandoffTimes => {
-    const col = (k: Exclude<keyof Row, "replyBeforeRunResolved">) => summarize(of.map((r) => r[k]))
+    const col = (k: Exclude<keyof Row, "replyBeforeRunResolved" | "window">) => summarize(of.map((r) => r[k]))
     return {
       toolToReplyDone: col("toolToReplyDone"),
       runToResolved: col("runToResolved"),

@@ -24,6 +24,7 @@ interface ProfileNode {
 
 interface Profile {
   readonly nodes: ReadonlyArray<ProfileNode>
+  readonly startTime: number
   readonly samples: ReadonlyArray<number>
   readonly timeDeltas: ReadonlyArray<number>
 }
