@@ -20,16 +20,21 @@
  * ```
  */
 import { Effect } from "effect"
-import type { Agent, AgentOptions } from "./Agent.ts"
+import type { Agent, AgentOptions, ToolRequirements, TypedAgentOptions } from "./Agent.ts"
 import * as AgentModule from "./Agent.ts"
 import { CurrentAgent } from "./CurrentAgent.ts"
 import { TaskError } from "./Errors.ts"
-import type { ContextPolicy } from "./Handoff.ts"
-import { type NoReply, noReply } from "./Tool.ts"
+import type { ContextPolicy, KnownRequirements } from "./Handoff.ts"
+import { type NoReply, noReply, type Tool } from "./Tool.ts"
 
 declare const Result: unique symbol
 
-export interface AgentTask<A> extends Agent {
+/**
+ * A task with result `A` whose tools, hooks and model need `R` (type only, as for `Agent<R>`):
+ * `AgentTask.run` needs the same. A task typed `AgentTask<A>` says nothing (`any`), as
+ * `Agent.Agent` does; annotate `AgentTask<A, CrmApi>` to keep the check.
+ */
+export interface AgentTask<A, R = any> extends Agent<R> {
   readonly task: NonNullable<Agent["task"]>
   /** Phantom: the result type. */
   readonly [Result]?: A
@@ -42,15 +47,41 @@ export interface AgentTaskOptions extends AgentOptions {
   readonly context?: ContextPolicy
 }
 
-export const make = <A>(options: AgentTaskOptions): AgentTask<A> => ({
+/** `AgentTaskOptions` with each part's requirements seen by the type checker. */
+export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool<any, any>>, E, X, S, M>
+  extends TypedAgentOptions<T, E, X, S, M>
+{
+  readonly includeFunctionCalls?: boolean
+  readonly context?: ContextPolicy
+}
+
+/**
+ * Makes a task. Its result type comes from the annotation (`const ask: AgentTask<string, Crm> =
+ * AgentTask.make({...})`, checked against what its parts need) or an explicit
+ * `AgentTask.make<string>({...})` (then its needs are unchecked, `any`).
+ */
+export const make: <
+  A,
+  const T extends ReadonlyArray<Tool<any, any>> = ReadonlyArray<Tool<any, any>>,
+  E = any,
+  X = any,
+  S = any,
+  M = any
+>(options: TypedAgentTaskOptions<T, E, X, S, M>) => AgentTask<A, ToolRequirements<T> | Exclude<E | X | S, CurrentAgent> | M> = (
+  options: AgentTaskOptions
+): AgentTask<any> => ({
   ...AgentModule.make(options),
   task: { includeFunctionCalls: options.includeFunctionCalls ?? false, context: options.context ?? "full" }
 })
 
-/** Runs `task` with the floor lent by the current agent, and returns its result. */
-export const run: <A>(task: AgentTask<A>) => Effect.Effect<A, TaskError, CurrentAgent> = Effect.fn("AgentTask.run")(
-  (task: AgentTask<any>): Effect.Effect<any, TaskError, CurrentAgent> => CurrentAgent.use((agent) => agent.runTask(task))
-)
+/**
+ * Runs `task` with the floor lent by the current agent, and returns its result. Needs what the
+ * task needs, so the tool or hook that runs it does too.
+ */
+export const run: <A, R>(task: AgentTask<A, R>) => Effect.Effect<A, TaskError, CurrentAgent | KnownRequirements<R>> = Effect
+  .fn("AgentTask.run")(
+    (task: AgentTask<any>): Effect.Effect<any, TaskError, CurrentAgent> => CurrentAgent.use((agent) => agent.runTask(task))
+  )
 
 const checkOwner = (task: Agent) =>
   CurrentAgent.use((agent) =>

@@ -48,14 +48,35 @@ export interface HandoffOptions {
   readonly reply?: boolean
 }
 
-/** A tool result that passes the floor to `target` once the whole batch has settled. */
-export interface Handoff {
+/**
+ * A tool result that passes the floor to `target` once the whole batch has settled. `R` is what
+ * the target needs (type only): a tool whose handler returns it needs the same.
+ */
+export interface Handoff<R = never> {
   readonly _tag: "Handoff"
+  /** Type only: the services the target agent needs. */
+  readonly "~requirements"?: () => R
   readonly target: AgentRef
   readonly options: HandoffOptions
 }
 
-export const to = (target: AgentRef, options: HandoffOptions = {}): Handoff => ({ _tag: "Handoff", target, options })
+/** `R`, or nothing when it is `any` (an agent annotated `Agent.Agent` says nothing about its needs). */
+export type KnownRequirements<R> = 0 extends (1 & R) ? never : R
+
+export const to = <R = never>(target: Agent<R> | (() => Agent<R>), options: HandoffOptions = {}): Handoff<KnownRequirements<R>> => ({
+  _tag: "Handoff",
+  target,
+  options
+})
+
+/**
+ * What a tool handler's result hands the floor to needs: the target of a `Handoff`, or an agent
+ * returned as it is (nothing for results of type `any` or `unknown`).
+ */
+export type TargetRequirements<A> = 0 extends (1 & A) ? never
+  : A extends Handoff<infer R> ? R
+  : A extends Agent<infer R> ? KnownRequirements<R>
+  : never
 
 export const isHandoff = (u: unknown): u is Handoff =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Handoff" && "target" in u

@@ -81,14 +81,14 @@ const NAME = /^[a-zA-Z0-9_-]{1,64}$/
  * Defines a tool. The handler's services come from the Layers provided to the program that
  * started the session.
  */
-export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoParameters, U = any, R = never>(
+export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoParameters, U = any, A = unknown, R = never>(
   name: string,
   options: {
     readonly description: string
     readonly parameters?: S
-    readonly handler: (params: S["Type"], context: ToolContext<U>) => Effect.Effect<unknown, unknown, R>
+    readonly handler: (params: S["Type"], context: ToolContext<U>) => Effect.Effect<A, unknown, R>
   } & ToolOptions
-): Tool<S["Type"], Exclude<R, CurrentAgent>> => {
+): Tool<S["Type"], Exclude<R | Handoff.TargetRequirements<A>, CurrentAgent>> => {
   if (!NAME.test(name)) {
     throw new Error(`Tool name "${name}" must be 1-64 characters of letters, digits, _ or -`)
   }
@@ -111,7 +111,7 @@ export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoP
 }
 
 /** `R`, or nothing when it is `any` (an agent annotated `Agent.Agent` says nothing about its needs). */
-export type KnownRequirements<R> = 0 extends (1 & R) ? never : R
+export type KnownRequirements<R> = Handoff.KnownRequirements<R>
 
 /**
  * A tool that hands off to `target` (a thunk, so agents can refer to each other in a cycle). It

@@ -4,7 +4,7 @@
  * `@ts-expect-error` below must be an error; if one stops being one, tsc fails on it.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { Agent, AgentSession, Tool } from "../../src/index.ts"
+import { Agent, AgentSession, AgentTask, Handoff, Tool } from "../../src/index.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 
 class WeatherApi extends Context.Service<WeatherApi, { readonly today: (city: string) => Effect.Effect<string> }>()("test/WeatherApi") {}
@@ -76,3 +76,81 @@ export const unchecked: Effect.Effect<unknown, unknown, never> = AgentSession.st
 const kept: Agent.Agent<WeatherApi | Audit> = weather
 // @ts-expect-error WeatherApi and Audit are not provided
 export const keptChecked: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: kept }).pipe(Effect.scoped, Effect.provide(model))
+
+// a handoff returned by a tool's own handler needs what its target needs
+const deskByHandler = Agent.make({
+  name: "desk",
+  instructions: "Desk.",
+  tools: [Tool.make("route", { description: "Route the caller", handler: () => Effect.succeed(Handoff.to(weather, { reason: "weather" })) })]
+})
+// @ts-expect-error the weather agent behind Handoff.to needs WeatherApi and Audit
+export const handlerHandoffChecked: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: deskByHandler }).pipe(
+  Effect.scoped,
+  Effect.provide(model)
+)
+export const handlerHandoffProvided: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: deskByHandler }).pipe(
+  Effect.scoped,
+  Effect.provide([model, weatherApi, audit])
+)
+// so does an agent returned as it is
+const deskByAgent = Agent.make({
+  name: "desk",
+  instructions: "Desk.",
+  tools: [Tool.make("route", { description: "Route the caller", handler: () => Effect.succeed(weather) })]
+})
+// @ts-expect-error the weather agent returned by the handler needs WeatherApi and Audit
+export const returnedAgentChecked: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: deskByAgent }).pipe(
+  Effect.scoped,
+  Effect.provide(model)
+)
+
+// a task typed by its annotation is checked against its parts, and running it needs what it needs
+class Crm extends Context.Service<Crm, { readonly save: (name: string) => Effect.Effect<void> }>()("test/Crm") {}
+const crm = Layer.succeed(Crm, { save: () => Effect.void })
+const askName: AgentTask.AgentTask<string, Crm> = AgentTask.make({
+  name: "ask_name",
+  instructions: "Ask the caller's name.",
+  tools: [
+    Tool.make("record_name", {
+      description: "Record the caller's name",
+      parameters: Schema.Struct({ name: Schema.String }),
+      handler: ({ name }) =>
+        Effect.gen(function*() {
+          const store = yield* Crm
+          yield* store.save(name)
+          return yield* AgentTask.complete(askName, name)
+        })
+    })
+  ]
+})
+// @ts-expect-error the annotation must name what the task's tools need (Crm)
+export const taskUnderstated: AgentTask.AgentTask<string, never> = AgentTask.make({
+  name: "t",
+  instructions: "T.",
+  tools: [Tool.make("save", { description: "Save", handler: () => Effect.gen(function*() { yield* (yield* Crm).save("x") }) })]
+})
+const reception = Agent.make({
+  name: "reception",
+  instructions: "Reception.",
+  tools: [Tool.make("identify", { description: "Identify the caller", handler: () => AgentTask.run(askName) })]
+})
+// @ts-expect-error the task run by the tool needs Crm
+export const taskChecked: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: reception }).pipe(
+  Effect.scoped,
+  Effect.provide(model)
+)
+export const taskProvided: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: reception }).pipe(
+  Effect.scoped,
+  Effect.provide([model, crm])
+)
+// a task run from a hook is checked too
+const greeterWithTask = Agent.make({ name: "greeter", instructions: "Greet.", onEnter: Effect.asVoid(AgentTask.run(askName)) })
+// @ts-expect-error the task run by onEnter needs Crm
+export const hookTaskChecked: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: greeterWithTask }).pipe(
+  Effect.scoped,
+  Effect.provide(model)
+)
+// a task made with an explicit result type says nothing (any), as before
+const loose2 = AgentTask.make<string>({ name: "loose", instructions: "Loose.", tools: [lookup] })
+const runsLoose = Agent.make({ name: "r", instructions: "R.", tools: [Tool.make("go", { description: "Go", handler: () => AgentTask.run(loose2) })] })
+export const looseTask: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: runsLoose }).pipe(Effect.scoped, Effect.provide(model))
