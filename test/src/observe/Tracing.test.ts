@@ -29,7 +29,12 @@ describe("Tracing", () => {
       // trace shows where it called baton.
       const entryPoints = new Set(receiver.spans().map((s) => s.name).filter((name) => name.startsWith("AgentSession.")))
       assert.deepStrictEqual([...entryPoints], ["AgentSession.run"])
-      // baton's spans (the receiver also gets effect/ai's own LanguageModel.streamText spans).
+      // Each model call is also effect/ai's client span (baton builds it only when a tracing
+      // backend is installed, as here): as many as baton's model_call spans.
+      const modelCalls = receiver.spans().filter((s) => s.name === "LanguageModel.streamText")
+      assert.isAbove(modelCalls.length, 0)
+      assert.strictEqual(modelCalls.length, receiver.spans().filter((s) => s.name === "baton.model_call").length)
+      // baton's spans
       const spans = receiver.spans().filter((s) => s.name.startsWith("baton."))
       assert.isAbove(spans.length, 0, "no span reached the receiver")
       assert.isTrue(receiver.received.some((r) => r.path === "/v1/traces" && r.contentType?.includes("json")))
