@@ -42,7 +42,7 @@ const instrument = (
         yield* Effect.addFinalizer(() => Effect.sync(() => stamp("closed")))
         const conn = yield* base.connect(config)
         yield* Effect.addFinalizer(() => Effect.sync(() => stamp("close started")))
-        stamp("connect() returned (socket open, session.created, configuration acknowledged)")
+        stamp("connect() returned (socket open, session.created, configuration sent)")
         const timed = <A, E>(op: string, effect: Effect.Effect<A, E>) => Effect.suspend(() => (stamp(op), effect))
         const wrapped: RealtimeConnection = {
           ...conn,

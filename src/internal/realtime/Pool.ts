@@ -23,8 +23,7 @@
  * session's logger, tracer and clock, and ends with the connection.
  */
 import { Cause, Deferred, Effect, Exit, Queue, Scope, Stream } from "effect"
-import type { Ack, RealtimeCapabilities, RealtimeConnection, RealtimeEvent, RealtimeModel, RealtimeTool } from "../../../services/RealtimeModel.ts"
-import { RealtimeError } from "../../../services/RealtimeModel.ts"
+import { type Ack, type RealtimeCapabilities, type RealtimeConnection, RealtimeError, type RealtimeEvent, type RealtimeModel, type RealtimeTool } from "../../../services/RealtimeModel.ts"
 import type { ChatContext } from "../../ChatContext.ts"
 import type { RealtimeConnectionEvent } from "../../Events.ts"
 import * as Diagnostics from "../../Diagnostics.ts"
