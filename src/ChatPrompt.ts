@@ -57,7 +57,10 @@ const systemMessage = (content: string): Prompt.SystemMessage => {
  */
 interface Prefix {
   readonly items: number
-  readonly messages: ReadonlyArray<Prompt.Message>
+  /** Grown in place when the buffer's prefix is extended (the entry is then replaced), so
+   * extending it copies nothing and a prompt costs the same at turn 5,000 as at turn 100. Only
+   * the buffer's current entry refers to it, so its length is always the prefix's. */
+  readonly messages: Array<Prompt.Message>
 }
 const prefixes = new WeakMap<ReadonlyArray<ChatItem>, Prefix>()
 
@@ -73,20 +76,17 @@ export const toPrompt = (
 ): Prompt.Prompt => {
   const { buffer, length } = ChatContext.view(context)
   const known = prefixes.get(buffer)
-  const from = known !== undefined && known.items <= length ? known : { items: 0, messages: [] }
+  const from: Prefix = known !== undefined && known.items <= length ? known : { items: 0, messages: [] }
   const converted = convertItems(buffer, from.items, length)
+  // One copy of the prefix: a provider reads the prompt after this call, so it must not grow.
+  const head: Array<Prompt.Message> = options.instructions ? [systemMessage(options.instructions)] : []
+  const all = head.concat(from.messages, converted.messages)
+  if (options.extraInstructions) all.push(systemMessage(options.extraInstructions))
   if (converted.closedAt !== undefined && converted.closedAt > from.items) {
-    prefixes.set(buffer, {
-      items: converted.closedAt,
-      messages: [...from.messages, ...converted.messages.slice(0, converted.closedMessages)]
-    })
+    for (let i = 0; i < converted.closedMessages; i++) from.messages.push(converted.messages[i]!)
+    prefixes.set(buffer, { items: converted.closedAt, messages: from.messages })
   }
-  const messages: Array<Prompt.Message> = []
-  if (options.instructions) messages.push(systemMessage(options.instructions))
-  for (const m of from.messages) messages.push(m)
-  for (const m of converted.messages) messages.push(m)
-  if (options.extraInstructions) messages.push(systemMessage(options.extraInstructions))
-  return Prompt.fromMessages(messages)
+  return Prompt.fromMessages(all)
 }
 
 /**

@@ -136,4 +136,31 @@ describe("ChatContext", () => {
       assert.deepStrictEqual(incremental.content, scratch.content, `step ${step}`)
     }
   })
+
+  it("a prompt never changes after it is built, and an older context on the same buffer gets its own", () => {
+    // The prefix's messages are shared along the buffer's chain: later turns must not leak into
+    // prompts already handed to a provider, nor into the prompt of an older context.
+    let ctx = ChatContext.ChatContext.make([message("system", "be nice")])
+    const kept: Array<{ readonly ctx: ChatContext.ChatContext; readonly prompt: ReturnType<typeof toPrompt>; readonly snapshot: string }> = []
+    for (let turn = 0; turn < 60; turn++) {
+      ctx = ctx.append(message("user", `u${turn}`))
+      if (turn % 4 === 0) {
+        const call = functionCall({ callId: `c${turn}`, name: "t", arguments: "{}" })
+        ctx = ctx.append(call, functionCallOutput({ callId: call.callId, name: "t", output: "ok", isError: false, status: "ok" }))
+      }
+      ctx = ctx.append(message("assistant", `a${turn}`))
+      const prompt = toPrompt(ctx, { instructions: "i" })
+      kept.push({ ctx, prompt, snapshot: JSON.stringify(prompt.content) })
+      // now and then an older context of the same chain asks for its prompt again
+      if (turn % 7 === 6) {
+        const older = kept[turn - 5]!
+        assert.deepStrictEqual(toPrompt(older.ctx, { instructions: "i" }).content, older.prompt.content, `older context at ${turn}`)
+      }
+    }
+    // a branch from an older context (its append copies the buffer) converts right too
+    const branch = kept[10]!.ctx.append(message("user", "branch"))
+    assert.deepStrictEqual(toPrompt(branch).content, toPrompt(ChatContext.ChatContext.make(branch.items)).content)
+    for (const [turn, { prompt, snapshot }] of kept.entries()) assert.strictEqual(JSON.stringify(prompt.content), snapshot, `prompt of turn ${turn}`)
+    assert.strictEqual(kept[59]!.prompt.content.length, 1 + 1 + 60 * 2 + 15 * 2)
+  })
 })
