@@ -67,10 +67,6 @@ export type SessionMessage =
   | { readonly _tag: "Background"; readonly delivery: Background.Delivery }
   | { readonly _tag: "UserSpeaking"; readonly speaking: boolean; readonly userTurn: number }
 
-export interface SessionOptions {
-  readonly maxToolSteps?: number
-}
-
 export interface SessionCore {
   readonly id: string
   readonly work: Work

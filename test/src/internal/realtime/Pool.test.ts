@@ -12,19 +12,9 @@ import { RealtimeError } from "../../../../services/RealtimeModel.ts"
 import { ChatContext, message } from "../../../../src/ChatContext.ts"
 import type { Desired } from "../../../../src/internal/realtime/Lease.ts"
 import * as Pool from "../../../../src/internal/realtime/Pool.ts"
+import { openAiLike } from "../../../../layers/testing/ScriptedRealtime.ts"
 
-const capabilities: RealtimeCapabilities = {
-  mutableInstructions: true,
-  mutableTools: true,
-  mutableChatContext: true,
-  perResponseToolChoice: true,
-  manualFunctionCalls: true,
-  autoToolReply: false,
-  audioOutput: true,
-  userTranscription: true,
-  serverTurnDetection: true,
-  messageTruncation: true
-}
+const capabilities: RealtimeCapabilities = openAiLike
 
 interface FakeConnection {
   readonly id: string
