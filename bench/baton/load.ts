@@ -27,8 +27,11 @@ export interface LoadResult {
 
 export interface LongSessionResult {
   readonly turns: number
-  /** Median of the 100 turns around the 100th turn and around the last. */
+  /** Medians of the 100 turns around the 100th turn, around the `midTurn`th (a fifth of the way,
+   * once the JIT has optimized the path: the fair comparison for the last) and the last 100. */
   readonly earlyTurnMs: number | null
+  readonly midTurn: number
+  readonly midTurnMs: number | null
   readonly lateTurnMs: number | null
   readonly heapBytesPerTurn: number
 }
@@ -116,10 +119,12 @@ export const benchLongSession: Effect.Effect<LongSessionResult, Error> = Effect.
   const out: LongSessionResult = {
     turns,
     earlyTurnMs: summarize(times.slice(50, 150), false).medianMs,
+    midTurn: Math.round(turns / 5),
+    midTurnMs: summarize(times.slice(Math.round(turns / 5) - 50, Math.round(turns / 5) + 50), false).medianMs,
     lateTurnMs: summarize(times.slice(-100), false).medianMs,
     heapBytesPerTurn
   }
-  log(`long session: ${turns} turns; turn ~100: ${out.earlyTurnMs} ms, last 100: ${out.lateTurnMs} ms; heap ${heapBytesPerTurn} B/turn`)
+  log(`long session: ${turns} turns; turn ~100: ${out.earlyTurnMs} ms, ~${out.midTurn}: ${out.midTurnMs} ms, last 100: ${out.lateTurnMs} ms; heap ${heapBytesPerTurn} B/turn`)
   return out
 }))
 

@@ -177,7 +177,8 @@ export const render = (
     if (baton.errors.longSession) out.push(`baton failed: ${baton.errors.longSession}\n`)
     if (long) {
       out.push(table(["", "value"], [
-        [`turn cost around turn 100 (median)`, ms(long.earlyTurnMs)],
+        [`turn cost around turn 100 (median; the JIT is still warming up)`, ms(long.earlyTurnMs)],
+        [`turn cost around turn ${long.midTurn.toLocaleString("en-US")} (median)`, ms(long.midTurnMs)],
         [`turn cost over the last 100 of ${long.turns.toLocaleString("en-US")} (median)`, ms(long.lateTurnMs)],
         ["heap added per turn (after gc)", `${long.heapBytesPerTurn.toLocaleString("en-US")} B`]
       ]))
