@@ -163,9 +163,12 @@ export const decodeArguments = <P>(tool: Tool<P>, raw: string): Effect.Effect<P,
     )
   }
   const value = parsed.value
-  // A tool without parameters takes any object (extra keys are dropped, as the decoder does).
-  if ((tool.parameters as Schema.Top) === NoParameters && typeof value === "object" && value !== null && !Array.isArray(value)) {
-    return Effect.succeed({} as P)
+  // A tool without parameters takes any object (extra keys dropped, as a struct's decoder does)
+  // and nothing else: its schema says `type: object` (Struct({}) alone would take any value).
+  if ((tool.parameters as Schema.Top) === NoParameters) {
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? Effect.succeed({} as P)
+      : Effect.fail(new InvalidArguments({ message: `Invalid arguments for ${tool.name}: expected an object, got ${truncate(String(raw), 200)}` }))
   }
   return decoderOf(tool.parameters)(value, { errors: "all" }).pipe(
     Effect.mapError((error) =>

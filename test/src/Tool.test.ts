@@ -38,6 +38,21 @@ describe("Tool", () => {
       assert.deepStrictEqual(yield* Tool.decodeArguments(Tool.make("noop", { description: "", handler: () => Effect.void }), ""), {})
     }))
 
+  it.effect("a tool without parameters takes any object as {} and refuses anything else; decoders are reused, not shared", () =>
+    Effect.gen(function*() {
+      const noop = Tool.make("noop", { description: "", handler: () => Effect.void })
+      assert.deepStrictEqual(yield* Tool.decodeArguments(noop, "{\"stray\":1}"), {})
+      const array = yield* Effect.flip(Tool.decodeArguments(noop, "[1]"))
+      assert.include(array.message, "Invalid arguments for noop")
+      const text = yield* Effect.flip(Tool.decodeArguments(noop, "\"hi\""))
+      assert.include(text.message, "Invalid arguments for noop")
+      // the second call goes through the kept decoder and decides the same
+      for (let i = 0; i < 2; i++) {
+        assert.strictEqual((yield* Tool.decodeArguments(order, "{\"item\":\"fig\",\"quantity\":1}")).item, "fig")
+        assert.isTrue(Exit.isFailure(yield* Effect.exit(Tool.decodeArguments(order, "{\"item\":\"fig\"}"))))
+      }
+    }))
+
   it("rejects tool names a model API would reject, and duplicate tools", () => {
     assert.throws(() => Tool.make("has space", { description: "", handler: () => Effect.void }), /must be/)
     assert.throws(() => Agent.make({ name: "x", instructions: "", tools: [order, order] }), /two tools named "order"/)
