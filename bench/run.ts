@@ -28,7 +28,7 @@ import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { benchHeap } from "./baton/heap.ts"
 import { benchLifecycle } from "./baton/lifecycle.ts"
-import { benchLoad, benchLongSession } from "./baton/load.ts"
+import { benchLoad, benchLongSession, type LoadResult } from "./baton/load.ts"
 import { type PeerOutcome, runPeer } from "./baton/peer.ts"
 import { medianRound, runRounds } from "./baton/rounds.ts"
 import { type BatonResults, type Machine, render } from "./baton/report.ts"
@@ -61,6 +61,25 @@ const runServerBench = (): string | undefined => {
     return undefined
   }
   return r.stdout.trim()
+}
+
+/** The young generation's size for the second load run (MiB per semi-space; V8's default grows to 16 on 64-bit). */
+const SMALL_SEMI_SPACE_MB = 4
+
+/** The load again in a process with a smaller young generation: shorter, more frequent scavenges. */
+const runLoadSmallYoung = (): LoadResult | undefined => {
+  if (!sections.has("load") || envInt("LOAD_SMALL_YOUNG", 1) === 0) return undefined
+  log(`running the load again with --max-semi-space-size=${SMALL_SEMI_SPACE_MB}: bench/baton/load-main.ts`)
+  const r = spawnSync(
+    process.execPath,
+    ["--expose-gc", `--max-semi-space-size=${SMALL_SEMI_SPACE_MB}`, fileURLToPath(new URL("./baton/load-main.ts", import.meta.url))],
+    { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 10 * 60_000 }
+  )
+  if (r.status !== 0) {
+    errors["loadSmallYoung"] = `bench/baton/load-main.ts exited with ${r.status ?? r.signal}`
+    return undefined
+  }
+  return JSON.parse(r.stdout.trim().split("\n").pop()!) as LoadResult
 }
 
 const root = fileURLToPath(new URL("..", import.meta.url))
@@ -108,6 +127,7 @@ const baton: BatonResults = {
   lifecycle: await measure("lifecycle", benchLifecycle),
   idleHeap: await measure("idleHeap", benchHeap),
   load: await measure("load", benchLoad),
+  loadSmallYoung: runLoadSmallYoung(),
   longSession: await measure("longSession", benchLongSession),
   errors
 }

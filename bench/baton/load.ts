@@ -9,7 +9,7 @@
  * A long session (LONG_TURNS, 5,000 turns, one session): the cost of a turn near the start and
  * near the end, and the heap each turn adds, to show a turn's cost does not grow with the history.
  */
-import { monitorEventLoopDelay } from "node:perf_hooks"
+import { constants, monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks"
 import { Effect, Exit, Fiber, Scope } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent, AgentSession, Handoff, Tool } from "../../src/index.ts"
@@ -23,6 +23,14 @@ export interface LoadResult {
   readonly turnsPerSecond: number
   readonly run: Summary & { readonly p99Ms: number | null }
   readonly lag: { readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number }
+  /** V8's collections during the run: the long event-loop blocks are these pauses. */
+  readonly gc: GcSummary
+}
+
+export interface GcSummary {
+  readonly minor: { readonly count: number; readonly maxMs: number }
+  readonly major: { readonly count: number; readonly maxMs: number }
+  readonly totalMs: number
 }
 
 export interface LongSessionResult {
@@ -54,6 +62,29 @@ const agents = () => {
   return a
 }
 
+/** Watches V8's collections (Node's `gc` performance entries) until `stop` is called. */
+const watchGc = () => {
+  const minor = { count: 0, maxMs: 0 }
+  const major = { count: 0, maxMs: 0 }
+  let totalMs = 0
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = (entry as { readonly detail?: { readonly kind?: number } }).detail?.kind
+      // Incremental marking steps and weak callbacks are counted with the major collection.
+      const into = kind === constants.NODE_PERFORMANCE_GC_MINOR ? minor : major
+      into.count += kind === constants.NODE_PERFORMANCE_GC_MAJOR || into === minor ? 1 : 0
+      into.maxMs = Math.max(into.maxMs, entry.duration)
+      totalMs += entry.duration
+    }
+  })
+  observer.observe({ entryTypes: ["gc"] })
+  return (): GcSummary => {
+    observer.disconnect()
+    const round = (x: { count: number; maxMs: number }) => ({ count: x.count, maxMs: r3(x.maxMs) })
+    return { minor: round(minor), major: round(major), totalMs: r3(totalMs) }
+  }
+}
+
 const p99 = (xs: ReadonlyArray<number>) => {
   const s = [...xs].sort((x, y) => x - y)
   return s.length === 0 ? null : r3(s[Math.min(s.length - 1, Math.ceil(s.length * 0.99) - 1)]!)
@@ -80,11 +111,15 @@ export const benchLoad: Effect.Effect<LoadResult, Error> = Effect.gen(function*(
     })
   yield* Effect.promise(() => gcNow())
   lag.enable()
+  const stopGc = watchGc()
   const t0 = performance.now()
   const fibers = yield* Effect.forEach(Array.from({ length: sessions }, (_, i) => i), (i) => Effect.forkChild(oneSession(i)))
   yield* Fiber.joinAll(fibers)
   const wallMs = performance.now() - t0
   lag.disable()
+  // The observer is called after the collections: let it see the last ones.
+  yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+  const gc = stopGc()
   yield* Scope.close(scope, Exit.void)
   const run = summarize(runs, false)
   const out: LoadResult = {
@@ -94,11 +129,13 @@ export const benchLoad: Effect.Effect<LoadResult, Error> = Effect.gen(function*(
     wallMs: r3(wallMs),
     turnsPerSecond: Math.round(runs.length / (wallMs / 1000)),
     run: { ...run, p99Ms: p99(runs) },
-    lag: { p50Ms: r3(lag.percentile(50) / 1e6), p99Ms: r3(lag.percentile(99) / 1e6), maxMs: r3(lag.max / 1e6) }
+    lag: { p50Ms: r3(lag.percentile(50) / 1e6), p99Ms: r3(lag.percentile(99) / 1e6), maxMs: r3(lag.max / 1e6) },
+    gc
   }
   log(
     `load: ${sessions} sessions over ${spreadS} s, ${out.turnsPerSecond} turns/s; run() p50 ${run.medianMs} ms p99 ${out.run.p99Ms} ms; ` +
-      `lag p99 ${out.lag.p99Ms} ms max ${out.lag.maxMs} ms`
+      `lag p99 ${out.lag.p99Ms} ms max ${out.lag.maxMs} ms; gc: ${gc.minor.count} minor (longest ${gc.minor.maxMs} ms), ` +
+      `${gc.major.count} major (longest pause ${gc.major.maxMs} ms), ${gc.totalMs} ms in all`
   )
   return out
 })
