@@ -137,7 +137,7 @@ export const start: <U = undefined, R = any>(
     // Observers (recorder, metrics, traces) watch from before the first message; their
     // finalizers run after the session's shutdown (registered before it), so they see `close`.
     yield* SessionObserver.observeAll(session as AgentSession<unknown>).pipe(Scope.provide(parent))
-    yield* supervisor.loop.pipe(Diagnostics.fiber, Effect.forkIn(scope))
+    yield* supervisor.loop.pipe(Diagnostics.forkIn(scope))
     // Registered after the session's Scope was forked, so it runs before that Scope closes.
     yield* Scope.addFinalizer(parent, supervisor.shutdown)
     supervisor.core.send({ _tag: "Start", agent: options.agent })

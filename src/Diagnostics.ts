@@ -2,7 +2,7 @@
  * Live counts of what baton has running in this process: sessions, actors, the Scopes they own
  * and the fibers baton forked. All return to zero when every session is closed (rule 11).
  */
-import { Effect, Scope } from "effect"
+import { Effect, type Fiber, Scope } from "effect"
 
 export interface Counts {
   readonly sessions: number
@@ -21,7 +21,24 @@ export const tokenError = () => {
 
 export const snapshot = (): Counts => ({ ...counts })
 
-/** Counts `effect` as a live fiber while it runs. */
+/**
+ * `Effect.forkIn`, with the forked fiber counted as live until it ends: an observer on the
+ * fiber rather than a wrapper around its body, three fewer interpreter steps per fiber (a
+ * handoff starts three).
+ */
+export const forkIn = (scope: Scope.Scope, options?: { readonly startImmediately?: boolean | undefined }) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Fiber.Fiber<A, E>, never, R> =>
+  Effect.map(Effect.forkIn(effect, scope, options), (fiber) => {
+    counts.fibers++
+    fiber.addObserver(fiberEnded)
+    return fiber
+  })
+
+const fiberEnded = () => {
+  counts.fibers--
+}
+
+/** Counts `effect` as a live fiber while it runs (for an effect that is not a fiber's whole body). */
 export const fiber = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.suspend(() => {
     counts.fibers++

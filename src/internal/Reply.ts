@@ -62,35 +62,40 @@ export const say = (actor: Actor, speech: Speech, text: string, options: SayOpti
 export const run = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
   actor.realtime ? RealtimeReply.run(actor, speech, options) : runText(actor, speech, options)
 
+// Plain effects, not a generator: a reply's first step is on every turn's and handoff's path.
+// The step's state is made per run of the effect (a retried reply starts over).
 const runText = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     let instructions = options.instructions
     let toolChoice: LanguageModel.ToolChoice<string> = options.toolChoice ?? "auto"
-    for (let step = 0;; step++) {
-      if (!actor.holdsFloor()) return
+    const step = (n: number): Effect.Effect<void, unknown> => {
+      if (!actor.holdsFloor()) return Effect.void
       const model = actor.model()
       if (!model) {
-        return yield* Effect.fail(
-          new Error(`${actor.name} has no language model: provide a LanguageModel layer or set the agent's model`)
-        )
+        return Effect.fail(new Error(`${actor.name} has no language model: provide a LanguageModel layer or set the agent's model`))
       }
-      const choice = step >= actor.agent.maxToolSteps ? "none" : toolChoice
+      const choice = n >= actor.agent.maxToolSteps ? "none" : toolChoice
       // Words a tool said meanwhile are spoken first: one voice at a time.
-      if (step > 0 && actor.speeches.interjecting()) {
-        yield* actor.speeches.interjected
-        // the floor may be moving meanwhile (rule 2), or the follow-up be cut (the user spoke)
-        if (!actor.holdsFloor() || Lifecycle.isPassing(actor) || speech.skipFollowUp) return
+      if (n > 0 && actor.speeches.interjecting()) {
+        return Effect.flatMap(actor.speeches.interjected, () =>
+          // the floor may be moving meanwhile (rule 2), or the follow-up be cut (the user spoke)
+          !actor.holdsFloor() || Lifecycle.isPassing(actor) || speech.skipFollowUp ? Effect.void : generateStep(n, model, choice))
       }
+      return generateStep(n, model, choice)
+    }
+    const generateStep = (n: number, model: LanguageModel.LanguageModel, choice: LanguageModel.ToolChoice<string>) => {
       // Generating again after a tool step: interruptible like any reply.
       speech.phase = "generating"
       const prompt = toPrompt(actor.chat, { instructions: actor.agent.instructions, extraInstructions: instructions })
-      const calls = yield* generate(actor, speech, model, prompt, choice)
-      if (calls.length === 0) return
-      const next = yield* ToolBatch.run(actor, speech, calls)
-      if (next !== "reply") return
-      instructions = undefined
-      toolChoice = "auto"
+      return Effect.flatMap(generate(actor, speech, model, prompt, choice), (calls) =>
+        calls.length === 0 ? Effect.void : Effect.flatMap(ToolBatch.run(actor, speech, calls), (next) => {
+          if (next !== "reply") return Effect.void
+          instructions = undefined
+          toolChoice = "auto"
+          return step(n + 1)
+        }))
     }
+    return step(0)
   })
 
 /** One model step as it streams: what was said, whether the output was opened, the calls. */

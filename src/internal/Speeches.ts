@@ -293,8 +293,7 @@ const play = (s: State, next: Queued, asInterjection: boolean): Effect.Effect<vo
       ended(s, next.speech, s.host.core.closed() && Exit.isFailure(exit) ? { _tag: "Interrupted" } : outcomeOf(exit))
     ),
     Effect.onInterrupt(() => ended(s, next.speech, { _tag: "Interrupted" })),
-    Diagnostics.fiber,
-    Effect.forkIn(s.host.scope, { startImmediately: true }),
+    Diagnostics.forkIn(s.host.scope, { startImmediately: true }),
     Effect.tap((fiber) =>
       Effect.sync(() => {
         entry.fiber = fiber

@@ -196,8 +196,7 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
     Effect.onInterrupt(() =>
       Effect.sync(() => finished(c, c.background ? Background.interrupted(c.background) : cancelled(`${tool.name} was cancelled.`)))
     ),
-    Diagnostics.fiber,
-    Effect.forkIn(c.owner.scope, { startImmediately: true }),
+    Diagnostics.forkIn(c.owner.scope, { startImmediately: true }),
     Effect.flatMap((handler) => {
       c.fiber = handler
       if (c.background) c.background.fiber = handler

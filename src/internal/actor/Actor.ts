@@ -168,7 +168,7 @@ export const make = (core: SessionCore, agent: Agent, initial: ChatContext, opti
       if (options.startLater) return Effect.as(started, actor)
       actor.inner.started = true
       return started.pipe(
-        Effect.andThen(loop(actor).pipe(Diagnostics.fiber, Effect.forkIn(scope))),
+        Effect.andThen(loop(actor).pipe(Diagnostics.forkIn(scope))),
         Effect.as(actor)
       )
     }
@@ -262,7 +262,7 @@ const build = (
     start: Effect.suspend(() => {
       if (inner.started || Lifecycle.isTerminated(actor)) return Effect.void
       inner.started = true
-      return Effect.asVoid(loop(actor).pipe(Diagnostics.fiber, Effect.forkIn(scope, { startImmediately: true })))
+      return Effect.asVoid(loop(actor).pipe(Diagnostics.forkIn(scope, { startImmediately: true })))
     }),
     inner
   }

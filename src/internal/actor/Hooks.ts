@@ -57,8 +57,7 @@ export const run = (
         }))
       )
     ),
-    Diagnostics.fiber,
-    Effect.forkIn(actor.scope, { startImmediately: true }),
+    Diagnostics.forkIn(actor.scope, { startImmediately: true }),
     Effect.asVoid
   )
 }

@@ -140,8 +140,7 @@ const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
       binding.responses.clear()
       if (binding.lease === lease) binding.lease = undefined
     })),
-    Diagnostics.fiber,
-    Effect.forkIn(actor.scope),
+    Diagnostics.forkIn(actor.scope),
     Effect.asVoid
   )
 

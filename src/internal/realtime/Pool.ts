@@ -198,8 +198,7 @@ const watch = (entry: Entry, acks: ReadonlyArray<Ack>) =>
         Effect.andThen(Effect.logWarning(`realtime update failed (${error.message}): falling back to a new connection`))
       )
     ),
-    Diagnostics.fiber,
-    Effect.forkIn(entry.scope),
+    Diagnostics.forkIn(entry.scope),
     Effect.asVoid
   )
 
@@ -363,16 +362,14 @@ const open = (state: State, desired: Desired): Effect.Effect<Entry, RealtimeErro
     // Cancels asked for from plain code (a release, a stale start) go out from here, in order.
     yield* Stream.fromQueue(entry.cancels).pipe(
       Stream.runForEach((id) => connection.cancelResponse(id).pipe(Effect.ignore)),
-      Diagnostics.fiber,
-      Effect.forkIn(scope)
+      Diagnostics.forkIn(scope)
     )
     yield* route(state, entry).pipe(
       Effect.catchCause((cause) =>
         Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logWarning(`realtime connection ended: ${Cause.pretty(cause)}`)
       ),
       Effect.ensuring(gone),
-      Diagnostics.fiber,
-      Effect.forkIn(scope)
+      Diagnostics.forkIn(scope)
     )
     return entry
   })
