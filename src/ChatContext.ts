@@ -188,9 +188,21 @@ export class ChatContext {
     return { buffer: context.#buffer, length: context.length }
   }
 
-  /** A copy without the kinds of items the options exclude. */
+  /**
+   * The context without the kinds of items the options exclude. When none is excluded this is
+   * the context itself: it is immutable, an append to either side later copies the buffer when
+   * the other has grown it, and a handoff's new agent then reuses the prompt already converted
+   * for the old one (a handoff in a long session costs no copy of its history).
+   */
   copy(options: CopyOptions = {}): ChatContext {
-    return ChatContext.make(this.items.filter(keep(options)))
+    const kept = keep(options)
+    const buffer = this.#buffer
+    let first = 0
+    while (first < this.length && kept(buffer[first]!)) first++
+    if (first === this.length) return this
+    const items = buffer.slice(0, first)
+    for (let i = first + 1; i < this.length; i++) if (kept(buffer[i]!)) items.push(buffer[i]!)
+    return new ChatContext(items, items.length)
   }
 
   /**

@@ -27,6 +27,33 @@ describe("ChatContext", () => {
     assert.strictEqual(ctx.copy().length, ctx.length)
   })
 
+  it("a copy that leaves nothing out keeps the items, and appends to either side stay apart", () => {
+    const ctx = conversation().copy({ excludeInstructions: true }) // the system message goes
+    const before = ctx.items.map((i) => i.id)
+    const copy = ctx.copy({ excludeInstructions: true }) // nothing left to exclude
+    assert.deepStrictEqual(copy.items.map((i) => i.id), before)
+    const onCopy = copy.append(message("user", "for the new agent"))
+    const onOriginal = ctx.append(message("user", "for the old agent"))
+    const texts = (c: ChatContext.ChatContext) => c.items.map((i) => (i._tag === "Message" ? i.text : i._tag))
+    assert.deepStrictEqual(texts(onCopy).slice(-1), ["for the new agent"])
+    assert.deepStrictEqual(texts(onOriginal).slice(-1), ["for the old agent"])
+    assert.strictEqual(onCopy.length, before.length + 1)
+    assert.strictEqual(onOriginal.length, before.length + 1)
+    assert.deepStrictEqual(ctx.items.map((i) => i.id), before)
+    assert.deepStrictEqual(copy.items.map((i) => i.id), before)
+    // a later prompt of either sees only its own items
+    const prompt = (c: ChatContext.ChatContext) => JSON.stringify(toPrompt(c).content)
+    assert.include(prompt(onCopy), "for the new agent")
+    assert.notInclude(prompt(onCopy), "for the old agent")
+    assert.include(prompt(onOriginal), "for the old agent")
+    assert.notInclude(prompt(onOriginal), "for the new agent")
+    // an exclusion after the first item still keeps the order
+    assert.deepStrictEqual(
+      texts(conversation().copy({ excludeHandoffs: true, excludeFunctionCalls: true })),
+      ["be nice", "one", "reply one", "two", "reply two", "three"]
+    )
+  })
+
   it("truncates to the last N turns, keeping instructions and never splitting a call from its output", () => {
     const ctx = conversation()
     const last2 = ctx.truncate(2)
