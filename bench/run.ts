@@ -63,7 +63,7 @@ const runServerBench = (): string | undefined => {
   return r.stdout.trim()
 }
 
-/** The young generation's size for the second load run (MiB per semi-space; V8's default grows to 16 on 64-bit). */
+/** The young generation's size for the second load run (MiB per semi-space; V8's default grows with the heap). */
 const SMALL_SEMI_SPACE_MB = 4
 
 /** The load again in a process with a smaller young generation: shorter, more frequent scavenges. */
