@@ -15,7 +15,8 @@
  * runs measured again after this many in all; 0 skips them), LIFECYCLE_N (20),
  * LIFECYCLE_WARMUP (3), IDLE_SESSIONS (1000), SAMPLES (1; 0 leaves raw samples out of the JSON),
  * ITER_TIMEOUT_MS (10000), SECTIONS (handoff,lifecycle,idleHeap,load,longSession); for load
- * (baton only): SESSIONS (1000), SPREAD_S (10), SATURATE (0); for longSession: LONG_TURNS (5000);
+ * (baton only): SESSIONS (1000), SPREAD_S (10), SATURATE (0), LOAD_SMALL_YOUNG (1: the load again
+ * under --max-semi-space-size=4, bench/baton/load-main.ts; 0 skips it); for longSession: LONG_TURNS (5000);
  * server: the service with 100 and 1,000 WebSocket clients (bench/server-sessions.ts).
  * Exits with 1 only when a baton measurement failed.
  */
@@ -79,7 +80,12 @@ const runLoadSmallYoung = (): LoadResult | undefined => {
     errors["loadSmallYoung"] = `bench/baton/load-main.ts exited with ${r.status ?? r.signal}`
     return undefined
   }
-  return JSON.parse(r.stdout.trim().split("\n").pop()!) as LoadResult
+  try {
+    return JSON.parse(r.stdout.trim().split("\n").pop()!) as LoadResult
+  } catch {
+    errors["loadSmallYoung"] = "bench/baton/load-main.ts printed no result"
+    return undefined
+  }
 }
 
 const root = fileURLToPath(new URL("..", import.meta.url))
