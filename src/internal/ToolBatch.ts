@@ -9,7 +9,7 @@
  *   reply on the outgoing agent, whatever its sibling calls returned (rule 2);
  * - bad arguments, unknown tools, failures and defects are answers the model can act on (rule 12).
  */
-import { Deferred, Effect, Exit, Fiber } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber } from "effect"
 import type { Actor } from "./actor/Actor.ts"
 import { CurrentCall, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
 import type { Agent } from "../Agent.ts"
@@ -182,9 +182,10 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
   }
   return Tool.decodeArguments(tool, call.arguments).pipe(
     Effect.flatMap((params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>)),
-    Effect.provideService(CurrentAgent, actor.handle),
-    Effect.provideService(WorkToken, c.token),
-    Effect.provideService(CurrentCall, { actor, callId: call.callId }),
+    // One context switch for the three (each provideService is a switch and a restore).
+    Effect.updateContext((outer: Context.Context<never>) =>
+      Context.add(Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, c.token), CurrentCall, { actor, callId: call.callId })
+    ),
     Effect.exit,
     Effect.flatMap((exit) =>
       Effect.sync(() => {

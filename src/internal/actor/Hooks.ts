@@ -4,7 +4,7 @@
  * or has started waiting for a task (it may wait for the floor to come back: the onExit must not
  * wait for that). Each hook is a fiber in the actor's Scope holding a work token (rule 10).
  */
-import { Cause, Deferred, Effect } from "effect"
+import { Cause, Context, Deferred, Effect } from "effect"
 import type { Agent } from "../../Agent.ts"
 import { CurrentAgent } from "../../CurrentAgent.ts"
 import * as Diagnostics from "../../Diagnostics.ts"
@@ -41,8 +41,10 @@ export const run = (
     ))
   )
   return body.pipe(
-    Effect.provideService(CurrentAgent, actor.handle),
-    Effect.provideService(WorkToken, { held: true }),
+    // One context switch for the two (each provideService is a switch and a restore).
+    Effect.updateContext((outer: Context.Context<never>) =>
+      Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, { held: true })
+    ),
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => {
         actor.core.emit({ type: "error", agent: actor.name, source: "hook", message: `${name} of ${actor.name} failed: ${Cause.pretty(cause)}`, recoverable: true })
