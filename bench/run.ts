@@ -49,19 +49,25 @@ const json = jsonAt < 0
 const withPeer = !args.includes("--no-peer")
 const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap,load,longSession,server,voice,livekit").split(",").map((s) => s.trim()))
 
-/** bench/server-sessions.ts (100 and 1,000 WebSocket clients) in its own process: its Markdown table. */
-const runServerBench = (): string | undefined => {
-  log("running the service bench: bench/server-sessions.ts")
-  const r = spawnSync(process.execPath, ["--expose-gc", fileURLToPath(new URL("./server-sessions.ts", import.meta.url))], {
+/** A bench script run as a child with this Node binary and `flags`: its stdout, or undefined
+ * (and the reason under `errors[name]`) when it failed. */
+const runChild = (name: string, script: string, flags: ReadonlyArray<string> = []): string | undefined => {
+  const r = spawnSync(process.execPath, ["--expose-gc", ...flags, fileURLToPath(new URL(script, import.meta.url))], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
     timeout: 10 * 60_000
   })
   if (r.status !== 0) {
-    errors["server"] = `bench/server-sessions.ts exited with ${r.status ?? r.signal}`
+    errors[name] = `bench/${script.replace("./", "")} exited with ${r.status ?? r.signal}`
     return undefined
   }
   return r.stdout.trim()
+}
+
+/** bench/server-sessions.ts (100 and 1,000 WebSocket clients) in its own process: its Markdown table. */
+const runServerBench = (): string | undefined => {
+  log("running the service bench: bench/server-sessions.ts")
+  return runChild("server", "./server-sessions.ts")
 }
 
 /** The young generation's size for the second load run (MiB per semi-space; V8's default grows with the heap). */
@@ -71,17 +77,10 @@ const SMALL_SEMI_SPACE_MB = 4
 const runLoadSmallYoung = (): LoadResult | undefined => {
   if (!sections.has("load") || envInt("LOAD_SMALL_YOUNG", 1) === 0) return undefined
   log(`running the load again with --max-semi-space-size=${SMALL_SEMI_SPACE_MB}: bench/baton/load-main.ts`)
-  const r = spawnSync(
-    process.execPath,
-    ["--expose-gc", `--max-semi-space-size=${SMALL_SEMI_SPACE_MB}`, fileURLToPath(new URL("./baton/load-main.ts", import.meta.url))],
-    { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 10 * 60_000 }
-  )
-  if (r.status !== 0) {
-    errors["loadSmallYoung"] = `bench/baton/load-main.ts exited with ${r.status ?? r.signal}`
-    return undefined
-  }
+  const out = runChild("loadSmallYoung", "./baton/load-main.ts", [`--max-semi-space-size=${SMALL_SEMI_SPACE_MB}`])
+  if (out === undefined) return undefined
   try {
-    return JSON.parse(r.stdout.trim().split("\n").pop()!) as LoadResult
+    return JSON.parse(out.split("\n").pop()!) as LoadResult
   } catch {
     errors["loadSmallYoung"] = "bench/baton/load-main.ts printed no result"
     return undefined

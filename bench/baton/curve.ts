@@ -12,7 +12,7 @@ import { spawnSync } from "node:child_process"
 import os from "node:os"
 import { fileURLToPath } from "node:url"
 import { runPeer } from "./peer.ts"
-import { envInt, log } from "./stats.ts"
+import { envInt, log, quantile } from "./stats.ts"
 
 const runs = Math.max(300, envInt("RUNS", 1000))
 const env = { N: String(runs), WARMUP: "0", WARM_AFTER: "0", SECTIONS: "handoff", SAMPLES: "1" }
@@ -38,11 +38,7 @@ const peerSamples = async (): Promise<ReadonlyArray<number> | string> => {
   return Array.isArray(samples) && samples.length === runs ? samples : "agents-js printed no samples"
 }
 
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const mid = s.length / 2
-  return s.length % 2 === 1 ? s[Math.floor(mid)]! : (s[mid - 1]! + s[mid]!) / 2
-}
+const median = (xs: ReadonlyArray<number>) => quantile([...xs].sort((a, b) => a - b), 0.5)!
 
 const ms = (x: number) => `${x < 1 ? x.toFixed(3) : x.toFixed(2)} ms`
 

@@ -169,18 +169,14 @@ export const render = (
       const small = baton.loadSmallYoung
       const row = (label: string, value: (l: LoadResult) => string, target = "") =>
         small ? [label, value(load), value(small), target] : [label, value(load), target]
-      const gcRows = load.gc
-        ? [
-          row("V8 scavenges: count / longest pause", (l) => l.gc.minor.count === 0 ? "0" : `${l.gc.minor.count} / ${ms(l.gc.minor.maxMs)}`),
-          row("V8 full collections: count / longest pause", (l) => l.gc.major.count === 0 ? "0" : `${l.gc.major.count} / ${ms(l.gc.major.maxMs)}`),
-          row("time in V8's collector", (l) => ms(l.gc.totalMs))
-        ]
-        : []
+      const collections = (c: { readonly count: number; readonly maxMs: number }) => c.count === 0 ? "0" : `${c.count} / ${ms(c.maxMs)}`
       out.push(table(small ? ["", "node defaults", "`--max-semi-space-size=4`", "target"] : ["", "value", "target"], [
         row("turns per second reached", (l) => `${l.turnsPerSecond}`),
         row("`run()` p50 / p99 / max", (l) => `${ms(l.run.medianMs)} / ${ms(l.run.p99Ms)} / ${ms(l.run.maxMs)}`, "p99 ≤ 10 ms"),
         row("event-loop lag p99 / max", (l) => `${ms(l.lag.p99Ms)} / ${ms(l.lag.maxMs)}`, "max ≤ 20 ms"),
-        ...gcRows
+        row("V8 scavenges: count / longest pause", (l) => collections(l.gc.minor)),
+        row("V8 full collections: count / longest pause", (l) => collections(l.gc.major)),
+        row("time in V8's collector", (l) => ms(l.gc.totalMs))
       ]))
       out.push(
         "\nThe event loop's long blocks are V8's pauses: a scavenge copies the young generation's survivors (the state of the sessions started since the last one), a full collection's final pause marks and evacuates the whole heap. A smaller young generation (second column, when measured) makes scavenges shorter and more frequent.\n"

@@ -71,8 +71,7 @@ export const take = (actor: Actor): Effect.Effect<void> =>
     if (!binding || (binding.lease && !binding.lease.revoked())) return Effect.void
     return lease(actor, binding).pipe(
       Effect.catchCause((cause) => Effect.logDebug(`realtime connection for ${actor.name} not taken: ${Cause.pretty(cause)}`)),
-      Effect.asVoid,
-      Diagnostics.fiber
+      Effect.asVoid
     )
   })
 
