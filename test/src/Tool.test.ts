@@ -38,7 +38,7 @@ describe("Tool", () => {
       assert.deepStrictEqual(yield* Tool.decodeArguments(Tool.make("noop", { description: "", handler: () => Effect.void }), ""), {})
     }))
 
-  it.effect("a tool without parameters takes any object as {} and refuses anything else; decoders are reused, not shared", () =>
+  it.effect("a tool without parameters takes any object as {} and refuses anything else; a schema decodes the same on every call (its decoder is kept)", () =>
     Effect.gen(function*() {
       const noop = Tool.make("noop", { description: "", handler: () => Effect.void })
       assert.deepStrictEqual(yield* Tool.decodeArguments(noop, "{\"stray\":1}"), {})
