@@ -47,11 +47,26 @@ export const fiber = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A,
 
 /** A child scope of `parent`, counted until it closes. */
 export const forkScope = (parent: Scope.Scope, kind: "sessions" | "actors"): Effect.Effect<Scope.Closeable> =>
-  Effect.tap(Scope.fork(parent), (scope) => {
-    counts.scopes++
-    counts[kind]++
-    return Scope.addFinalizer(scope, Effect.sync(() => {
-      counts.scopes--
-      counts[kind]--
-    }))
+  Effect.suspend(() => {
+    const { scope, onClose } = forkScopeUnsafe(parent, kind)
+    return Effect.as(onClose(Effect.void), scope)
   })
+
+/**
+ * `forkScope` on the caller's step: the child scope now, counted, and `onClose`, which adds the
+ * scope's one finalizer of this kind (`finalizer`, then the count goes down). Its owner can then
+ * build itself around the scope and add its own finalizer in the same step.
+ */
+export const forkScopeUnsafe = (
+  parent: Scope.Scope,
+  kind: "sessions" | "actors"
+): { readonly scope: Scope.Closeable; readonly onClose: (finalizer: Effect.Effect<void>) => Effect.Effect<void> } => {
+  const scope = Scope.forkUnsafe(parent)
+  counts.scopes++
+  counts[kind]++
+  const uncount = Effect.sync(() => {
+    counts.scopes--
+    counts[kind]--
+  })
+  return { scope, onClose: (finalizer) => Scope.addFinalizer(scope, Effect.ensuring(finalizer, uncount)) }
+}

@@ -134,9 +134,10 @@ const spawn = (
   initial: ChatContext,
   options?: Actor.MakeOptions
 ): Effect.Effect<Actor.Actor> =>
-  Actor.make(core, agent, initial, options).pipe(
-    Effect.tap((actor) => Effect.sync(() => state.live.add(actor)))
-  )
+  Effect.map(Actor.make(core, agent, initial, options), (actor) => {
+    state.live.add(actor)
+    return actor
+  })
 
 const handoff = (
   core: SessionCore,
@@ -181,7 +182,7 @@ const handoff = (
       actor.send({ _tag: "Activate", mode: resumed ? "resume" : "enter", merge: resumed ? selected : undefined, reply, after: exited })
       Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
       // A new actor's loop runs now, on this turn, with its Activate already in its mailbox.
-      return Effect.andThen(startPending(core, state, actor), actor.start)
+      return state.pending.has(actor) ? Effect.andThen(startPending(core, state, actor), actor.start) : actor.start
     })
   })
 

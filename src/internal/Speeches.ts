@@ -77,7 +77,7 @@ export interface Speeches {
   readonly reconcile: (holdsFloor: boolean) => void
 }
 
-type Playing = { readonly queued: Queued; fiber: Fiber.Fiber<void> | undefined }
+type Playing = { readonly queued: Queued; fiber: Fiber.Fiber<void, unknown> | undefined }
 
 /** The speeches of one actor: the queue, the one playing, an interjection, those waiting. */
 interface State {
@@ -251,12 +251,8 @@ const startNext = (s: State): Effect.Effect<void> => {
 }
 
 /** Ends a speech that played: a failure said (one line; the cause to the debug log). */
-const ended = (s: State, speech: Speech.Speech, outcome: Speech.SpeechOutcome): Effect.Effect<void> =>
-  Effect.andThen(
-    outcome._tag === "Failed" && outcome.cause !== undefined
-      ? Effect.logDebug(`reply of ${s.host.name} failed: ${outcome.cause}`)
-      : Effect.void,
-    Effect.sync(() => {
+const ended = (s: State, speech: Speech.Speech, outcome: Speech.SpeechOutcome): Effect.Effect<void> => {
+  const end = Effect.sync(() => {
       if (outcome._tag === "Failed") {
         const info = outcome.info
         s.host.core.emit({
@@ -273,7 +269,10 @@ const ended = (s: State, speech: Speech.Speech, outcome: Speech.SpeechOutcome): 
       s.host.ended(speech)
       finish(s, speech, outcome)
     })
-  )
+  return outcome._tag === "Failed" && outcome.cause !== undefined
+    ? Effect.andThen(Effect.logDebug(`reply of ${s.host.name} failed: ${outcome.cause}`), end)
+    : end
+}
 
 /** Starts `next` (called from `startNext`, inside its suspend). */
 const play = (s: State, next: Queued, asInterjection: boolean): Effect.Effect<void> => {
@@ -287,19 +286,15 @@ const play = (s: State, next: Queued, asInterjection: boolean): Effect.Effect<vo
   else s.current = entry
   next.speech.phase = "generating"
   return next.body(next.speech).pipe(
-    Effect.exit,
-    // A reply that fails because the session is closing under it was cut, not broken.
-    Effect.flatMap((exit) =>
+    // However it ends (uninterruptibly): a reply that fails because the session is closing
+    // under it was cut, not broken.
+    Effect.onExit((exit) =>
       ended(s, next.speech, s.host.core.closed() && Exit.isFailure(exit) ? { _tag: "Interrupted" } : outcomeOf(exit))
     ),
-    Effect.onInterrupt(() => ended(s, next.speech, { _tag: "Interrupted" })),
     Diagnostics.forkIn(s.host.scope, { startImmediately: true }),
-    Effect.tap((fiber) =>
-      Effect.sync(() => {
-        entry.fiber = fiber
-      })
-    ),
-    Effect.asVoid
+    Effect.map((fiber) => {
+      entry.fiber = fiber
+    })
   )
 }
 

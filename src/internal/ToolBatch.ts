@@ -57,16 +57,15 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
             work.release()
           }
         }),
-        () =>
-          execute(actor, speech, call).pipe(
-            Effect.tap((result) =>
-              Effect.sync(() => {
-                settled[index] = result
-                finishOrder.push(index)
-              })
-            ),
-            Diagnostics.fiber
-          ),
+        () => {
+          const settles = Effect.map(execute(actor, speech, call), (result) => {
+            settled[index] = result
+            finishOrder.push(index)
+          })
+          // Side by side, each call is a fiber of its own (counted); alone, it runs on the
+          // speech's fiber, already counted.
+          return calls.length > 1 ? Diagnostics.fiber(settles) : settles
+        },
         () =>
           Effect.sync(() => {
             if (++finished === calls.length && handedOver) {
@@ -83,10 +82,10 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
           record(actor, calls, settled, "the session closed before the call finished")
         })
       ),
-      Effect.andThen(ProtocolFaults),
-      Effect.flatMap((faults) =>
-        faults === Faults.none ? conclude(actor, speech, calls, settled) : concludeWithFaults(actor, speech, calls, settled, finishOrder, faults)
-      )
+      Effect.andThen(Effect.withFiber((fiber) => {
+        const faults = fiber.getRef(ProtocolFaults)
+        return faults === Faults.none ? conclude(actor, speech, calls, settled) : concludeWithFaults(actor, speech, calls, settled, finishOrder, faults)
+      }))
     )
   })
 
@@ -273,62 +272,62 @@ const record = (
   return resolved
 }
 
+/** Called when the batch has settled, on its step: records the outputs and passes the floor. */
 const conclude = (
   actor: Actor,
   speech: Speech,
   calls: ReadonlyArray<FunctionCall>,
   settled: ReadonlyArray<CallResult | undefined>
-): Effect.Effect<Next> =>
-  Effect.suspend((): Effect.Effect<Next> => {
-    const { outputs, winner, reply } = record(actor, calls, settled)
-    const completion = firstCompletion(actor, calls)
-    actor.core.emit({
-      type: "function_tools_executed",
-      agent: actor.name,
-      calls: calls.map((call, i) => ({ call, output: outputs[i]! })),
-      hasHandoff: winner !== undefined || completion !== undefined,
-      handoffTo: winner?.target.name ?? (completion ? actor.task?.caller.name : undefined),
-      deferred: false
-    })
-    // Words a tool said while the batch ran are heard before the floor moves (rule 2).
-    return (completion || winner) && actor.speeches.interjecting()
-      ? Effect.andThen(actor.speeches.interjected, pass(actor, speech, completion, winner, reply))
-      : pass(actor, speech, completion, winner, reply)
+): Effect.Effect<Next> => {
+  const { outputs, winner, reply } = record(actor, calls, settled)
+  const completion = firstCompletion(actor, calls)
+  actor.core.emit({
+    type: "function_tools_executed",
+    agent: actor.name,
+    calls: calls.map((call, i) => ({ call, output: outputs[i]! })),
+    hasHandoff: winner !== undefined || completion !== undefined,
+    handoffTo: winner?.target.name ?? (completion ? actor.task?.caller.name : undefined),
+    deferred: false
   })
+  // Words a tool said while the batch ran are heard before the floor moves (rule 2).
+  return (completion || winner) && actor.speeches.interjecting()
+    ? Effect.andThen(actor.speeches.interjected, Effect.suspend(() => pass(actor, speech, completion, winner, reply)))
+    : pass(actor, speech, completion, winner, reply)
+}
 
+/** On the step that runs it: the floor passes now, or the speech goes on or stops. */
 const pass = (
   actor: Actor,
   speech: Speech,
   completion: ReturnType<typeof firstCompletion>,
   winner: Resolved["winner"],
   reply: boolean
-): Effect.Effect<Next> =>
-  Effect.suspend((): Effect.Effect<Next> => {
-    // The reply ends here, before the floor moves (the request's own work token keeps the
-    // session busy in between).
-    if (completion) {
-      Lifecycle.startPassing(actor)
-      actor.core.send({ _tag: "CompleteTask", actor, result: completion })
-      actor.speeches.finish(speech, { _tag: "Finished" })
-      actor.core.handleNow()
-      return Effect.succeed("passed")
-    }
-    if (winner) {
-      Lifecycle.startPassing(actor)
-      const answer = Deferred.makeUnsafe<HandoffOutcome>()
-      actor.core.send({ _tag: "Handoff", from: actor, target: winner.target, options: winner.handoff.options, reply: answer })
-      actor.speeches.finish(speech, { _tag: "Finished" })
-      // The floor moves now, not a turn of the event loop later (a fifth of a warm handoff's
-      // time, bench/README.md).
-      actor.core.handleNow()
-      return Effect.map(Deferred.await(answer), (outcome): Next => {
-        if (outcome._tag === "Applied") return "passed"
-        Lifecycle.stopPassing(actor)
-        return "done"
-      })
-    }
-    return Effect.succeed(!reply || speech.skipFollowUp || !actor.holdsFloor() ? "done" : "reply")
-  })
+): Effect.Effect<Next> => {
+  // The reply ends here, before the floor moves (the request's own work token keeps the
+  // session busy in between).
+  if (completion) {
+    Lifecycle.startPassing(actor)
+    actor.core.send({ _tag: "CompleteTask", actor, result: completion })
+    actor.speeches.finish(speech, { _tag: "Finished" })
+    actor.core.handleNow()
+    return Effect.succeed("passed")
+  }
+  if (winner) {
+    Lifecycle.startPassing(actor)
+    const answer = Deferred.makeUnsafe<HandoffOutcome>()
+    actor.core.send({ _tag: "Handoff", from: actor, target: winner.target, options: winner.handoff.options, reply: answer })
+    actor.speeches.finish(speech, { _tag: "Finished" })
+    // The floor moves now, not a turn of the event loop later (a fifth of a warm handoff's
+    // time, bench/README.md).
+    actor.core.handleNow()
+    return Effect.map(Deferred.await(answer), (outcome): Next => {
+      if (outcome._tag === "Applied") return "passed"
+      Lifecycle.stopPassing(actor)
+      return "done"
+    })
+  }
+  return Effect.succeed(!reply || speech.skipFollowUp || !actor.holdsFloor() ? "done" : "reply")
+}
 
 /** The deliberately broken variants of `conclude` (see Faults.ts). */
 const concludeWithFaults = (

@@ -161,10 +161,13 @@ export interface MakeOptions {
 
 export const make = (core: SessionCore, agent: Agent, initial: ChatContext, options: MakeOptions = {}): Effect.Effect<Actor> =>
   Effect.flatMap(
-    Effect.zip(Diagnostics.forkScope(core.scope, "actors"), Queue.unbounded<ActorMessage, Cause.Done>()),
-    ([scope, mailbox]) => {
+    Queue.unbounded<ActorMessage, Cause.Done>(),
+    (mailbox) => {
+      // The scope on this step (a handoff makes an actor on its path): one finalizer, the
+      // actor's, then the count.
+      const { scope, onClose } = Diagnostics.forkScopeUnsafe(core.scope, "actors")
       const actor = build(core, agent, initial, options, scope, mailbox)
-      const started = Scope.addFinalizer(scope, finalizer(actor))
+      const started = onClose(finalizer(actor))
       if (options.startLater) return Effect.as(started, actor)
       actor.inner.started = true
       return started.pipe(

@@ -51,16 +51,17 @@ const sayOrReply: Handler<"Say" | "Reply"> = (actor, msg) => {
 const activate: Handler<"Activate"> = (actor, msg) => {
   Lifecycle.activate(actor)
   if (msg.merge) actor.chat = actor.chat.merge(msg.merge)
-  return Effect.andThen(
-    takeConnection(actor),
-    Effect.suspend(() => {
-      if (msg.reply && actor.holdsFloor()) actor.speeches.enqueue("generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
-      const agent = actor.agent
-      return msg.mode === "enter"
-        ? Hooks.run(actor, agent.onEnter, "onEnter", true, { waitFor: msg.after })
-        : Hooks.run(actor, agent.onResume, "onResume", true, { waitFor: msg.after })
-    })
-  )
+  // Without a connection to take (a text or cascaded agent), the hook starts on this step.
+  if (!(actor.realtime && actor.holdsFloor())) return enterOrResume(actor, msg)
+  return Effect.andThen(takeConnection(actor), Effect.suspend(() => enterOrResume(actor, msg)))
+}
+
+const enterOrResume = (actor: Actor, msg: Extract<ActorMessage, { readonly _tag: "Activate" }>): Effect.Effect<void> => {
+  if (msg.reply && actor.holdsFloor()) actor.speeches.enqueue("generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
+  const agent = actor.agent
+  return msg.mode === "enter"
+    ? Hooks.run(actor, agent.onEnter, "onEnter", true, { waitFor: msg.after })
+    : Hooks.run(actor, agent.onResume, "onResume", true, { waitFor: msg.after })
 }
 
 const deactivate: Handler<"Deactivate"> = (actor, msg) => {
@@ -139,21 +140,23 @@ const deliverPending = (actor: Actor) => {
   if (actor.holdsFloor()) Background.deliver(actor.inner.deliveryHost, actor.core.sessionDeliveries)
 }
 
-export const afterEach = (actor: Actor): Effect.Effect<void> =>
-  Effect.andThen(
-    Input.releaseHeld(actor),
-    Effect.suspend(() => {
-      deliverPending(actor)
-      actor.speeches.reconcile(actor.holdsFloor())
-      actor.inner.startsNext = false
-      return actor.speeches.startNext
-    })
-  ).pipe(Effect.andThen(Effect.sync(() => {
+export const afterEach = (actor: Actor): Effect.Effect<void> => {
+  const settled = Effect.sync(() => {
     if (actor.holdsFloor() && !actor.speeches.current() && actor.inner.inputHoldingHooks === 0 && (Lifecycle.isActive(actor) || Lifecycle.isPassing(actor))) {
       actor.setState("listening")
     }
     actor.speeches.notifySettled()
-  })))
+  })
+  const rest = () => {
+    deliverPending(actor)
+    actor.speeches.reconcile(actor.holdsFloor())
+    actor.inner.startsNext = false
+    return Effect.andThen(actor.speeches.startNext, settled)
+  }
+  const afterHeld = Effect.suspend(rest)
+  // Most messages leave no input held: then the rest goes on this step.
+  return Effect.suspend(() => (Input.mayReleaseHeld(actor) ? Effect.andThen(Input.releaseHeld(actor), afterHeld) : rest()))
+}
 
 /** How background calls' reports reach this actor (Background.ts). */
 export const deliveryHost = (actor: Actor): Background.DeliveryHost => {

@@ -33,33 +33,44 @@ export const run = (
   inner.lane = done
   if (holdsInput) inner.inputHoldingHooks++
   work.acquire()
-  const body = Deferred.await(previous).pipe(
-    Effect.andThen(options.waitFor ? Deferred.await(options.waitFor) : Effect.void),
-    Effect.andThen(((hook ?? Effect.void) as Effect.Effect<void, unknown>).pipe(
-      // A hook that waits for a task lets the next hook go (Tasks.run calls it).
-      Effect.provideService(HookLane, () => Deferred.doneUnsafe(done, Effect.void))
-    ))
-  )
+  // What the hook waits for, awaited only when not already done (a handoff's onEnter usually
+  // finds both done: no steps for them on its path).
+  let body = (hook ?? Effect.void) as Effect.Effect<void, unknown>
+  if (options.waitFor && !Deferred.isDoneUnsafe(options.waitFor)) body = Effect.andThen(Deferred.await(options.waitFor), body)
+  if (!Deferred.isDoneUnsafe(previous)) body = Effect.andThen(Deferred.await(previous), body)
+  // A hook that waits for a task lets the next hook go (Tasks.run calls HookLane's function).
+  const letNextGo = () => Deferred.doneUnsafe(done, Effect.void)
   return body.pipe(
-    // One context switch for the two (each provideService is a switch and a restore).
+    // One context switch for the three (each provideService is a switch and a restore).
     Effect.updateContext((outer: Context.Context<never>) =>
-      Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, { held: true })
+      Context.add(Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, { held: true }), HookLane, letNextGo)
     ),
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => {
         actor.core.emit({ type: "error", agent: actor.name, source: "hook", message: `${name} of ${actor.name} failed: ${Cause.pretty(cause)}`, recoverable: true })
       })
     ),
-    Effect.ensuring(
-      Effect.sync(() => actor.send({ _tag: "HookEnded", holdsInput })).pipe(
-        Effect.andThen(options.after ?? Effect.void),
-        Effect.ensuring(Effect.sync(() => {
-          Deferred.doneUnsafe(done, Effect.void)
-          work.release()
-        }))
-      )
-    ),
+    Effect.ensuring(ended(actor, holdsInput, options.after, () => {
+      Deferred.doneUnsafe(done, Effect.void)
+      work.release()
+    })),
     Diagnostics.forkIn(actor.scope, { startImmediately: true }),
     Effect.asVoid
   )
+}
+
+/** After the hook: the loop hears it ended, `after` runs, and last the lane and the work token
+ * are let go whatever happened before (one step when there is no `after`). */
+const ended = (actor: Actor, holdsInput: boolean, after: Effect.Effect<void> | undefined, release: () => void): Effect.Effect<void> => {
+  const tell = () => actor.send({ _tag: "HookEnded", holdsInput })
+  if (!after) {
+    return Effect.sync(() => {
+      try {
+        tell()
+      } finally {
+        release()
+      }
+    })
+  }
+  return Effect.sync(tell).pipe(Effect.andThen(after), Effect.ensuring(Effect.sync(release)))
 }

@@ -68,12 +68,15 @@ const hold = (actor: Actor, held: HeldInput) => {
   if (current?.phase === "tools") current.skipFollowUp = true
 }
 
+/** Whether `releaseHeld` has anything to release now. */
+export const mayReleaseHeld = (actor: Actor): boolean =>
+  actor.inner.held.length > 0 && !(actor.holdsFloor() && busyForInput(actor))
+
 /** Held user input goes on once nothing holds it: here, or to whoever holds the floor now. */
 export const releaseHeld = (actor: Actor): Effect.Effect<void> =>
   Effect.suspend(() => {
-    const held = actor.inner.held
-    if (held.length === 0 || (actor.holdsFloor() && busyForInput(actor))) return Effect.void
-    const next = held.shift()!
+    if (!mayReleaseHeld(actor)) return Effect.void
+    const next = actor.inner.held.shift()!
     const take = next._tag === "Typed"
       ? userInput(actor, next.text, next.itemId)
       : actor.holdsFloor()
