@@ -95,12 +95,13 @@ export const toPrompt = (
  */
 const convertItems = (buffer: ReadonlyArray<ChatItem>, start: number, end: number) => {
   const messages: Array<Prompt.Message> = []
-  const outputs = new Set<string>()
-  const calls = new Set<string>()
+  // The sets are made only for a stretch with calls in it (most turns have none).
+  let outputs: Set<string> | undefined
+  let calls: Set<string> | undefined
   for (let i = start; i < end; i++) {
     const item = buffer[i]!
-    if (item._tag === "FunctionCallOutput") outputs.add(item.callId)
-    else if (item._tag === "FunctionCall") calls.add(item.callId)
+    if (item._tag === "FunctionCallOutput") (outputs ??= new Set()).add(item.callId)
+    else if (item._tag === "FunctionCall") (calls ??= new Set()).add(item.callId)
   }
   let open = 0 // calls seen without their output so far, plus outputs seen without their call
   const seenCalls = new Set<string>()
@@ -142,7 +143,7 @@ const convertItems = (buffer: ReadonlyArray<ChatItem>, start: number, end: numbe
         seenCalls.add(item.callId)
         if (seenOutputs.has(item.callId)) open--
         else open++
-        if (!outputs.has(item.callId)) break
+        if (!outputs?.has(item.callId)) break
         if (tool) flush()
         assistant ??= []
         assistant.push(cached(item, () =>
@@ -159,7 +160,7 @@ const convertItems = (buffer: ReadonlyArray<ChatItem>, start: number, end: numbe
         seenOutputs.add(item.callId)
         if (seenCalls.has(item.callId)) open--
         else open++
-        if (!calls.has(item.callId)) break
+        if (!calls?.has(item.callId)) break
         if (assistant) {
           messages.push(Prompt.makeMessage("assistant", { content: assistant }))
           assistant = undefined

@@ -178,20 +178,43 @@ export const make = (core: SessionCore, agent: Agent, initial: ChatContext, opti
   )
 
 /** The tools an actor offers its model: its agent's, a task's extras, the session's, and the
- * controls of cancellable background calls (the first of a name wins). */
+ * controls of cancellable background calls (the first of a name wins). Plain loops: a handoff
+ * builds an actor on its path. */
 const toolsOf = (core: SessionCore, agent: Agent, extraTools: ReadonlyArray<Tool>, owner: Background.Owner) => {
   const named = new Map<string, Tool>()
-  for (const tool of [...agent.tools, ...extraTools, ...core.sessionTools]) if (!named.has(tool.name)) named.set(tool.name, tool)
-  const sessionTools = new Set(core.sessionTools.filter((tool) => named.get(tool.name) === tool))
-  if ([...named.values()].some((tool) => tool.options.cancellable)) {
+  let cancellable = false
+  const add = (tools: ReadonlyArray<Tool>) => {
+    for (const tool of tools) {
+      if (named.has(tool.name)) continue
+      named.set(tool.name, tool)
+      if (tool.options.cancellable) cancellable = true
+    }
+  }
+  add(agent.tools)
+  add(extraTools)
+  const sessionTools = new Set<Tool>()
+  for (const tool of core.sessionTools) {
+    // (The same tool given to the agent and the session runs as the session's.)
+    if (named.has(tool.name) && named.get(tool.name) !== tool) continue
+    named.set(tool.name, tool)
+    sessionTools.add(tool)
+    if (tool.options.cancellable) cancellable = true
+  }
+  if (cancellable) {
     const running = () => [...owner.running.values(), ...core.sessionOwner.running.values()]
-    for (const tool of Background.controlTools(running, core.now)) if (!named.has(tool.name)) named.set(tool.name, tool)
+    add(Background.controlTools(running, core.now))
+  }
+  const definitions: Array<AiTool.Any> = []
+  const byName: Record<string, AiTool.Any> = {}
+  for (const tool of named.values()) {
+    definitions.push(tool.definition)
+    byName[tool.name] = tool.definition
   }
   const toolkit: Toolkit.WithHandler<any> = {
-    tools: Object.fromEntries([...named.values()].map((tool) => [tool.name, tool.definition])),
+    tools: byName,
     handle: () => Effect.die(new Error("baton runs tool calls itself"))
   }
-  return { named, sessionTools, toolkit }
+  return { named, sessionTools, toolkit, definitions }
 }
 
 /** The actor's record: its state, and the few closures others call (send, holdsFloor, ...). */
@@ -210,7 +233,7 @@ const build = (
     running: new Map(),
     report: (delivery) => actor.send({ _tag: "Background", delivery })
   }
-  const { named, sessionTools, toolkit } = toolsOf(core, agent, options.extraTools ?? [], owner)
+  const { named, sessionTools, toolkit, definitions } = toolsOf(core, agent, options.extraTools ?? [], owner)
   const lane = Deferred.makeUnsafe<void>()
   Deferred.doneUnsafe(lane, Effect.void)
   const holdsFloor = () => core.holder() === actor
@@ -237,7 +260,7 @@ const build = (
     task: options.task,
     tools: named,
     toolkit,
-    definitions: Object.values(toolkit.tools),
+    definitions,
     lifecycle: Lifecycle.initial,
     chat: initial,
     completions: new Map(),
