@@ -82,29 +82,29 @@ const untraced: Tracer.Span = {
   addLinks: () => {}
 }
 
+/** Called on the step that runs the request. */
 const runIn = <E, R>(
   span: Tracer.Span,
   parts: StreamParts,
   request: Request,
   onPart: (part: Response.StreamPartEncoded) => Effect.Effect<void, E, R>
-): Effect.Effect<void, E | AiError.AiError, R> =>
-  Effect.suspend(() => {
-    const none = request.tools.length === 0
-    const choice = none ? "none" : request.toolChoice
-    const tools = typeof choice === "object" && "oneOf" in choice
-      ? request.tools.filter((tool) => choice.oneOf.includes(tool.name))
-      : request.tools
-    span.attribute("gen_ai.output.type", "text")
-    span.attribute("effect.ai.tool_choice", typeof choice === "string" ? choice : JSON.stringify(choice))
-    const stream = parts({
-      prompt: request.prompt,
-      tools,
-      toolChoice: choice,
-      responseFormat: { type: "text" },
-      span,
-      previousResponseId: undefined,
-      incrementalPrompt: undefined,
-      toolCallValidation: "deferred"
-    })
-    return Stream.runForEach(stream, onPart)
+): Effect.Effect<void, E | AiError.AiError, R> => {
+  const none = request.tools.length === 0
+  const choice = none ? "none" : request.toolChoice
+  const tools = typeof choice === "object" && "oneOf" in choice
+    ? request.tools.filter((tool) => choice.oneOf.includes(tool.name))
+    : request.tools
+  span.attribute("gen_ai.output.type", "text")
+  span.attribute("effect.ai.tool_choice", typeof choice === "string" ? choice : JSON.stringify(choice))
+  const stream = parts({
+    prompt: request.prompt,
+    tools,
+    toolChoice: choice,
+    responseFormat: { type: "text" },
+    span,
+    previousResponseId: undefined,
+    incrementalPrompt: undefined,
+    toolCallValidation: "deferred"
   })
+  return Stream.runForEach(stream, onPart)
+}

@@ -121,19 +121,19 @@ const onPart = (step: Step, part: Response.StreamPartEncoded | Response.StreamPa
       step.meter.model(part.modelId)
       return Effect.void
     case "text-delta": {
-      if (part.delta === "") return Effect.void
+      const delta = part.delta
+      if (delta === "") return Effect.void
       step.meter.text()
       const out = actor.core.textOutput
-      const open = step.started ? Effect.void : Effect.sync(() => {
-        step.started = true
-        actor.setState("speaking")
-      }).pipe(Effect.andThen(out.start(step.info)))
-      return open.pipe(
-        Effect.andThen(out.write(part.delta, step.info)),
-        Effect.andThen(Effect.sync(() => {
-          step.text += part.delta
-        }))
-      )
+      // Called as the stream reaches the part: the output opens on this step. A reply streams
+      // many parts, so each costs as few steps as it can.
+      const written = Effect.map(out.write(delta, step.info), () => {
+        step.text += delta
+      })
+      if (step.started) return written
+      step.started = true
+      actor.setState("speaking")
+      return Effect.andThen(out.start(step.info), written)
     }
     case "tool-call": {
       step.calls.push({
