@@ -253,22 +253,22 @@ const startNext = (s: State): Effect.Effect<void> => {
 /** Ends a speech that played: a failure said (one line; the cause to the debug log). */
 const ended = (s: State, speech: Speech.Speech, outcome: Speech.SpeechOutcome): Effect.Effect<void> => {
   const end = Effect.sync(() => {
-      if (outcome._tag === "Failed") {
-        const info = outcome.info
-        s.host.core.emit({
-          type: "error",
-          agent: s.host.name,
-          source: "model",
-          message: info?.message ?? outcome.message,
-          reason: info?.reason,
-          status: info?.status,
-          retryable: info?.retryable,
-          recoverable: true
-        })
-      }
-      s.host.ended(speech)
-      finish(s, speech, outcome)
-    })
+    if (outcome._tag === "Failed") {
+      const info = outcome.info
+      s.host.core.emit({
+        type: "error",
+        agent: s.host.name,
+        source: "model",
+        message: info?.message ?? outcome.message,
+        reason: info?.reason,
+        status: info?.status,
+        retryable: info?.retryable,
+        recoverable: true
+      })
+    }
+    s.host.ended(speech)
+    finish(s, speech, outcome)
+  })
   return outcome._tag === "Failed" && outcome.cause !== undefined
     ? Effect.andThen(Effect.logDebug(`reply of ${s.host.name} failed: ${outcome.cause}`), end)
     : end
