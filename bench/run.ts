@@ -16,7 +16,7 @@
  * LIFECYCLE_WARMUP (3), IDLE_SESSIONS (1000), SAMPLES (1; 0 leaves raw samples out of the JSON),
  * ITER_TIMEOUT_MS (10000), SECTIONS (handoff,lifecycle,idleHeap,load,longSession); for load
  * (baton only): SESSIONS (1000), SPREAD_S (10), SATURATE (0), LOAD_SMALL_YOUNG (1: the load again
- * under --max-semi-space-size=4, bench/baton/load-main.ts; 0 skips it); for longSession: LONG_TURNS (5000);
+ * under --max-semi-space-size=4, bench/baton/load-main.ts; 0 skips it); for longSession (in its own process, bench/baton/long-session-main.ts): LONG_TURNS (5000);
  * server: the service with 100 and 1,000 WebSocket clients (bench/server-sessions.ts).
  * Exits with 1 only when a baton measurement failed.
  */
@@ -29,7 +29,7 @@ import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { benchHeap } from "./baton/heap.ts"
 import { benchLifecycle } from "./baton/lifecycle.ts"
-import { benchLoad, benchLongSession, type LoadResult } from "./baton/load.ts"
+import { benchLoad, type LoadResult, type LongSessionResult } from "./baton/load.ts"
 import { type PeerOutcome, runPeer } from "./baton/peer.ts"
 import { medianRound, runRounds } from "./baton/rounds.ts"
 import { type BatonResults, type Machine, render } from "./baton/report.ts"
@@ -68,6 +68,20 @@ const runChild = (name: string, script: string, flags: ReadonlyArray<string> = [
 const runServerBench = (): string | undefined => {
   log("running the service bench: bench/server-sessions.ts")
   return runChild("server", "./server-sessions.ts")
+}
+
+/** The long session in a fresh process (bench/baton/long-session-main.ts): the same heap at turn 1 and turn 5,000 as a service's session would see. */
+const runLongSession = (): LongSessionResult | undefined => {
+  if (!sections.has("longSession")) return undefined
+  log("running the long session in its own process: bench/baton/long-session-main.ts")
+  const out = runChild("longSession", "./baton/long-session-main.ts")
+  if (out === undefined) return undefined
+  try {
+    return JSON.parse(out.split("\n").pop()!) as LongSessionResult
+  } catch {
+    errors["longSession"] = "bench/baton/long-session-main.ts printed no result"
+    return undefined
+  }
 }
 
 /** The young generation's size for the second load run (MiB per semi-space; V8's default grows with the heap). */
@@ -133,7 +147,7 @@ const baton: BatonResults = {
   idleHeap: await measure("idleHeap", benchHeap),
   load: await measure("load", benchLoad),
   loadSmallYoung: runLoadSmallYoung(),
-  longSession: await measure("longSession", benchLongSession),
+  longSession: runLongSession(),
   errors
 }
 const batonWallMs = performance.now() - wall0
