@@ -8,7 +8,7 @@
  *   --no-peer       measure baton only
  *   --no-realtime   skip the realtime reuse benchmark (seed 001, bench/realtime.ts: ~2-5 min)
  *
- * The handoff is measured in ROUNDS (3) alternating rounds, baton then agents-js, each in a fresh
+ * The handoff is measured in ROUNDS (5) alternating rounds, baton then agents-js, each in a fresh
  * process (bench/baton/rounds.ts); the report prints each round's ratio and min/median/max.
  *
  * Environment, shared with the agents-js side: N (200), WARMUP (20), WARM_AFTER (500: the same N
@@ -138,7 +138,7 @@ const measure = async <A>(name: string, effect: Effect.Effect<A, Error>): Promis
     return undefined
   }
 }
-const rounds = sections.has("handoff") ? await runRounds(envInt("ROUNDS", 3), withPeer) : []
+const rounds = sections.has("handoff") ? await runRounds(envInt("ROUNDS", 5), withPeer) : []
 const median = medianRound(rounds)
 for (const [i, r] of rounds.entries()) for (const e of r.errors) errors[`handoff round ${i + 1}`] = e
 const baton: BatonResults = {
