@@ -70,18 +70,23 @@ const runServerBench = (): string | undefined => {
   return runChild("server", "./server-sessions.ts")
 }
 
+/** A child that prints its result as JSON on its last line of stdout (bench/baton/*-main.ts). */
+const runChildJson = <A>(name: string, script: string, flags: ReadonlyArray<string> = []): A | undefined => {
+  const out = runChild(name, script, flags)
+  if (out === undefined) return undefined
+  try {
+    return JSON.parse(out.split("\n").pop()!) as A
+  } catch {
+    errors[name] = `bench/${script.replace("./", "")} printed no result`
+    return undefined
+  }
+}
+
 /** The long session in a fresh process (bench/baton/long-session-main.ts): the same heap at turn 1 and turn 5,000 as a service's session would see. */
 const runLongSession = (): LongSessionResult | undefined => {
   if (!sections.has("longSession")) return undefined
   log("running the long session in its own process: bench/baton/long-session-main.ts")
-  const out = runChild("longSession", "./baton/long-session-main.ts")
-  if (out === undefined) return undefined
-  try {
-    return JSON.parse(out.split("\n").pop()!) as LongSessionResult
-  } catch {
-    errors["longSession"] = "bench/baton/long-session-main.ts printed no result"
-    return undefined
-  }
+  return runChildJson<LongSessionResult>("longSession", "./baton/long-session-main.ts")
 }
 
 /** The young generation's size for the second load run (MiB per semi-space; V8's default grows with the heap). */
@@ -91,14 +96,7 @@ const SMALL_SEMI_SPACE_MB = 4
 const runLoadSmallYoung = (): LoadResult | undefined => {
   if (!sections.has("load") || envInt("LOAD_SMALL_YOUNG", 1) === 0) return undefined
   log(`running the load again with --max-semi-space-size=${SMALL_SEMI_SPACE_MB}: bench/baton/load-main.ts`)
-  const out = runChild("loadSmallYoung", "./baton/load-main.ts", [`--max-semi-space-size=${SMALL_SEMI_SPACE_MB}`])
-  if (out === undefined) return undefined
-  try {
-    return JSON.parse(out.split("\n").pop()!) as LoadResult
-  } catch {
-    errors["loadSmallYoung"] = "bench/baton/load-main.ts printed no result"
-    return undefined
-  }
+  return runChildJson<LoadResult>("loadSmallYoung", "./baton/load-main.ts", [`--max-semi-space-size=${SMALL_SEMI_SPACE_MB}`])
 }
 
 const root = fileURLToPath(new URL("..", import.meta.url))
