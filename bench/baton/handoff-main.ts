@@ -3,10 +3,7 @@
  * that the rounds of `npm run bench` alternate baton and agents-js in fresh processes and each
  * round starts as cold as the other side's. Prints the HandoffResult as JSON on stdout.
  */
-import { Effect } from "effect"
 import { benchHandoff } from "./handoff.ts"
-import { gcNow } from "./stats.ts"
+import { printResultOf } from "./stats.ts"
 
-await gcNow()
-const result = await Effect.runPromise(benchHandoff)
-process.stdout.write(JSON.stringify(result) + "\n", () => process.exit(0))
+await printResultOf(benchHandoff)

@@ -3,10 +3,7 @@
  * the bench's (bench/run.ts starts it with a smaller young generation). Prints the LoadResult
  * as JSON on stdout.
  */
-import { Effect } from "effect"
 import { benchLoad } from "./load.ts"
-import { gcNow } from "./stats.ts"
+import { printResultOf } from "./stats.ts"
 
-await gcNow()
-const result = await Effect.runPromise(benchLoad)
-process.stdout.write(JSON.stringify(result) + "\n", () => process.exit(0))
+await printResultOf(benchLoad)

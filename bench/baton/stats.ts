@@ -2,6 +2,7 @@
  * Numbers shared by the baton benchmarks, computed exactly as bench/agents-js/bench.mjs does:
  * linear-interpolation quantiles (numpy default), times rounded to 1 µs.
  */
+import { Effect } from "effect"
 
 export interface Summary {
   readonly n: number
@@ -57,3 +58,11 @@ export const gcNow = async (): Promise<boolean> => {
 }
 
 export const log = (...parts: ReadonlyArray<unknown>) => console.error("[baton bench]", ...parts)
+
+/** A bench child's whole job: collect, run `bench`, print its result as one JSON line on stdout
+ * (what bench/run.ts and bench/baton/rounds.ts read), exit. */
+export const printResultOf = async <A>(bench: Effect.Effect<A, Error>): Promise<never> => {
+  await gcNow()
+  const result = await Effect.runPromise(bench)
+  return new Promise<never>(() => process.stdout.write(JSON.stringify(result) + "\n", () => process.exit(0)))
+}

@@ -182,24 +182,22 @@ export const make = (core: SessionCore, agent: Agent, initial: ChatContext, opti
  * builds an actor on its path. */
 const toolsOf = (core: SessionCore, agent: Agent, extraTools: ReadonlyArray<Tool>, owner: Background.Owner) => {
   const named = new Map<string, Tool>()
+  const sessionTools = new Set<Tool>()
   let cancellable = false
-  const add = (tools: ReadonlyArray<Tool>) => {
+  // `session`: the session's tools, which also take a name held by the very same tool (given to
+  // both the agent and the session, it runs as the session's).
+  const add = (tools: ReadonlyArray<Tool>, session?: Set<Tool>) => {
     for (const tool of tools) {
-      if (named.has(tool.name)) continue
+      const holder = named.get(tool.name)
+      if (holder !== undefined && !(session && holder === tool)) continue
       named.set(tool.name, tool)
+      session?.add(tool)
       if (tool.options.cancellable) cancellable = true
     }
   }
   add(agent.tools)
   add(extraTools)
-  const sessionTools = new Set<Tool>()
-  for (const tool of core.sessionTools) {
-    // (The same tool given to the agent and the session runs as the session's.)
-    if (named.has(tool.name) && named.get(tool.name) !== tool) continue
-    named.set(tool.name, tool)
-    sessionTools.add(tool)
-    if (tool.options.cancellable) cancellable = true
-  }
+  add(core.sessionTools, sessionTools)
   if (cancellable) {
     const running = () => [...owner.running.values(), ...core.sessionOwner.running.values()]
     add(Background.controlTools(running, core.now))

@@ -26,8 +26,10 @@ type Handler<K extends ActorMessage["_tag"]> = (actor: Actor, msg: Extract<Actor
  * and only a lease hears the end of their turn (a reply waits for it) and makes the server answer
  * with this agent's configuration.
  */
+const takesConnection = (actor: Actor): boolean => actor.realtime !== undefined && actor.holdsFloor()
+
 const takeConnection = (actor: Actor): Effect.Effect<void> =>
-  actor.realtime && actor.holdsFloor()
+  takesConnection(actor)
     // Part of the handoff for rule 10: the take holds a work token (taken as the fiber starts,
     // while the message that asked for it still holds its own), so a run resolves only once
     // the connection has moved.
@@ -52,7 +54,7 @@ const activate: Handler<"Activate"> = (actor, msg) => {
   Lifecycle.activate(actor)
   if (msg.merge) actor.chat = actor.chat.merge(msg.merge)
   // Without a connection to take (a text or cascaded agent), the hook starts on this step.
-  if (!(actor.realtime && actor.holdsFloor())) return enterOrResume(actor, msg)
+  if (!takesConnection(actor)) return enterOrResume(actor, msg)
   return Effect.andThen(takeConnection(actor), Effect.suspend(() => enterOrResume(actor, msg)))
 }
 
