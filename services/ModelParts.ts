@@ -106,5 +106,28 @@ const runIn = <E, R>(
     incrementalPrompt: undefined,
     toolCallValidation: "deferred"
   })
-  return Stream.runForEach(stream, onPart)
+  return forEachPart(stream, onPart)
 }
+
+/**
+ * `Stream.runForEach`, a chunk at a time: parts whose handler has nothing to run (the
+ * handler returns `Effect.void`: metadata, usage, a collected tool call) cost no interpreter
+ * step, where `runForEach` takes a loop iteration per part. The next part's handler is still
+ * called only once the previous part's effect has ended, so a handler sees the state that
+ * effect left (the floor, what was said).
+ */
+export const forEachPart = <A, E, R, E2, R2>(
+  stream: Stream.Stream<A, E, R>,
+  onPart: (part: A) => Effect.Effect<void, E2, R2>
+): Effect.Effect<void, E | E2, R | R2> =>
+  Stream.runForEachArray(stream, (parts) => {
+    const from = (start: number): Effect.Effect<void, E2, R2> => {
+      for (let i = start; i < parts.length; i++) {
+        const effect = onPart(parts[i]!)
+        if (effect === Effect.void) continue
+        return i + 1 === parts.length ? effect : Effect.flatMap(effect, () => from(i + 1))
+      }
+      return Effect.void
+    }
+    return from(0)
+  })

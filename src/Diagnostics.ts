@@ -28,11 +28,15 @@ export const snapshot = (): Counts => ({ ...counts })
  */
 export const forkIn = (scope: Scope.Scope, options?: { readonly startImmediately?: boolean | undefined }) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Fiber.Fiber<A, E>, never, R> =>
-  Effect.map(Effect.forkIn(effect, scope, options), (fiber) => {
-    counts.fibers++
-    fiber.addObserver(fiberEnded)
-    return fiber
-  })
+  Effect.map(Effect.forkIn(effect, scope, options), counted)
+
+/** Counts `fiber` as live until it ends; for a caller that goes on from `Effect.forkIn` with a
+ * step of its own anyway (one step fewer than `forkIn` then a step). */
+export const counted = <A, E>(fiber: Fiber.Fiber<A, E>): Fiber.Fiber<A, E> => {
+  counts.fibers++
+  fiber.addObserver(fiberEnded)
+  return fiber
+}
 
 const fiberEnded = () => {
   counts.fibers--

@@ -126,14 +126,28 @@ const onPart = (step: Step, part: Response.StreamPartEncoded | Response.StreamPa
       step.meter.text()
       const out = actor.core.textOutput
       // Called as the stream reaches the part: the output opens on this step. A reply streams
-      // many parts, so each costs as few steps as it can.
-      const written = Effect.map(out.write(delta, step.info), () => {
+      // many parts, so each costs as few steps as it can, and none when the output has
+      // nothing to run (it returns `Effect.void`: no output, or one that writes at once).
+      let opened: Effect.Effect<void> = Effect.void
+      if (!step.started) {
+        step.started = true
+        actor.setState("speaking")
+        opened = out.start(step.info)
+      }
+      const write = out.write(delta, step.info)
+      if (write === Effect.void) {
+        if (opened === Effect.void) {
+          step.text += delta
+          return Effect.void
+        }
+        return Effect.map(opened, () => {
+          step.text += delta
+        })
+      }
+      const written = Effect.map(write, () => {
         step.text += delta
       })
-      if (step.started) return written
-      step.started = true
-      actor.setState("speaking")
-      return Effect.andThen(out.start(step.info), written)
+      return opened === Effect.void ? written : Effect.andThen(opened, written)
     }
     case "tool-call": {
       step.calls.push({
@@ -167,7 +181,7 @@ const generate = (
   const parts = ModelParts.partsOf(model)
   const steps: Effect.Effect<void, unknown> = parts
     ? ModelParts.run(parts, { prompt, tools: actor.definitions, toolChoice }, (part) => onPart(step, part))
-    : Stream.runForEach(
+    : ModelParts.forEachPart(
       model.streamText({
         prompt,
         toolkit: actor.toolkit,

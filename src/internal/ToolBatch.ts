@@ -9,7 +9,7 @@
  *   reply on the outgoing agent, whatever its sibling calls returned (rule 2);
  * - bad arguments, unknown tools, failures and defects are answers the model can act on (rule 12).
  */
-import { Context, Deferred, Effect, Exit, Fiber } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, Fiber } from "effect"
 import type { Actor } from "./actor/Actor.ts"
 import { CurrentCall, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
 import type { Agent } from "../Agent.ts"
@@ -41,12 +41,31 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
     for (const call of calls) actor.commit(call)
     const settled: Array<CallResult | undefined> = calls.map(() => undefined)
     const finishOrder: Array<number> = []
+    const concluded = Effect.withFiber((fiber) => {
+      const faults = fiber.getRef(ProtocolFaults)
+      return faults === Faults.none ? conclude(actor, speech, calls, settled) : concludeWithFaults(actor, speech, calls, settled, finishOrder, faults)
+    })
+    const cut = () => record(actor, calls, settled, "the session closed before the call finished")
     const work = actor.core.work
+    // Each call holds a work token; once all have started, the speech hands its own to them and
+    // the last call to finish takes it back (see Work.ts).
+    if (calls.length === 1) {
+      // Alone, the call runs on the speech's fiber and the speech's token is its token at once
+      // (`runOne`'s accounting, which nets to this); one finalizer settles it or records the cut.
+      speech.holdsToken = false
+      const settles = Effect.onExit(execute(actor, speech, calls[0]!), (exit) => {
+        speech.holdsToken = true
+        if (Exit.isSuccess(exit)) {
+          settled[0] = exit.value
+          finishOrder.push(0)
+        } else if (Cause.hasInterrupts(exit.cause)) cut()
+        return Effect.void
+      })
+      return Effect.andThen(settles, concluded)
+    }
     let started = 0
     let finished = 0
     let handedOver = false
-    // Each call holds a work token; once all have started, the speech hands its own to them and
-    // the last call to finish takes it back (see Work.ts).
     const runOne = (call: FunctionCall, index: number) =>
       Effect.acquireUseRelease(
         Effect.sync(() => {
@@ -57,15 +76,12 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
             work.release()
           }
         }),
-        () => {
-          const settles = Effect.map(execute(actor, speech, call), (result) => {
+        () =>
+          // Each call is a fiber of its own, counted.
+          Diagnostics.fiber(Effect.map(execute(actor, speech, call), (result) => {
             settled[index] = result
             finishOrder.push(index)
-          })
-          // Side by side, each call is a fiber of its own (counted); alone, it runs on the
-          // speech's fiber, already counted.
-          return calls.length > 1 ? Diagnostics.fiber(settles) : settles
-        },
+          })),
         () =>
           Effect.sync(() => {
             if (++finished === calls.length && handedOver) {
@@ -75,17 +91,9 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
             work.release()
           })
       )
-    // One call runs on the speech's own fiber; several run side by side.
-    return Effect.forEach(calls, runOne, { concurrency: calls.length > 1 ? "unbounded" : 1, discard: true }).pipe(
-      Effect.onInterrupt(() =>
-        Effect.sync(() => {
-          record(actor, calls, settled, "the session closed before the call finished")
-        })
-      ),
-      Effect.andThen(Effect.withFiber((fiber) => {
-        const faults = fiber.getRef(ProtocolFaults)
-        return faults === Faults.none ? conclude(actor, speech, calls, settled) : concludeWithFaults(actor, speech, calls, settled, finishOrder, faults)
-      }))
+    return Effect.forEach(calls, runOne, { concurrency: "unbounded", discard: true }).pipe(
+      Effect.onInterrupt(() => Effect.sync(cut)),
+      Effect.andThen(concluded)
     )
   })
 
@@ -108,7 +116,7 @@ const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effec
   const replaced = duplicate === "replace"
     ? Effect.forEach(running, (earlier) => Background.cancel(earlier, `replaced by a newer call (${call.callId})`), { discard: true })
     : Effect.void
-  return Effect.andThen(replaced, Effect.suspend(() => runHandler({ actor, speech, call, tool, owner, first: Deferred.makeUnsafe(), token: { held: true }, background: undefined, fiber: undefined })))
+  return Effect.andThen(replaced, Effect.suspend(() => runHandler({ actor, speech, call, tool, owner, first: Deferred.makeUnsafe(), answer: undefined, token: { held: true }, background: undefined, fiber: undefined })))
 }
 
 /** One call of a tool: answered by its result, or by its first progress report (then it goes on
@@ -121,6 +129,8 @@ interface Call {
   readonly owner: Background.Owner
   /** What answers the call in the batch: the result, or the first report. */
   readonly first: Deferred.Deferred<CallResult>
+  /** `first`'s value once it is done. */
+  answer: CallResult | undefined
   readonly token: WorkTokenCell
   background: Background.BackgroundCall | undefined
   fiber: Fiber.Fiber<unknown, unknown> | undefined
@@ -147,7 +157,7 @@ const progress = (c: Call, text: string) => {
   owner.running.set(call.callId, started)
   core.background.acquire()
   c.token.held = false
-  Deferred.doneUnsafe(c.first, Exit.succeed<CallResult>({
+  answer(c, {
     _tag: "Progress",
     output: text,
     answered: () => {
@@ -156,12 +166,19 @@ const progress = (c: Call, text: string) => {
       if (owner.kind === "agent") actor.send({ _tag: "Kick" })
       else core.holder()?.send({ _tag: "Kick" })
     }
-  }))
+  })
+}
+
+/** The call's answer, once: as the Deferred keeps its first value, so does `answer`. */
+const answer = (c: Call, result: CallResult) => {
+  if (c.answer !== undefined) return
+  c.answer = result
+  Deferred.doneUnsafe(c.first, Exit.succeed(result))
 }
 
 /** The call's end: its result answers it, or (in the background) is reported. */
 const finished = (c: Call, result: CallResult) => {
-  if (!c.background) return void Deferred.doneUnsafe(c.first, Exit.succeed(result))
+  if (!c.background) return answer(c, result)
   c.owner.running.delete(c.background.callId)
   c.owner.report({ _tag: "Final", call: c.background, result })
   c.actor.core.background.release()
@@ -179,27 +196,31 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
     speech: c.speech.handle,
     progress: (text) => Effect.sync(() => progress(c, text))
   }
+  const settle = (exit: Exit.Exit<unknown, unknown>) => {
+    const { result, event } = classify(tool.name, exit)
+    if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
+    finished(c, result)
+  }
   return Tool.decodeArguments(tool, call.arguments).pipe(
     Effect.flatMap((params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>)),
     // One context switch for the three (each provideService is a switch and a restore).
     Effect.updateContext((outer: Context.Context<never>) =>
       Context.add(Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, c.token), CurrentCall, { actor, callId: call.callId })
     ),
-    Effect.exit,
-    Effect.flatMap((exit) =>
-      Effect.sync(() => {
-        const { result, event } = classify(tool.name, exit)
-        if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
-        finished(c, result)
-      })
-    ),
+    // The handler's end is classified on the step it ends on.
+    Effect.matchCause({
+      onFailure: (cause) => settle(Exit.failCause(cause)),
+      onSuccess: (value) => settle(Exit.succeed(value))
+    }),
     Effect.onInterrupt(() =>
       Effect.sync(() => finished(c, c.background ? Background.interrupted(c.background) : cancelled(`${tool.name} was cancelled.`)))
     ),
-    Diagnostics.forkIn(c.owner.scope, { startImmediately: true }),
+    Effect.forkIn(c.owner.scope, { startImmediately: true }),
     Effect.flatMap((handler) => {
-      c.fiber = handler
+      c.fiber = Diagnostics.counted(handler)
       if (c.background) c.background.fiber = handler
+      // A handler that answered as it started (most do): no wait.
+      if (c.answer !== undefined) return Effect.succeed(c.answer)
       return Deferred.await(c.first).pipe(
         // The batch is cut (the session closes): a call still in the foreground goes with it.
         Effect.onInterrupt(() => (c.background ? Effect.void : Fiber.interrupt(handler)))
