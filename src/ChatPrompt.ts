@@ -89,23 +89,28 @@ export const toPrompt = (
   return Prompt.fromMessages(all)
 }
 
+const HAS_CALL = 1
+const HAS_OUTPUT = 2
+const SEEN_CALL = 4
+const SEEN_OUTPUT = 8
+
 /**
  * The messages of `buffer[start, end)`, and the last closed prefix seen in it (the item index of
  * a user message with no call or output open before it, and how many messages precede it).
  */
 const convertItems = (buffer: ReadonlyArray<ChatItem>, start: number, end: number) => {
   const messages: Array<Prompt.Message> = []
-  // The sets are made only for a stretch with calls in it (most turns have none).
-  let outputs: Set<string> | undefined
-  let calls: Set<string> | undefined
+  // What the stretch has of each call id (HAS_*), and what the loop below has passed (SEEN_*):
+  // one map, made only for a stretch with calls in it (most turns have none).
+  let ids: Map<string, number> | undefined
   for (let i = start; i < end; i++) {
     const item = buffer[i]!
-    if (item._tag === "FunctionCallOutput") (outputs ??= new Set()).add(item.callId)
-    else if (item._tag === "FunctionCall") (calls ??= new Set()).add(item.callId)
+    if (item._tag === "FunctionCall" || item._tag === "FunctionCallOutput") {
+      ids ??= new Map()
+      ids.set(item.callId, (ids.get(item.callId) ?? 0) | (item._tag === "FunctionCall" ? HAS_CALL : HAS_OUTPUT))
+    }
   }
   let open = 0 // calls seen without their output so far, plus outputs seen without their call
-  const seenCalls = new Set<string>()
-  const seenOutputs = new Set<string>()
   let closedAt: number | undefined
   let closedMessages = 0
   let assistant: Array<Prompt.AssistantMessagePart> | undefined
@@ -140,10 +145,11 @@ const convertItems = (buffer: ReadonlyArray<ChatItem>, start: number, end: numbe
         break
       }
       case "FunctionCall": {
-        seenCalls.add(item.callId)
-        if (seenOutputs.has(item.callId)) open--
+        const known = ids!.get(item.callId)!
+        ids!.set(item.callId, known | SEEN_CALL)
+        if (known & SEEN_OUTPUT) open--
         else open++
-        if (!outputs?.has(item.callId)) break
+        if (!(known & HAS_OUTPUT)) break
         if (tool) flush()
         assistant ??= []
         assistant.push(cached(item, () =>
@@ -157,10 +163,11 @@ const convertItems = (buffer: ReadonlyArray<ChatItem>, start: number, end: numbe
         break
       }
       case "FunctionCallOutput": {
-        seenOutputs.add(item.callId)
-        if (seenCalls.has(item.callId)) open--
+        const known = ids!.get(item.callId)!
+        ids!.set(item.callId, known | SEEN_OUTPUT)
+        if (known & SEEN_CALL) open--
         else open++
-        if (!calls?.has(item.callId)) break
+        if (!(known & HAS_CALL)) break
         if (assistant) {
           messages.push(Prompt.makeMessage("assistant", { content: assistant }))
           assistant = undefined
