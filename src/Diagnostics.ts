@@ -30,6 +30,16 @@ export const forkIn = (scope: Scope.Scope, options?: { readonly startImmediately
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Fiber.Fiber<A, E>, never, R> =>
   Effect.map(Effect.forkIn(effect, scope, options), counted)
 
+/** `forkIn` for a caller that keeps no handle on the fiber: counted, and one step fewer than
+ * `forkIn` then `Effect.asVoid`. */
+export const startIn = (scope: Scope.Scope, options?: { readonly startImmediately?: boolean | undefined }) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<void, never, R> =>
+  Effect.map(Effect.forkIn(effect, scope, options), countedVoid)
+
+const countedVoid = (fiber: Fiber.Fiber<unknown, unknown>): void => {
+  counted(fiber)
+}
+
 /** Counts `fiber` as live until it ends; for a caller that goes on from `Effect.forkIn` with a
  * step of its own anyway (one step fewer than `forkIn` then a step). */
 export const counted = <A, E>(fiber: Fiber.Fiber<A, E>): Fiber.Fiber<A, E> => {

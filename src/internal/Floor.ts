@@ -168,8 +168,10 @@ const handoff = (
     const selected = applyContextPolicy(msg.options.context ?? "full", holder.chat)
     const existing = state.actors.get(msg.target)
     const resumed = existing !== undefined && !Lifecycle.isClosed(existing)
-    const target = resumed ? Effect.succeed(existing) : spawn(core, state, msg.target, selected, { startLater: true })
+    // (`spawn` without its step: the new actor is counted live here.)
+    const target = resumed ? Effect.succeed(existing) : Actor.make(core, msg.target, selected, { startLater: true })
     return Effect.flatMap(target, (actor) => {
+      if (!resumed) state.live.add(actor)
       state.actors.set(msg.target, actor)
       pass(core, state, holder, actor, "handoff", resumed, msg.options.reason)
       // No reply when a task of the new holder is waiting to start: it takes the floor at once.

@@ -28,7 +28,7 @@ export interface PendingCall {
 export const reply = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
   Effect.suspend(() => {
     if (options.userInput !== undefined) actor.commit(message("user", options.userInput, { agent: actor.name }))
-    return run(actor, speech, options)
+    return actor.realtime ? RealtimeReply.run(actor, speech, options) : textSteps(actor, speech, options)
   })
 
 export const say = (actor: Actor, speech: Speech, text: string, options: SayOptions): Effect.Effect<void> => {
@@ -62,41 +62,44 @@ export const say = (actor: Actor, speech: Speech, text: string, options: SayOpti
 export const run = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
   actor.realtime ? RealtimeReply.run(actor, speech, options) : runText(actor, speech, options)
 
-// Plain effects, not a generator: a reply's first step is on every turn's and handoff's path.
-// The step's state is made per run of the effect (a retried reply starts over).
 const runText = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
-  Effect.suspend(() => {
-    let instructions = options.instructions
-    let toolChoice: LanguageModel.ToolChoice<string> = options.toolChoice ?? "auto"
-    const step = (n: number): Effect.Effect<void, unknown> => {
-      if (!actor.holdsFloor()) return Effect.void
-      const model = actor.model()
-      if (!model) {
-        return Effect.fail(new Error(`${actor.name} has no language model: provide a LanguageModel layer or set the agent's model`))
-      }
-      const choice = n >= actor.agent.maxToolSteps ? "none" : toolChoice
-      // Words a tool said meanwhile are spoken first: one voice at a time.
-      if (n > 0 && actor.speeches.interjecting()) {
-        return Effect.flatMap(actor.speeches.interjected, () =>
-          // the floor may be moving meanwhile (rule 2), or the follow-up be cut (the user spoke)
-          !actor.holdsFloor() || Lifecycle.isPassing(actor) || speech.skipFollowUp ? Effect.void : generateStep(n, model, choice))
-      }
-      return generateStep(n, model, choice)
+  Effect.suspend(() => textSteps(actor, speech, options))
+
+// Plain effects, not a generator: a reply's first step is on every turn's and handoff's path.
+// Called on a step; the steps' state is made per run (a retried reply starts over).
+const textSteps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> => {
+  let instructions = options.instructions
+  let toolChoice: LanguageModel.ToolChoice<string> = options.toolChoice ?? "auto"
+  const step = (n: number): Effect.Effect<void, unknown> => {
+    if (!actor.holdsFloor()) return Effect.void
+    const model = actor.model()
+    if (!model) {
+      return Effect.fail(new Error(`${actor.name} has no language model: provide a LanguageModel layer or set the agent's model`))
     }
-    const generateStep = (n: number, model: LanguageModel.LanguageModel, choice: LanguageModel.ToolChoice<string>) => {
-      // Generating again after a tool step: interruptible like any reply.
-      speech.phase = "generating"
-      const prompt = toPrompt(actor.chat, { instructions: actor.agent.instructions, extraInstructions: instructions })
-      return Effect.flatMap(generate(actor, speech, model, prompt, choice), (calls) =>
-        calls.length === 0 ? Effect.void : Effect.flatMap(ToolBatch.run(actor, speech, calls), (next) => {
-          if (next !== "reply") return Effect.void
-          instructions = undefined
-          toolChoice = "auto"
-          return step(n + 1)
-        }))
+    const choice = n >= actor.agent.maxToolSteps ? "none" : toolChoice
+    // Words a tool said meanwhile are spoken first: one voice at a time.
+    if (n > 0 && actor.speeches.interjecting()) {
+      return Effect.flatMap(actor.speeches.interjected, () =>
+        // the floor may be moving meanwhile (rule 2), or the follow-up be cut (the user spoke)
+        !actor.holdsFloor() || Lifecycle.isPassing(actor) || speech.skipFollowUp ? Effect.void : generateStep(n, model, choice))
     }
-    return step(0)
-  })
+    return generateStep(n, model, choice)
+  }
+  const generateStep = (n: number, model: LanguageModel.LanguageModel, choice: LanguageModel.ToolChoice<string>) => {
+    // Generating again after a tool step: interruptible like any reply.
+    speech.phase = "generating"
+    const prompt = toPrompt(actor.chat, { instructions: actor.agent.instructions, extraInstructions: instructions })
+    const called = startStep(actor, speech, model)
+    return Effect.flatMap(generate(called, model, prompt, choice), () =>
+      called.calls.length === 0 ? Effect.void : Effect.flatMap(ToolBatch.run(actor, speech, called.calls), (next) => {
+        if (next !== "reply") return Effect.void
+        instructions = undefined
+        toolChoice = "auto"
+        return step(n + 1)
+      }))
+  }
+  return step(0)
+}
 
 /** One model step as it streams: what was said, whether the output was opened, the calls. */
 interface Step {
@@ -164,19 +167,22 @@ const onPart = (step: Step, part: Response.StreamPartEncoded | Response.StreamPa
   }
 }
 
-/** One model step: streams the text out as it arrives and collects the tool calls. */
+const startStep = (actor: Actor, speech: Speech, model: LanguageModel.LanguageModel): Step => {
+  const info = { speechId: speech.handle.id, agent: actor.name }
+  const named = ModelParts.infoOf(model)
+  const meter = ModelCallMeter.start({ ...info, kind: "llm", provider: named?.provider ?? "unknown", model: named?.model ?? "unknown" }, actor.core.now)
+  return { actor, info, meter, calls: [], text: "", started: false }
+}
+
+/** One model step: streams the text out as it arrives and collects the tool calls in `step`. */
 const generate = (
-  actor: Actor,
-  speech: Speech,
+  step: Step,
   model: LanguageModel.LanguageModel,
   prompt: ReturnType<typeof toPrompt>,
   toolChoice: LanguageModel.ToolChoice<string>
-): Effect.Effect<ReadonlyArray<PendingCall>, unknown> => {
-  const info = { speechId: speech.handle.id, agent: actor.name }
+): Effect.Effect<void, unknown> => {
+  const { actor, info, meter } = step
   const out = actor.core.textOutput
-  const named = ModelParts.infoOf(model)
-  const meter = ModelCallMeter.start({ ...info, kind: "llm", provider: named?.provider ?? "unknown", model: named?.model ?? "unknown" }, actor.core.now)
-  const step: Step = { actor, info, meter, calls: [], text: "", started: false }
   actor.setState("thinking")
   const parts = ModelParts.partsOf(model)
   const steps: Effect.Effect<void, unknown> = parts
@@ -201,17 +207,15 @@ const generate = (
     )
     : steps
   return body.pipe(
-    Effect.onExit((exit) =>
-      Effect.suspend(() => {
-        if (!drain) actor.core.emit(meter.end(exit))
-        const interrupted = Exit.isFailure(exit)
-        // Cut short: the history keeps what the user heard, when the output knows it.
-        const kept = interrupted && step.started && out.heard ? out.heard(info) ?? step.text : step.text
-        if (kept !== "") actor.commit(message("assistant", kept, { agent: actor.name, interrupted }))
-        return step.started ? out.end(info, interrupted) : Effect.void
-      })
-    ),
-    Effect.provideService(ModelCall, info),
-    Effect.as(step.calls)
+    // Called on the step the model call ends on.
+    Effect.onExit((exit) => {
+      if (!drain) actor.core.emit(meter.end(exit))
+      const interrupted = Exit.isFailure(exit)
+      // Cut short: the history keeps what the user heard, when the output knows it.
+      const kept = interrupted && step.started && out.heard ? out.heard(info) ?? step.text : step.text
+      if (kept !== "") actor.commit(message("assistant", kept, { agent: actor.name, interrupted }))
+      return step.started ? out.end(info, interrupted) : Effect.void
+    }),
+    Effect.provideService(ModelCall, info)
   )
 }

@@ -251,8 +251,9 @@ const startNext = (s: State): Effect.Effect<void> => {
 }
 
 /** Ends a speech that played: a failure said (one line; the cause to the debug log). */
+/** Called on the speech's last step: ends it there, unless a failure's cause is logged first. */
 const ended = (s: State, speech: Speech.Speech, outcome: Speech.SpeechOutcome): Effect.Effect<void> => {
-  const end = Effect.sync(() => {
+  const end = () => {
     if (outcome._tag === "Failed") {
       const info = outcome.info
       s.host.core.emit({
@@ -268,10 +269,12 @@ const ended = (s: State, speech: Speech.Speech, outcome: Speech.SpeechOutcome): 
     }
     s.host.ended(speech)
     finish(s, speech, outcome)
-  })
-  return outcome._tag === "Failed" && outcome.cause !== undefined
-    ? Effect.andThen(Effect.logDebug(`reply of ${s.host.name} failed: ${outcome.cause}`), end)
-    : end
+  }
+  if (outcome._tag === "Failed" && outcome.cause !== undefined) {
+    return Effect.andThen(Effect.logDebug(`reply of ${s.host.name} failed: ${outcome.cause}`), Effect.sync(end))
+  }
+  end()
+  return Effect.void
 }
 
 /** Starts `next` (called from `startNext`, inside its suspend). */
@@ -291,9 +294,9 @@ const play = (s: State, next: Queued, asInterjection: boolean): Effect.Effect<vo
     Effect.onExit((exit) =>
       ended(s, next.speech, s.host.core.closed() && Exit.isFailure(exit) ? { _tag: "Interrupted" } : outcomeOf(exit))
     ),
-    Diagnostics.forkIn(s.host.scope, { startImmediately: true }),
+    Effect.forkIn(s.host.scope, { startImmediately: true }),
     Effect.map((fiber) => {
-      entry.fiber = fiber
+      entry.fiber = Diagnostics.counted(fiber)
     })
   )
 }

@@ -170,9 +170,12 @@ export const make = (core: SessionCore, agent: Agent, initial: ChatContext, opti
       const started = onClose(finalizer(actor))
       if (options.startLater) return Effect.as(started, actor)
       actor.inner.started = true
-      return started.pipe(
-        Effect.andThen(loop(actor).pipe(Diagnostics.forkIn(scope))),
-        Effect.as(actor)
+      return Effect.andThen(
+        started,
+        Effect.map(Effect.forkIn(loop(actor), scope), (fiber) => {
+          Diagnostics.counted(fiber)
+          return actor
+        })
       )
     }
   )
@@ -286,7 +289,7 @@ const build = (
     start: Effect.suspend(() => {
       if (inner.started || Lifecycle.isTerminated(actor)) return Effect.void
       inner.started = true
-      return Effect.asVoid(loop(actor).pipe(Diagnostics.forkIn(scope, { startImmediately: true })))
+      return loop(actor).pipe(Diagnostics.startIn(scope, { startImmediately: true }))
     }),
     inner
   }
@@ -361,22 +364,22 @@ const loadModel = (actor: Actor): Effect.Effect<void> => {
 
 /** One message at a time; after each, what it made possible (held input, pending reports, the
  * next speech). */
-const loop = (actor: Actor) =>
-  Effect.gen(function*() {
-    yield* loadModel(actor)
-    const inner = actor.inner
-    while (true) {
-      const msg = yield* Queue.take(inner.mailbox)
-      inner.startsNext = true
-      yield* Handlers.handle(actor, msg).pipe(
-        Effect.andThen(inner.afterEach),
-        Effect.ensuring(Effect.sync(() => {
-          inner.startsNext = false
-          actor.core.work.release()
-        }))
-      )
-    }
+// Plain effects, not a generator: a handoff starts a loop on its path.
+const loop = (actor: Actor): Effect.Effect<never, Cause.Done> => {
+  const inner = actor.inner
+  // However the message's handling ends, on the step it ends on.
+  const handled = () => {
+    inner.startsNext = false
+    actor.core.work.release()
+    return Effect.void
+  }
+  const next = Effect.flatMap(Queue.take(inner.mailbox), (msg) => {
+    inner.startsNext = true
+    return Effect.onExit(Effect.andThen(Handlers.handle(actor, msg), inner.afterEach), handled)
   })
+  const messages = Effect.forever(next, { disableYield: true })
+  return actor.agent.model ? Effect.andThen(loadModel(actor), messages) : messages
+}
 
 /** The Scope closed: what was queued or pending gets its answer, and held input moves on. */
 const finalizer = (actor: Actor) =>

@@ -33,7 +33,7 @@ const takeConnection = (actor: Actor): Effect.Effect<void> =>
     // Part of the handoff for rule 10: the take holds a work token (taken as the fiber starts,
     // while the message that asked for it still holds its own), so a run resolves only once
     // the connection has moved.
-    ? RealtimeBinding.take(actor).pipe(actor.core.work.track, Diagnostics.forkIn(actor.scope, { startImmediately: true }), Effect.asVoid)
+    ? RealtimeBinding.take(actor).pipe(actor.core.work.track, Diagnostics.startIn(actor.scope, { startImmediately: true }))
     : Effect.void
 
 /** A finished task's actor closes its own Scope, from outside it (a fiber of the session). */

@@ -50,27 +50,28 @@ export const run = (
         actor.core.emit({ type: "error", agent: actor.name, source: "hook", message: `${name} of ${actor.name} failed: ${Cause.pretty(cause)}`, recoverable: true })
       })
     ),
-    Effect.ensuring(ended(actor, holdsInput, options.after, () => {
+    Effect.onExit(ended(actor, holdsInput, options.after, () => {
       Deferred.doneUnsafe(done, Effect.void)
       work.release()
     })),
-    Diagnostics.forkIn(actor.scope, { startImmediately: true }),
-    Effect.asVoid
+    Diagnostics.startIn(actor.scope, { startImmediately: true })
   )
 }
 
 /** After the hook: the loop hears it ended, `after` runs, and last the lane and the work token
- * are let go whatever happened before (one step when there is no `after`). */
-const ended = (actor: Actor, holdsInput: boolean, after: Effect.Effect<void> | undefined, release: () => void): Effect.Effect<void> => {
+ * are let go whatever happened before (on the hook's last step when there is no `after`). */
+const ended = (actor: Actor, holdsInput: boolean, after: Effect.Effect<void> | undefined, release: () => void): () => Effect.Effect<void> => {
   const tell = () => actor.send({ _tag: "HookEnded", holdsInput })
   if (!after) {
-    return Effect.sync(() => {
+    return () => {
       try {
         tell()
       } finally {
         release()
       }
-    })
+      return Effect.void
+    }
   }
-  return Effect.sync(tell).pipe(Effect.andThen(after), Effect.ensuring(Effect.sync(release)))
+  const rest = Effect.sync(tell).pipe(Effect.andThen(after), Effect.ensuring(Effect.sync(release)))
+  return () => rest
 }

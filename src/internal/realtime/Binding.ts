@@ -139,8 +139,7 @@ const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
       binding.responses.clear()
       if (binding.lease === lease) binding.lease = undefined
     })),
-    Diagnostics.forkIn(actor.scope),
-    Effect.asVoid
+    Diagnostics.startIn(actor.scope)
   )
 
 /**

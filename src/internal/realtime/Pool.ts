@@ -198,8 +198,7 @@ const watch = (entry: Entry, acks: ReadonlyArray<Ack>) =>
         Effect.andThen(Effect.logWarning(`realtime update failed (${error.message}): falling back to a new connection`))
       )
     ),
-    Diagnostics.forkIn(entry.scope),
-    Effect.asVoid
+    Diagnostics.startIn(entry.scope)
   )
 
 /** Sends what differs from `desired` (pipelined: the acknowledgements are watched, not awaited). */
