@@ -185,20 +185,20 @@ const setUserSpeaking = (r: Running, speaking: boolean, connectionId?: string) =
   send(r, { _tag: "UserSpeaking", speaking, userTurn: r.userTurns })
 }
 
-const loop = (r: Running): Effect.Effect<never, Cause.Done> =>
-  Effect.gen(function*() {
-    while (true) {
-      const msg = yield* Queue.take(r.mailbox)
-      yield* Floor.handle(r.core, r.state, msg).pipe(
-        Effect.catchCause((cause) =>
-          Effect.sync(() => {
-            r.config.events.emit({ type: "error", agent: undefined, source: "input", message: Cause.pretty(cause), recoverable: true })
-          })
-        ),
-        Effect.ensuring(Effect.sync(() => r.work.release()))
-      )
-    }
-  })
+// Plain effects, not a generator: every handoff passes through here.
+const loop = (r: Running): Effect.Effect<never, Cause.Done> => {
+  const failed = (cause: Cause.Cause<unknown>) => {
+    r.config.events.emit({ type: "error", agent: undefined, source: "input", message: Cause.pretty(cause), recoverable: true })
+    return Effect.void
+  }
+  // However the message's handling ends, on the step it ends on.
+  const handled = () => {
+    r.work.release()
+    return Effect.void
+  }
+  const next = Effect.flatMap(Queue.take(r.mailbox), (msg) => Effect.onExit(Effect.catchCause(Floor.handle(r.core, r.state, msg), failed), handled))
+  return Effect.forever(next, { disableYield: true })
+}
 
 const shutdown = (r: Running): Effect.Effect<void> =>
   Effect.gen(function*() {
