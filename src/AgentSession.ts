@@ -237,7 +237,7 @@ const facade = <U>(
     history: Effect.sync(() => core.history()),
     currentAgent: Effect.sync(() => state.holder?.agent),
     events: Stream.suspend(() =>
-      supervisor.closed() ? Stream.empty : Stream.fromPubSub(events.pubsub).pipe(Stream.takeUntil((event) => event.type === "close"))
+      supervisor.closed() ? Stream.empty : events.live.pipe(Stream.takeUntil((event) => event.type === "close"))
     ),
     eventLog: Effect.sync(() => [...events.all()]),
     eventsSince: (from) => Effect.sync(() => events.since(from)),
