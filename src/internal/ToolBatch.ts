@@ -11,7 +11,7 @@
  */
 import { Cause, Context, Deferred, Effect, Exit, Fiber } from "effect"
 import type { Actor } from "./actor/Actor.ts"
-import { CurrentCall, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
+import { CurrentCall, forkBodyWith, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
 import type { Agent } from "../Agent.ts"
 import * as Background from "./Background.ts"
 import { type CallResult, cancelled, classify } from "./CallResult.ts"
@@ -201,12 +201,8 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
     if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
     finished(c, result)
   }
-  return Tool.decodeArguments(tool, call.arguments).pipe(
+  const body = Tool.decodeArguments(tool, call.arguments).pipe(
     Effect.flatMap((params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>)),
-    // One context switch for the three (each provideService is a switch and a restore).
-    Effect.updateContext((outer: Context.Context<never>) =>
-      Context.add(Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, c.token), CurrentCall, { actor, callId: call.callId })
-    ),
     // The handler's end is classified on the step it ends on.
     Effect.matchCause({
       onFailure: (cause) => settle(Exit.failCause(cause)),
@@ -214,7 +210,11 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
     }),
     Effect.onInterrupt(() =>
       Effect.sync(() => finished(c, c.background ? Background.interrupted(c.background) : cancelled(`${tool.name} was cancelled.`)))
-    ),
+    )
+  )
+  // The fiber's services, one context for the three.
+  return forkBodyWith(body, (outer) =>
+    Context.add(Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, c.token), CurrentCall, { actor, callId: call.callId })).pipe(
     Effect.forkIn(c.owner.scope, { startImmediately: true }),
     Effect.flatMap((handler) => {
       c.fiber = Diagnostics.counted(handler)

@@ -8,7 +8,7 @@ import { Cause, Context, Deferred, Effect } from "effect"
 import type { Agent } from "../../Agent.ts"
 import { CurrentAgent } from "../../CurrentAgent.ts"
 import * as Diagnostics from "../../Diagnostics.ts"
-import { HookLane, WorkToken } from "../FlowContext.ts"
+import { forkBodyWith, HookLane, WorkToken } from "../FlowContext.ts"
 import type { Actor } from "./Actor.ts"
 
 export interface HookOptions {
@@ -40,11 +40,7 @@ export const run = (
   if (!Deferred.isDoneUnsafe(previous)) body = Effect.andThen(Deferred.await(previous), body)
   // A hook that waits for a task lets the next hook go (Tasks.run calls HookLane's function).
   const letNextGo = () => Deferred.doneUnsafe(done, Effect.void)
-  return body.pipe(
-    // One context switch for the three (each provideService is a switch and a restore).
-    Effect.updateContext((outer: Context.Context<never>) =>
-      Context.add(Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, { held: true }), HookLane, letNextGo)
-    ),
+  const hookFiber = body.pipe(
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => {
         actor.core.emit({ type: "error", agent: actor.name, source: "hook", message: `${name} of ${actor.name} failed: ${Cause.pretty(cause)}`, recoverable: true })
@@ -53,9 +49,13 @@ export const run = (
     Effect.onExit(ended(actor, holdsInput, options.after, () => {
       Deferred.doneUnsafe(done, Effect.void)
       work.release()
-    })),
-    Diagnostics.startIn(actor.scope, { startImmediately: true })
+    }))
   )
+  // The fiber's services, one context for the three.
+  return forkBodyWith(hookFiber, (outer) =>
+    Context.add(Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, { held: true }), HookLane, letNextGo)).pipe(
+      Diagnostics.startIn(actor.scope, { startImmediately: true })
+    )
 }
 
 /** After the hook: the loop hears it ended, `after` runs, and last the lane and the work token
