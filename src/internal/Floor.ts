@@ -184,7 +184,8 @@ const handoff = (
       actor.send({ _tag: "Activate", mode: resumed ? "resume" : "enter", merge: resumed ? selected : undefined, reply, after: exited })
       Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
       // A new actor's loop runs now, on this turn, with its Activate already in its mailbox.
-      return state.pending.has(actor) ? Effect.andThen(startPending(core, state, actor), actor.start) : actor.start
+      if (state.pending.has(actor)) return Effect.andThen(startPending(core, state, actor), actor.start)
+      return resumed ? actor.start : Actor.startLoop(actor)
     })
   })
 

@@ -56,7 +56,8 @@ export interface Speeches {
   readonly interruptOne: (speech: Speech.Speech) => Effect.Effect<void>
   /** Stops the playing speech (see `interruptCurrent` in the actor). */
   readonly interruptCurrent: (force: boolean, beforeTurn?: number) => Effect.Effect<void>
-  readonly startNext: Effect.Effect<void>
+  /** Starts the next queued speech if it may start; called on the step that runs it. */
+  readonly startNext: () => Effect.Effect<void>
   readonly ended: (speech: Speech.Speech) => void
   /** The playing speech (the interjection, when the speech it interrupts has ended). */
   readonly current: () => Speech.Speech | undefined
@@ -91,7 +92,6 @@ interface State {
 
 export const make = (host: SpeechHost): Speeches => {
   const s: State = { host, work: host.core.work, queue: [], current: undefined, interjection: undefined, waiters: [] }
-  const startNextOnce = Effect.suspend(() => startNext(s))
   const interjectedOnce: Effect.Effect<void> = Effect.suspend(() => interjected(s, interjectedOnce))
   return {
     enqueue: (source, options, body) => enqueue(s, source, options, body),
@@ -99,7 +99,7 @@ export const make = (host: SpeechHost): Speeches => {
     dropQueued: (reason, onlyInterruptible, beforeTurn) => dropQueued(s, reason, onlyInterruptible, beforeTurn),
     interruptOne: (speech) => interruptOne(s, speech),
     interruptCurrent: (force, beforeTurn) => interruptCurrent(s, force, beforeTurn),
-    startNext: startNextOnce,
+    startNext: () => startNext(s),
     ended: (speech) => {
       if (s.current?.queued.speech === speech) s.current = undefined
       if (s.interjection?.queued.speech === speech) s.interjection = undefined

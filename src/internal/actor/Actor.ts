@@ -286,11 +286,7 @@ const build = (
     realtime: core.realtimePool && !agent.model ? RealtimeBinding.bind(core.realtimePool) : undefined,
     ownerOf: (tool) => (sessionTools.has(tool) ? core.sessionOwner : owner),
     handle: undefined as unknown as AgentHandle,
-    start: Effect.suspend(() => {
-      if (inner.started || Lifecycle.isTerminated(actor)) return Effect.void
-      inner.started = true
-      return loop(actor).pipe(Diagnostics.startIn(scope, { startImmediately: true }))
-    }),
+    start: Effect.suspend(() => startLoop(actor)),
     inner
   }
   const late = actor as { speeches: Speeches.Speeches; handle: AgentHandle }
@@ -364,6 +360,15 @@ const loadModel = (actor: Actor): Effect.Effect<void> => {
 
 /** One message at a time; after each, what it made possible (held input, pending reports, the
  * next speech). */
+/** Starts the actor's loop unless it was started or the actor closed; called on a step (a
+ * handoff calls it on its own). */
+export const startLoop = (actor: Actor): Effect.Effect<void> => {
+  const inner = actor.inner
+  if (inner.started || Lifecycle.isTerminated(actor)) return Effect.void
+  inner.started = true
+  return loop(actor).pipe(Diagnostics.startIn(actor.scope, { startImmediately: true }))
+}
+
 // Plain effects, not a generator: a handoff starts a loop on its path.
 const loop = (actor: Actor): Effect.Effect<never, Cause.Done> => {
   const inner = actor.inner

@@ -153,7 +153,7 @@ export const afterEach = (actor: Actor): Effect.Effect<void> => {
     deliverPending(actor)
     actor.speeches.reconcile(actor.holdsFloor())
     actor.inner.startsNext = false
-    return Effect.andThen(actor.speeches.startNext, settled)
+    return Effect.andThen(actor.speeches.startNext(), settled)
   }
   const afterHeld = Effect.suspend(rest)
   // Most messages leave no input held: then the rest goes on this step.
