@@ -50,10 +50,13 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
     // Each call holds a work token; once all have started, the speech hands its own to them and
     // the last call to finish takes it back (see Work.ts).
     if (calls.length === 1) {
-      // Alone, the call runs on the speech's fiber and the speech's token is its token at once
-      // (`runOne`'s accounting, which nets to this); one finalizer settles it or records the cut.
-      speech.holdsToken = false
-      const settles = Effect.onExit(execute(actor, speech, calls[0]!), (exit) => {
+      // Alone, the call runs on the speech's fiber and the speech's token is its token while it
+      // runs (`runOne`'s accounting, which nets to this); one finalizer gives it back and
+      // settles the call or records the cut.
+      const settles = Effect.onExit(Effect.suspend(() => {
+        speech.holdsToken = false
+        return execute(actor, speech, calls[0]!)
+      }), (exit) => {
         speech.holdsToken = true
         if (Exit.isSuccess(exit)) {
           settled[0] = exit.value

@@ -358,8 +358,6 @@ const loadModel = (actor: Actor): Effect.Effect<void> => {
   )
 }
 
-/** One message at a time; after each, what it made possible (held input, pending reports, the
- * next speech). */
 /** Starts the actor's loop unless it was started or the actor closed; called on a step (a
  * handoff calls it on its own). */
 export const startLoop = (actor: Actor): Effect.Effect<void> => {
@@ -369,7 +367,8 @@ export const startLoop = (actor: Actor): Effect.Effect<void> => {
   return loop(actor).pipe(Diagnostics.startIn(actor.scope, { startImmediately: true }))
 }
 
-// Plain effects, not a generator: a handoff starts a loop on its path.
+/** One message at a time; after each, what it made possible (held input, pending reports, the
+ * next speech). Plain effects, not a generator: a handoff starts a loop on its path. */
 const loop = (actor: Actor): Effect.Effect<never, Cause.Done> => {
   const inner = actor.inner
   // However the message's handling ends, on the step it ends on.
