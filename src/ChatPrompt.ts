@@ -7,6 +7,8 @@ import { Prompt } from "effect/ai"
 import { ChatContext, type ChatItem } from "./ChatContext.ts"
 
 const parseArguments = (text: string): unknown => {
+  // A call without arguments, the common case, without a trip through the parser.
+  if (text === "{}") return {}
   const parsed = parseJson(text)
   return parsed === undefined ? text : parsed
 }

@@ -139,55 +139,55 @@ const spawn = (
     return actor
   })
 
+/** Called on the step that handles the message (`handle`'s). */
 const handoff = (
   core: SessionCore,
   state: FloorState,
   msg: Extract<SessionMessage, { readonly _tag: "Handoff" }>
-): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    const holder = state.holder
-    const refuse = (reason: string) => {
-      if (msg.from) {
-        Lifecycle.stopPassing(msg.from)
-        msg.from.send({ _tag: "Kick" })
-      }
-      core.emit({ type: "handoff_not_applied", agent: msg.from?.name ?? holder?.name ?? "", to: msg.target.name, reason })
-      Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "NotApplied", reason }))
-      return Effect.void
+): Effect.Effect<void> => {
+  const holder = state.holder
+  const refuse = (reason: string) => {
+    if (msg.from) {
+      Lifecycle.stopPassing(msg.from)
+      msg.from.send({ _tag: "Kick" })
     }
-    if (!holder) return refuse("no agent holds the floor")
-    if (msg.from && msg.from !== holder) return refuse(`${msg.from.name} no longer holds the floor (${holder.name} does)`)
-    if (holder.task) return refuse(`${holder.name} is a task: only its completion returns the floor`)
-    if (msg.target.task) return refuse(`${msg.target.name} is a task: start it with AgentTask.run`)
-    if (msg.target === holder.agent) return refuse(`${msg.target.name} already holds the floor`)
-    if (!msg.from) {
-      // Asked from outside: the holder first ends what it is saying, then asks itself.
-      holder.send({ _tag: "Release", target: msg.target, options: msg.options, reply: msg.reply })
-      return Effect.void
-    }
-    const selected = applyContextPolicy(msg.options.context ?? "full", holder.chat)
-    const existing = state.actors.get(msg.target)
-    const resumed = existing !== undefined && !Lifecycle.isClosed(existing)
-    // (`spawn` without its step: the new actor is counted live here.)
-    const target = resumed ? Effect.succeed(existing) : Actor.make(core, msg.target, selected, { startLater: true })
-    return Effect.flatMap(target, (actor) => {
-      if (!resumed) state.live.add(actor)
-      state.actors.set(msg.target, actor)
-      pass(core, state, holder, actor, "handoff", resumed, msg.options.reason)
-      // No reply when a task of the new holder is waiting to start: it takes the floor at once.
-      const reply = !state.pending.get(actor)?.length &&
-        (msg.options.reply ?? !(resumed ? msg.target.onResume : msg.target.onEnter))
-      // The new holder's onEnter/onResume waits for the old holder's onExit (hooks in order).
-      // (With no onExit there is nothing to wait for.)
-      const exited = holder.agent.onExit ? Deferred.makeUnsafe<void>() : undefined
-      holder.send({ _tag: "Deactivate", final: false, then: () => exited && Deferred.doneUnsafe(exited, Effect.void) })
-      actor.send({ _tag: "Activate", mode: resumed ? "resume" : "enter", merge: resumed ? selected : undefined, reply, after: exited })
-      Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
-      // A new actor's loop runs now, on this turn, with its Activate already in its mailbox.
-      if (state.pending.has(actor)) return Effect.andThen(startPending(core, state, actor), actor.start)
-      return resumed ? actor.start : Actor.startLoop(actor)
-    })
+    core.emit({ type: "handoff_not_applied", agent: msg.from?.name ?? holder?.name ?? "", to: msg.target.name, reason })
+    Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "NotApplied", reason }))
+    return Effect.void
+  }
+  if (!holder) return refuse("no agent holds the floor")
+  if (msg.from && msg.from !== holder) return refuse(`${msg.from.name} no longer holds the floor (${holder.name} does)`)
+  if (holder.task) return refuse(`${holder.name} is a task: only its completion returns the floor`)
+  if (msg.target.task) return refuse(`${msg.target.name} is a task: start it with AgentTask.run`)
+  if (msg.target === holder.agent) return refuse(`${msg.target.name} already holds the floor`)
+  if (!msg.from) {
+    // Asked from outside: the holder first ends what it is saying, then asks itself.
+    holder.send({ _tag: "Release", target: msg.target, options: msg.options, reply: msg.reply })
+    return Effect.void
+  }
+  const selected = applyContextPolicy(msg.options.context ?? "full", holder.chat)
+  const existing = state.actors.get(msg.target)
+  const resumed = existing !== undefined && !Lifecycle.isClosed(existing)
+  // (`spawn` without its step: the new actor is counted live here.)
+  const target = resumed ? Effect.succeed(existing) : Actor.make(core, msg.target, selected, { startLater: true })
+  return Effect.flatMap(target, (actor) => {
+    if (!resumed) state.live.add(actor)
+    state.actors.set(msg.target, actor)
+    pass(core, state, holder, actor, "handoff", resumed, msg.options.reason)
+    // No reply when a task of the new holder is waiting to start: it takes the floor at once.
+    const reply = !state.pending.get(actor)?.length &&
+      (msg.options.reply ?? !(resumed ? msg.target.onResume : msg.target.onEnter))
+    // The new holder's onEnter/onResume waits for the old holder's onExit (hooks in order).
+    // (With no onExit there is nothing to wait for.)
+    const exited = holder.agent.onExit ? Deferred.makeUnsafe<void>() : undefined
+    holder.send({ _tag: "Deactivate", final: false, then: () => exited && Deferred.doneUnsafe(exited, Effect.void) })
+    actor.send({ _tag: "Activate", mode: resumed ? "resume" : "enter", merge: resumed ? selected : undefined, reply, after: exited })
+    Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
+    // A new actor's loop runs now, on this turn, with its Activate already in its mailbox.
+    if (state.pending.has(actor)) return Effect.andThen(startPending(core, state, actor), actor.start)
+    return resumed ? actor.start : Actor.startLoop(actor)
   })
+}
 
 const startTask = (core: SessionCore, state: FloorState, msg: StartTask): Effect.Effect<void> =>
   Effect.gen(function*() {

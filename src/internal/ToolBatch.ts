@@ -18,7 +18,7 @@ import { type CallResult, cancelled, classify } from "./CallResult.ts"
 import * as Diagnostics from "../Diagnostics.ts"
 import * as Faults from "../Faults.ts"
 import { ProtocolFaults } from "../Faults.ts"
-import { functionCall, type FunctionCall, type FunctionCallOutput, functionCallOutput } from "../ChatContext.ts"
+import { functionCall, type FunctionCall, type FunctionCallOutput, functionCallOutput, type OutputStatus } from "../ChatContext.ts"
 import { CurrentAgent, type TaskResult } from "../CurrentAgent.ts"
 import type * as Handoff from "../Handoff.ts"
 import type { PendingCall } from "./Reply.ts"
@@ -243,31 +243,33 @@ const resolve = (actor: Actor, calls: ReadonlyArray<FunctionCall>, settled: Read
   let winner: Resolved["winner"]
   let reply = false
   const outputs = calls.map((call, index) => {
-    const base = { callId: call.callId, name: call.name, agent: actor.name }
+    // (no spread of a base record: this runs for every call on a handoff's path)
+    const outputOf = (output: string, isError: boolean, status: OutputStatus) =>
+      functionCallOutput({ callId: call.callId, name: call.name, agent: actor.name, output, isError, status })
     const result = settled[index]
-    if (!result) return functionCallOutput({ ...base, output: `Cancelled: ${closing ?? "not finished"}.`, isError: true, status: "cancelled" })
+    if (!result) return outputOf(`Cancelled: ${closing ?? "not finished"}.`, true, "cancelled")
     switch (result._tag) {
       case "Value":
         reply ||= result.reply
-        return functionCallOutput({ ...base, output: result.output, isError: false, status: "ok" })
+        return outputOf(result.output, false, "ok")
       case "Progress":
         reply = true
-        return functionCallOutput({ ...base, output: result.output, isError: false, status: "progress" })
+        return outputOf(result.output, false, "progress")
       case "Error":
         reply = true
-        return functionCallOutput({ ...base, output: result.output, isError: true, status: "error" })
+        return outputOf(result.output, true, "error")
       case "Cancelled":
         reply = true
-        return functionCallOutput({ ...base, output: result.output, isError: true, status: result.status })
+        return outputOf(result.output, true, result.status)
       case "Handoff": {
         const refusal = closing ? `Not transferred to ${result.target.name}: ${closing}.` : refuse(actor, result.target, winner?.target)
         if (refusal) {
           reply = true
-          return functionCallOutput({ ...base, output: refusal, isError: true, status: "error" })
+          return outputOf(refusal, true, "error")
         }
         winner = { target: result.target, handoff: result.handoff }
         const output = result.handoff.options.message ?? `Transferred to ${result.target.name}.`
-        return functionCallOutput({ ...base, output, isError: false, status: "handoff" })
+        return outputOf(output, false, "handoff")
       }
     }
   })

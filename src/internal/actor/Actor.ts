@@ -136,7 +136,8 @@ export interface ActorInner {
   /** Background reports waiting for the actor to be able to tell them (Background.ts). */
   readonly pending: Array<Background.Delivery>
   readonly owner: Background.Owner
-  readonly deliveryHost: Background.DeliveryHost
+  /** How background reports reach this actor; made when the first one does. */
+  deliveryHost: Background.DeliveryHost | undefined
   /** Hooks running that hold the user's input (onEnter, onResume). */
   inputHoldingHooks: number
   /** The hook lane's tail: the next hook starts when it completes (Hooks.ts). */
@@ -244,7 +245,7 @@ const build = (
     lastTranscript: undefined,
     pending: [],
     owner,
-    deliveryHost: undefined as unknown as Background.DeliveryHost,
+    deliveryHost: undefined,
     inputHoldingHooks: 0,
     lane,
     state: "initializing",
@@ -292,7 +293,6 @@ const build = (
   const late = actor as { speeches: Speeches.Speeches; handle: AgentHandle }
   late.speeches = speechesOf(actor)
   late.handle = makeAgentHandle(actor)
-  ;(inner as { deliveryHost: Background.DeliveryHost }).deliveryHost = Handlers.deliveryHost(actor)
   ;(inner as { afterEach: Effect.Effect<void> }).afterEach = Handlers.afterEach(actor)
   return actor
 }

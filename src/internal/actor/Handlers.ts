@@ -138,8 +138,11 @@ export const handle = (actor: Actor, msg: ActorMessage): Effect.Effect<void> =>
 /** Background reports the actor can tell now; a session tool's stay the session's until a
  * holder takes them. */
 const deliverPending = (actor: Actor) => {
-  Background.deliver(actor.inner.deliveryHost, actor.inner.pending)
-  if (actor.holdsFloor()) Background.deliver(actor.inner.deliveryHost, actor.core.sessionDeliveries)
+  const inner = actor.inner
+  // Nothing pending after most messages: then no host is made (it is made once, when needed).
+  if (inner.pending.length > 0) Background.deliver(inner.deliveryHost ??= deliveryHost(actor), inner.pending)
+  const session = actor.core.sessionDeliveries
+  if (session.length > 0 && actor.holdsFloor()) Background.deliver(inner.deliveryHost ??= deliveryHost(actor), session)
 }
 
 export const afterEach = (actor: Actor): Effect.Effect<void> => {
@@ -161,7 +164,7 @@ export const afterEach = (actor: Actor): Effect.Effect<void> => {
 }
 
 /** How background calls' reports reach this actor (Background.ts). */
-export const deliveryHost = (actor: Actor): Background.DeliveryHost => {
+const deliveryHost = (actor: Actor): Background.DeliveryHost => {
   const host: Background.DeliveryHost = {
     name: actor.name,
     isTask: actor.task !== undefined,
