@@ -134,7 +134,6 @@ const refusal = (host: DeliveryHost, target: Agent): string | undefined => {
  * the reports of other calls go past them (each call's reports keep their order).
  */
 export const deliver = (host: DeliveryHost, pending: Array<Delivery>): void => {
-  if (pending.length === 0) return
   const ready = pending.filter((d) => d.call.answered)
   if (ready.length === 0) return
   const take = (taken: ReadonlyArray<Delivery>) => {

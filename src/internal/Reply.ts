@@ -28,7 +28,7 @@ export interface PendingCall {
 export const reply = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
   Effect.suspend(() => {
     if (options.userInput !== undefined) actor.commit(message("user", options.userInput, { agent: actor.name }))
-    return actor.realtime ? RealtimeReply.run(actor, speech, options) : textSteps(actor, speech, options)
+    return steps(actor, speech, options)
   })
 
 export const say = (actor: Actor, speech: Speech, text: string, options: SayOptions): Effect.Effect<void> => {
@@ -60,10 +60,11 @@ export const say = (actor: Actor, speech: Speech, text: string, options: SayOpti
 
 /** Runs model steps for `speech` until the agent answers without calling tools. */
 export const run = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
-  actor.realtime ? RealtimeReply.run(actor, speech, options) : runText(actor, speech, options)
+  Effect.suspend(() => steps(actor, speech, options))
 
-const runText = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
-  Effect.suspend(() => textSteps(actor, speech, options))
+/** The reply's steps, realtime or text; called on a step. */
+const steps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
+  actor.realtime ? RealtimeReply.run(actor, speech, options) : textSteps(actor, speech, options)
 
 // Plain effects, not a generator: a reply's first step is on every turn's and handoff's path.
 // Called on a step; the steps' state is made per run (a retried reply starts over).

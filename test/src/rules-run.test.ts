@@ -4,9 +4,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Schema } from "effect"
-import { drive } from "../../layers/testing/Drive.ts"
+import { drive, until } from "../../layers/testing/Drive.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent, AgentSession, AgentTask, TaskGroup, Tool } from "../../src/index.ts"
+import * as Diagnostics from "../../src/Diagnostics.ts"
 
 const step = (name: string, tool: string, prompt: string): AgentTask.AgentTask<string> => {
   const task: AgentTask.AgentTask<string> = AgentTask.make<string>({
@@ -119,4 +120,36 @@ describe("rule 10: quiescent runs (seed 004)", () => {
       const result = yield* drive(Fiber.join(fiber))
       result.expect.containsMessage({ content: "Second question?" })
     }).pipe(Effect.provide(ScriptedModel.layer(rules))))
+})
+
+describe("rule 10: a lone tool call's work token", () => {
+  // A batch of one call runs on the speech's fiber and lends the call the speech's token; when
+  // the call is cut, the token must come back exactly once, or the session never goes idle (or a
+  // token is released twice).
+  it.effect("rule 10: a lone call cut by the session closing gives its token back once: the session goes idle", () => {
+    let started = false
+    const a = Agent.make({
+      name: "a",
+      instructions: "You are A.",
+      tools: [
+        Tool.make("long_job", {
+          description: "runs for an hour",
+          handler: () => Effect.sync(() => void (started = true)).pipe(Effect.andThen(Effect.sleep("1 hour")), Effect.as("done"))
+        })
+      ]
+    })
+    return Effect.gen(function*() {
+      const before = Diagnostics.snapshot().tokenErrors
+      const session = yield* AgentSession.start({ agent: a })
+      yield* session.send("start the long job")
+      yield* until(() => started)
+      yield* session.close
+      yield* drive(session.idle, { limit: "1 second" })
+      const output = (yield* session.history).items.find((i) => i._tag === "FunctionCallOutput" && i.name === "long_job")
+      assert.isTrue(output?._tag === "FunctionCallOutput" && output.status === "cancelled")
+      assert.strictEqual(Diagnostics.snapshot().tokenErrors, before)
+    }).pipe(Effect.provide(ScriptedModel.layer([
+      { when: { user: "long job", agent: "a" }, reply: { toolCalls: [{ name: "long_job" }] } }
+    ])))
+  })
 })
