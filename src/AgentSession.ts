@@ -244,6 +244,6 @@ const facade = <U>(
     closed: Effect.sync(() => supervisor.closed()),
     usage: Effect.sync(() => events.usage.summary()),
     awaitClosed: Deferred.await(supervisor.closedSignal),
-    close: Supervisor.close(supervisor)
+    close: supervisor.close
   }
 }

@@ -40,6 +40,9 @@ export interface Supervisor {
   readonly loop: Effect.Effect<never, Cause.Done>
   /** Closes the actors (innermost first), answers what is left, emits `close`, closes the Scope. */
   readonly shutdown: Effect.Effect<void>
+  /** `shutdown` in a fiber of its own (a tool may close the session it runs in), the session
+   * closed to new work at once: nothing starts while that fiber is scheduled (rule 11). */
+  readonly close: Effect.Effect<void>
   /** Waits until no message, speech, hook or tool is in flight, and no background call runs. */
   readonly idleWithBackground: Effect.Effect<void>
   readonly closedSignal: Deferred.Deferred<void>
@@ -56,7 +59,10 @@ interface Running {
   readonly state: Floor.FloorState
   /** Session tools' reports, taken by whoever holds the floor when it is idle. */
   readonly sessionDeliveries: Array<Background.Delivery>
+  /** No new work: set by `close` at once, or by `shutdown` as it starts. */
   closed: boolean
+  /** `shutdown` has started (it runs once). */
+  shuttingDown: boolean
   userSpeaking: boolean
   userTurns: number
   /** The realtime connection that reported the user speaking, if one did. */
@@ -78,6 +84,7 @@ export const make = (config: Config): Effect.Effect<Supervisor> =>
       state: Floor.makeState(),
       sessionDeliveries: [],
       closed: false,
+      shuttingDown: false,
       userSpeaking: false,
       userTurns: 0,
       speakingOn: undefined,
@@ -104,6 +111,7 @@ export const make = (config: Config): Effect.Effect<Supervisor> =>
       closed: () => r.closed,
       loop: loop(r),
       shutdown: shutdown(r),
+      close: close(r),
       idleWithBackground: idleWithBackground(r),
       closedSignal: r.closedSignal
     }
@@ -202,7 +210,8 @@ const loop = (r: Running): Effect.Effect<never, Cause.Done> => {
 
 const shutdown = (r: Running): Effect.Effect<void> =>
   Effect.gen(function*() {
-    if (r.closed) return
+    if (r.shuttingDown) return
+    r.shuttingDown = true
     r.closed = true
     // Innermost first: tasks before their callers, then the agents.
     const actors = [...r.state.live].reverse()
@@ -235,5 +244,8 @@ const idleWithBackground = (r: Running): Effect.Effect<void> =>
 
 /** Closing may be asked from inside an actor (a tool that ends the call): it runs outside
  * every actor's Scope so it never waits for itself. */
-export const close = (supervisor: Supervisor): Effect.Effect<void> =>
-  Effect.forkDetach(supervisor.shutdown).pipe(Effect.flatMap(Fiber.await), Effect.asVoid)
+const close = (r: Running): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    r.closed = true
+    return Effect.forkDetach(shutdown(r)).pipe(Effect.flatMap(Fiber.await), Effect.asVoid)
+  })

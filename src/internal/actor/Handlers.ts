@@ -41,6 +41,9 @@ const closeSelf = (actor: Actor): Effect.Effect<void> =>
   Scope.close(actor.scope, Exit.void).pipe(Effect.forkIn(actor.core.scope), Effect.asVoid)
 
 const sayOrReply: Handler<"Say" | "Reply"> = (actor, msg) => {
+  if (actor.core.closed()) {
+    return Deferred.fail(msg.reply, new FloorError({ agent: actor.name, reason: "session_closed", message: "the session is closed" }))
+  }
   if (!actor.holdsFloor()) {
     return Deferred.fail(msg.reply, new FloorError({ agent: actor.name, reason: "not_holder", message: `${actor.name} does not hold the floor` }))
   }

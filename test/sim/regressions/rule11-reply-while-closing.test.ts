@@ -11,7 +11,7 @@
  * The application's own `session.close` during a tool call does the same (seed 1666).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { drive } from "../../../layers/testing/Drive.ts"
 import * as ScriptedModel from "../../../layers/testing/ScriptedModel.ts"
 import * as TextCapture from "../../../layers/testing/TextCapture.ts"
@@ -59,6 +59,36 @@ describe("rule 11: nothing leaks (simulation regression)", () => {
     }).pipe(Effect.provide(ScriptedModel.layer([
       { when: { instructions: "greet" }, reply: { toolCalls: [{ name: "transfer_slowly" }], delay: "110 millis" } },
       { when: { agent: "greeter" }, reply: { text: "Anything else?" } }
+    ])))
+  })
+
+  // Seed 314345 (shrunk): the application asks for a reply just after the user's turn; the
+  // turn's tool closes the session. `close` runs the shutdown in a fiber of its own, which
+  // starts a scheduler turn later: in between the reply request reached the holder, which still
+  // held the floor, and a speech started after the close was asked.
+  it.effect("rule 11: a reply asked for just before a tool closes the session starts no speech", () => {
+    const a2: Agent.Agent = Agent.make({
+      name: "a2",
+      instructions: "A2",
+      tools: [Tool.make("hang_up", { description: "hang up", handler: (_, { session }) => session.close.pipe(Effect.as("bye")) })]
+    })
+    return Effect.gen(function*() {
+      const session = yield* AgentSession.start({ agent: a2 })
+      yield* drive(session.idle)
+      yield* session.send("bye now")
+      // Both reach the holder's mailbox before it takes the first: the reply request waits behind
+      // the turn whose tool closes the session.
+      const reply = yield* session.generateReply().pipe(Effect.flip, Effect.forkChild({ startImmediately: true }))
+      yield* drive(session.awaitClosed)
+      const events = yield* session.eventLog
+      const closeAsked = events.findIndex((e) => e.type === "conversation_item_added" && e.item._tag === "FunctionCall")
+      assert.isTrue(closeAsked >= 0)
+      assert.deepStrictEqual(events.slice(closeAsked).filter((e) => e.type === "speech_created"), [])
+      const error = yield* drive(Fiber.join(reply))
+      // Refused as closed (by the session, or by the actor it had reached), not as "not the holder".
+      assert.include(["session_closed", "agent_closed"], error._tag === "FloorError" ? error.reason : error._tag)
+    }).pipe(Effect.provide(ScriptedModel.layer([
+      { when: { user: "bye now" }, reply: { toolCalls: [{ name: "hang_up" }] } }
     ])))
   })
 })
