@@ -7,6 +7,9 @@
  *
  *   npm run bench:curve             (baton and agents-js)
  *   npm run bench:curve -- --no-peer
+ *   EFFECT_WARMUP=20000 npm run bench:curve -- --no-peer
+ *                                   (baton's process first runs generic Effect work, none of it
+ *                                    baton's: bench/baton/effect-warmup.ts)
  */
 import { spawnSync } from "node:child_process"
 import os from "node:os"
@@ -50,7 +53,12 @@ blocks.push(["21–220 (the bench's \"after 20 warm-up runs\")", 20, 220])
 
 const cpu = os.cpus()[0]?.model ?? "unknown CPU"
 console.log(`\nHandoff, tool entered → B's reply finished, median per block of runs; ${runs} runs in one fresh process per side, no warm-up.`)
-console.log(`${cpu}, ${os.cpus().length} cores, Node ${process.version}.\n`)
+console.log(`${cpu}, ${os.cpus().length} cores, Node ${process.version}.`)
+const effectWarmup = envInt("EFFECT_WARMUP", 0)
+if (effectWarmup > 0) {
+  console.log(`baton's process first ran ${effectWarmup} rounds of generic Effect work (EFFECT_WARMUP; agents-js's had no warm-up).`)
+}
+console.log("")
 console.log(typeof peer === "string" ? "| runs | baton |\n|---|---:|" : "| runs | baton | agents-js | ratio |\n|---|---:|---:|---:|")
 for (const [label, from, to] of blocks) {
   const b = median(baton.slice(from, to))

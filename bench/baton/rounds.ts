@@ -22,7 +22,9 @@ const script = fileURLToPath(new URL("./handoff-main.ts", import.meta.url))
 
 const runBaton = (): Promise<HandoffResult> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--expose-gc", script], { stdio: ["ignore", "pipe", "inherit"] })
+    // The verdict's rounds start as cold as agents-js's: no generic Effect warm-up first.
+    const env = { ...process.env, EFFECT_WARMUP: "0" }
+    const child = spawn(process.execPath, ["--expose-gc", script], { stdio: ["ignore", "pipe", "inherit"], env })
     const chunks: Array<Buffer> = []
     child.stdout.on("data", (c: Buffer) => chunks.push(c))
     child.on("error", reject)
