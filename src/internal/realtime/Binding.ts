@@ -93,6 +93,9 @@ export const lease = (actor: Actor, binding: RealtimeBinding, upToDate = true): 
       // Acquired meanwhile by another flow of this actor (its take, a reply): brought up to date.
       const again = current()
       if (again) return yield* resync(again)
+      // The floor moved on while this flow waited for the acquisition before it (seed 360187):
+      // a connection acquired now would be opened for no one (rule 7).
+      if (!actor.holdsFloor()) return yield* revoked(`${actor.name} passed the floor before its connection was acquired`)
       const fresh = yield* binding.pool.acquire(actor.name, desired(actor))
       if (!actor.holdsFloor()) {
         // The floor moved on while the connection was being acquired: it is the next holder's.
@@ -105,15 +108,23 @@ export const lease = (actor: Actor, binding: RealtimeBinding, upToDate = true): 
     }))
   })
 
-/** The user's audio, to the actor's connection (acquired if it has none yet). */
+/**
+ * The user's audio, to the actor's connection (acquired if it has none yet). Audio that waited
+ * for a connection while the floor moved on goes to the new holder's: the user spoke to
+ * whoever holds the floor, and nothing they said is dropped for a floor change.
+ */
 export const pushAudio = (actor: Actor, pcm: Uint8Array): Effect.Effect<void, RealtimeError> =>
   Effect.gen(function*() {
     const binding = actor.realtime
     if (!binding || !actor.holdsFloor()) return
     const held = binding.lease && !binding.lease.revoked()
       ? binding.lease
-      : yield* lease(actor, binding, false)
-    yield* held.pushAudio(pcm)
+      : yield* lease(actor, binding, false).pipe(
+        Effect.catchIf((e) => e.reason === "revoked" && !actor.holdsFloor(), () => Effect.succeed(undefined))
+      )
+    if (held) return yield* held.pushAudio(pcm)
+    const next = actor.core.holder()
+    if (next && next !== actor) yield* pushAudio(next, pcm)
   })
 
 /** Routes the lease's events: responses to their replies, turn events to the session. */
