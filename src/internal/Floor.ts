@@ -13,6 +13,7 @@
  *   task actor closes, and the caller's waiting flow wakes up with the result (rule 6).
  */
 import { Deferred, Effect, Exit } from "effect"
+import { constVoid } from "effect/Function"
 import * as Actor from "./actor/Actor.ts"
 import type { Agent } from "../Agent.ts"
 import { agentHandoff, ChatContext, type HandoffKind } from "../ChatContext.ts"
@@ -34,14 +35,35 @@ export interface FloorState {
   readonly live: Set<Actor.Actor>
   /** Task requests waiting for their caller to hold the floor. */
   readonly pending: Map<Actor.Actor, Array<StartTask>>
+  /** The onExits of actors that passed the floor, not finished yet: every activation waits for
+   * them, so hooks run in the floor's order even when it passes on at once (a task returns and
+   * its caller starts the next one, seed 381752). */
+  readonly exiting: Set<Deferred.Deferred<void>>
 }
 
 export const makeState = (): FloorState => ({
   holder: undefined,
   actors: new Map(),
   live: new Set(),
-  pending: new Map()
+  pending: new Map(),
+  exiting: new Set()
 })
+
+/** `actor` passes the floor: its onExit (if it has one) is waited for by later activations.
+ * The Deactivate's `then` calls the returned function once the onExit has run. */
+const exitOf = (state: FloorState, actor: Actor.Actor): () => void => {
+  if (!actor.agent.onExit) return constVoid
+  const exited = Deferred.makeUnsafe<void>()
+  state.exiting.add(exited)
+  return () => {
+    state.exiting.delete(exited)
+    Deferred.doneUnsafe(exited, Effect.void)
+  }
+}
+
+/** What a new holder's onEnter/onResume waits for: the onExits still running. */
+const pendingExits = (state: FloorState): ReadonlyArray<Deferred.Deferred<void>> | undefined =>
+  state.exiting.size === 0 ? undefined : [...state.exiting]
 
 export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage): Effect.Effect<void> =>
   Effect.suspend((): Effect.Effect<void> => {
@@ -177,11 +199,11 @@ const handoff = (
     // No reply when a task of the new holder is waiting to start: it takes the floor at once.
     const reply = !state.pending.get(actor)?.length &&
       (msg.options.reply ?? !(resumed ? msg.target.onResume : msg.target.onEnter))
-    // The new holder's onEnter/onResume waits for the old holder's onExit (hooks in order).
-    // (With no onExit there is nothing to wait for.)
-    const exited = holder.agent.onExit ? Deferred.makeUnsafe<void>() : undefined
-    holder.send({ _tag: "Deactivate", final: false, then: () => exited && Deferred.doneUnsafe(exited, Effect.void) })
-    actor.send({ _tag: "Activate", mode: resumed ? "resume" : "enter", merge: resumed ? selected : undefined, reply, after: exited })
+    // The new holder's onEnter/onResume waits for the old holder's onExit, and any earlier one
+    // still running (hooks in order). (With no onExit there is nothing to wait for.)
+    holder.send({ _tag: "Deactivate", final: false, then: exitOf(state, holder) })
+    const after = pendingExits(state)
+    actor.send({ _tag: "Activate", mode: resumed ? "resume" : "enter", merge: resumed ? selected : undefined, reply, after })
     Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: actor.name }))
     // A new actor's loop runs now, on this turn, with its Activate already in its mailbox.
     if (state.pending.has(actor)) return Effect.andThen(startPending(core, state, actor), actor.start)
@@ -204,7 +226,7 @@ const startTask = (core: SessionCore, state: FloorState, msg: StartTask): Effect
     })
     pass(core, state, msg.caller, actor, "task", false, undefined)
     msg.caller.send({ _tag: "Lend" })
-    actor.send({ _tag: "Activate", mode: "enter", reply: !msg.task.onEnter })
+    actor.send({ _tag: "Activate", mode: "enter", reply: !msg.task.onEnter, after: pendingExits(state) })
   })
 
 const startPending = (core: SessionCore, state: FloorState, actor: Actor.Actor): Effect.Effect<void> =>
@@ -242,7 +264,15 @@ const completeTask = (
     // Requests of flows that die with the task (its scope closes) are dropped with it.
     state.pending.delete(actor)
     pass(core, state, actor, caller, "return", true, undefined)
-    actor.send({ _tag: "Deactivate", final: true, then: () => caller.send({ _tag: "Return", merge, role, result }) })
+    const exited = exitOf(state, actor)
+    actor.send({
+      _tag: "Deactivate",
+      final: true,
+      then: () => {
+        exited()
+        caller.send({ _tag: "Return", merge, role, result })
+      }
+    })
     yield* startPending(core, state, caller)
   })
 
@@ -257,16 +287,19 @@ const abandon = (
   Effect.sync(() => {
     state.live.delete(task)
     pass(core, state, task, caller, "return", true, reason)
+    const exited = exitOf(state, task)
     task.send({
       _tag: "Deactivate",
       final: true,
-      then: () =>
+      then: () => {
+        exited()
         caller.send({
           _tag: "Return",
           merge: ChatContext.empty,
           role: task.task!,
           result: { _tag: "Failure", error: cancelled(task.agent, reason) }
         })
+      }
     })
   })
 

@@ -70,8 +70,8 @@ export type ActorMessage =
     readonly merge?: ChatContext | undefined
     /** Reply at once (the new agent continues the user's turn). */
     readonly reply?: boolean | undefined
-    /** Completes when the previous holder's onExit has run: this onEnter/onResume waits for it. */
-    readonly after?: Deferred.Deferred<void> | undefined
+    /** The onExits of earlier holders still running: this onEnter/onResume waits for them. */
+    readonly after?: ReadonlyArray<Deferred.Deferred<void>> | undefined
   }
   | {
     readonly _tag: "Deactivate"

@@ -14,8 +14,8 @@ import type { Actor } from "./Actor.ts"
 export interface HookOptions {
   /** Runs once the hook has ended (the next holder's activation, closing the actor). */
   readonly after?: Effect.Effect<void>
-  /** The hook starts only once this completes (the previous holder's onExit has run). */
-  readonly waitFor?: Deferred.Deferred<void> | undefined
+  /** The hook starts only once these complete (earlier holders' onExits have run). */
+  readonly waitFor?: ReadonlyArray<Deferred.Deferred<void>> | undefined
 }
 
 /** Starts `hook` in the lane; `holdsInput`: the user's input waits until it ends. */
@@ -36,7 +36,7 @@ export const run = (
   // What the hook waits for, awaited only when not already done (a handoff's onEnter usually
   // finds both done: no steps for them on its path).
   let body = (hook ?? Effect.void) as Effect.Effect<void, unknown>
-  if (options.waitFor && !Deferred.isDoneUnsafe(options.waitFor)) body = Effect.andThen(Deferred.await(options.waitFor), body)
+  for (const exit of options.waitFor ?? []) if (!Deferred.isDoneUnsafe(exit)) body = Effect.andThen(Deferred.await(exit), body)
   if (!Deferred.isDoneUnsafe(previous)) body = Effect.andThen(Deferred.await(previous), body)
   // A hook that waits for a task lets the next hook go (Tasks.run calls HookLane's function).
   const letNextGo = () => Deferred.doneUnsafe(done, Effect.void)
