@@ -131,8 +131,6 @@ export interface ActorInner {
   readonly mailbox: Queue.Queue<ActorMessage, Cause.Done>
   /** The user's turns that came while the actor could not take them (Input.ts). */
   readonly held: Array<HeldInput>
-  /** The user's last transcribed turn on this actor's connection that no answer has taken yet. */
-  lastTranscript: { readonly text: string; readonly itemId: string } | undefined
   /** Background reports waiting for the actor to be able to tell them (Background.ts). */
   readonly pending: Array<Background.Delivery>
   readonly owner: Background.Owner
@@ -242,7 +240,6 @@ const build = (
   const inner: ActorInner = {
     mailbox,
     held: [],
-    lastTranscript: undefined,
     pending: [],
     owner,
     deliveryHost: undefined,

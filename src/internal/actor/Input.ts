@@ -138,14 +138,16 @@ export const heard = (actor: Actor, event: Heard): Effect.Effect<void> =>
         // The words of a held spoken turn, in case it must follow the floor.
         const waiting = inner.held.find((held) => held._tag === "Spoken" && held.words === undefined)
         if (waiting?._tag === "Spoken") waiting.words = { text: event.text, itemId: event.itemId }
-        else inner.lastTranscript = { text: event.text, itemId: event.itemId }
+        else if (actor.realtime) actor.realtime.pool.lastTranscript = { text: event.text, itemId: event.itemId }
         return Effect.void
       }
       case "ServerReply": {
         // Not for an actor that has passed the floor since: its connection left with it.
         if (!actor.holdsFloor()) return Effect.void
-        const words = inner.lastTranscript
-        inner.lastTranscript = undefined
+        // The session's, not this agent's: the words may have been heard by the previous holder.
+        const pool = actor.realtime?.pool
+        const words = pool?.lastTranscript
+        if (pool) pool.lastTranscript = undefined
         if (busyForInput(actor)) {
           // Held as typed input is (a coordinator between its steps, a tool step): the server's
           // own answer is cancelled unheard, and the turn answered once nothing holds it, here

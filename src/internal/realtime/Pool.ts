@@ -38,6 +38,12 @@ export interface Pool {
   readonly release: (lease: Lease) => void
   /** Open connections and how many were opened in all (for tests and benchmarks). */
   readonly stats: () => { readonly open: number; readonly opened: number }
+  /**
+   * The user's last words that no answer of the server has claimed yet (their transcript came
+   * first). Kept here, not by the agent that heard them: the server's answer may come after
+   * the floor, and the connection, moved on (seed 420778).
+   */
+  lastTranscript: { readonly text: string; readonly itemId: string } | undefined
 }
 
 export interface Config {
@@ -122,7 +128,8 @@ export const make = (config: Config): Effect.Effect<Pool> =>
       model: config.model,
       acquire: (owner, desired) => acquire(state, owner, desired),
       release: (lease) => release(state, lease),
-      stats: () => ({ open: state.entries.size, opened: state.opened })
+      stats: () => ({ open: state.entries.size, opened: state.opened }),
+      lastTranscript: undefined
     }
   })
 

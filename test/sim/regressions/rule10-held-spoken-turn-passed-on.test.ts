@@ -6,6 +6,13 @@
  * speech's words; in 136721 the turn was heard on the connection before it came to the holder
  * (the words were in its context, merged by the handoff). Without them the turn was lost, with
  * an error saying so.
+ *
+ * Seed 420778 (fails at e1363a9): the transcript came to a task in its tool step, before the
+ * server's answer; the task gave up, and the answer came to its group's coordinator, busy
+ * between its steps, which held the turn and passed it on when it returned to its caller. The
+ * words had been kept by the task, which was gone, and the coordinator's context did not have
+ * them. The last unclaimed transcript is now the session's (the realtime pool's), not an
+ * agent's.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -22,4 +29,16 @@ describe("rule 10: quiescent runs (simulation regression)", () => {
         assert.isTrue(result.recording.events.some((e) => e.type === "agent_handoff" && e.kind === "handoff"))
       }), 60_000)
   }
+
+  it.effect("rule 10: a spoken turn whose words came to the previous holder is answered by the next one (seed 420778)", () =>
+    Effect.gen(function*() {
+      const result = yield* simulate(420778, { exclude: DEFAULT_EXCLUDE })
+      assert.deepStrictEqual(result.violations.map((v) => `${v.rule}: ${v.message}`), [])
+      const events = result.recording.events
+      assert.deepStrictEqual(events.filter((e) => e.type === "error" && e.source === "input"), [])
+      // The coordinator returned to a2, which answered the turn it was passed.
+      const back = events.findIndex((e) => e.type === "agent_handoff" && e.from === "g0" && e.to === "a2")
+      assert.isTrue(back >= 0)
+      assert.isTrue(events.slice(back).some((e) => e.type === "speech_created" && e.agent === "a2" && e.source === "user_turn"))
+    }), 60_000)
 })
