@@ -84,6 +84,11 @@ export interface Options {
   /** How long an {@link utterance} takes to say (from speech start to speech stop). Default 200 ms. */
   readonly speechDuration?: Duration.Input
   /**
+   * The user's transcript comes this long after the server has started answering the turn, as
+   * OpenAI's asynchronous input transcription often does. Default: before the answer.
+   */
+  readonly transcriptDelay?: Duration.Input
+  /**
    * Whether the server reports the user's speech start and stop (OpenAI does; Gemini only says
    * `interrupted` when the user talks over an answer). Default true.
    */
@@ -235,7 +240,9 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               const itemId = nextId("item")
               log("heard", text)
               record.items.push({ _tag: "Message", id: itemId, role: "user", text, interrupted: false })
-              yield* emit({ _tag: "InputTranscript", itemId, text, final: true })
+              const transcript = emit({ _tag: "InputTranscript", itemId, text, final: true })
+              if (options.transcriptDelay === undefined) yield* transcript
+              else yield* sleep(options.transcriptDelay).pipe(Effect.andThen(transcript), Effect.forkIn(scope))
               if (response && !response.pollUnsafe()) return
               const id = nextId("resp")
               current = { id, started: false }

@@ -89,18 +89,14 @@ export const releaseHeld = (actor: Actor): Effect.Effect<void> =>
   })
 
 /** A held turn goes to whoever holds the floor now: a spoken one as its words (the server
- * that heard it was this actor's). */
+ * that heard it was this actor's), or, when they have not come yet, once they come. */
 const forwardOne = (actor: Actor, held: HeldInput) => {
   const core = actor.core
   if (held._tag === "Typed") return core.send({ _tag: "Input", text: held.text, itemId: held.itemId })
   if (held.words) return core.send({ _tag: "Input", text: held.words.text, itemId: held.words.itemId })
-  core.emit({
-    type: "error",
-    agent: actor.name,
-    source: "input",
-    message: `a spoken turn held by ${actor.name} was never transcribed: it is not passed on`,
-    recoverable: true
-  })
+  // The transcript comes after the server's answer (OpenAI transcribes on its own time): the
+  // turn is answered by whoever holds the floor when it comes (see `heard`).
+  if (actor.realtime) actor.realtime.pool.wordsOwed++
 }
 
 /** Every held turn to the session (the actor passed the floor, or closed). */
@@ -138,7 +134,11 @@ export const heard = (actor: Actor, event: Heard): Effect.Effect<void> =>
         // The words of a held spoken turn, in case it must follow the floor.
         const waiting = inner.held.find((held) => held._tag === "Spoken" && held.words === undefined)
         if (waiting?._tag === "Spoken") waiting.words = { text: event.text, itemId: event.itemId }
-        else if (actor.realtime) actor.realtime.pool.lastTranscript = { text: event.text, itemId: event.itemId }
+        else if (actor.realtime && actor.realtime.pool.wordsOwed > 0) {
+          // The words of a turn passed on without them: its answer is the holder's.
+          actor.realtime.pool.wordsOwed--
+          actor.core.send({ _tag: "Input", text: event.text, itemId: event.itemId })
+        } else if (actor.realtime) actor.realtime.pool.lastTranscript = { text: event.text, itemId: event.itemId }
         return Effect.void
       }
       case "ServerReply": {

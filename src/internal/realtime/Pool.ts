@@ -44,6 +44,11 @@ export interface Pool {
    * the floor, and the connection, moved on (seed 420778).
    */
   lastTranscript: { readonly text: string; readonly itemId: string } | undefined
+  /**
+   * Spoken turns passed on to the next holder before their transcript came (the server's answer
+   * came first and was held): the next transcripts are theirs, and go to whoever holds the floor.
+   */
+  wordsOwed: number
 }
 
 export interface Config {
@@ -129,7 +134,8 @@ export const make = (config: Config): Effect.Effect<Pool> =>
       acquire: (owner, desired) => acquire(state, owner, desired),
       release: (lease) => release(state, lease),
       stats: () => ({ open: state.entries.size, opened: state.opened }),
-      lastTranscript: undefined
+      lastTranscript: undefined,
+      wordsOwed: 0
     }
   })
 
