@@ -84,8 +84,9 @@ export interface Options {
   /** How long an {@link utterance} takes to say (from speech start to speech stop). Default 200 ms. */
   readonly speechDuration?: Duration.Input
   /**
-   * The user's transcript comes this long after the server has started answering the turn, as
-   * OpenAI's asynchronous input transcription often does. Default: before the answer.
+   * The user's transcript comes this long after the end of their turn, without holding back
+   * the server's answer, which may then start first (OpenAI transcribes on its own time).
+   * Default: the transcript comes first.
    */
   readonly transcriptDelay?: Duration.Input
   /**

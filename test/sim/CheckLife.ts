@@ -144,7 +144,7 @@ const voiceInFlight = (ctx: Ctx, order: number, at: number): boolean => {
   }
   const rt = ctx.rec.scenario.realtime
   if (!rt) return false
-  const turn = (rt.speechMs ?? 200) + rt.responseDelay + 10
+  const turn = (rt.speechMs ?? 200) + rt.responseDelay + (rt.transcriptMs ?? 0) + 10
   return ctx.rec.actions.some((a) => a.op === "voice" && a.order < order && a.at + turn >= at)
 }
 

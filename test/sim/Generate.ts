@@ -315,7 +315,11 @@ const voice = (root: Prng, s: Scenario): Scenario => {
     timeline.push(action)
   }
   if (input === 100) timeline.push({ op: "voice", after: rng.delay(600), input: input++ })
-  return { ...s, realtime: { ...s.realtime!, speechMs: rng.delay(800, 0) }, timeline }
+  // OpenAI's transcript may come after the answer started: from a fork of its own, so the
+  // scenarios drawn before it stay as they were.
+  const late = root.fork("transcript-1")
+  const transcriptMs = s.realtime!.capabilities === "openai" && late.chance(0.4) ? late.delay(500, 0.2) : undefined
+  return { ...s, realtime: { ...s.realtime!, speechMs: rng.delay(800, 0), ...(transcriptMs !== undefined ? { transcriptMs } : {}) }, timeline }
 }
 
 /** Cascaded voice (VAD, STT, TTS with slow and failing engines), from its own fork; not with realtime. */

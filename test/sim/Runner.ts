@@ -175,6 +175,7 @@ const realtimeLayer = (scenario: Scenario, built: Built) => {
     ...(spec.responseDelay > 0 ? { responseDelay: `${spec.responseDelay} millis` } : {}),
     ...(spec.rejectEvery ? { rejectUpdate: (n: number) => n % spec.rejectEvery! === 0 } : {}),
     ...(spec.speechMs !== undefined ? { speechDuration: `${spec.speechMs} millis` } : {}),
+    ...(spec.transcriptMs !== undefined ? { transcriptDelay: `${spec.transcriptMs} millis` } : {}),
     speechEvents: spec.capabilities === "openai"
   })
 }

@@ -122,6 +122,9 @@ export interface RealtimeSpec {
   readonly rejectEvery?: number | undefined
   /** How long a spoken input takes (voice actions). */
   readonly speechMs?: number | undefined
+  /** The user's transcript comes this long after the end of the turn, the answer not waiting
+   * for it (OpenAI transcribes on its own time); without it, before the answer. */
+  readonly transcriptMs?: number | undefined
 }
 
 /** Agents listen and speak through the cascaded voice pipeline with scripted engines (Cascade.ts). */
@@ -221,7 +224,9 @@ export const format = (s: Scenario): string => {
   if (s.sessionTools?.length) lines.push(`  session tools [${s.sessionTools.map(formatTool).join(" ")}]`)
   if (s.realtime) {
     const r = s.realtime
-    lines.push(`  realtime ${r.capabilities} ack=${r.ackDelay}ms response=${r.responseDelay}ms${r.rejectEvery ? ` reject every ${r.rejectEvery}th update` : ""}`)
+    lines.push(`  realtime ${r.capabilities} ack=${r.ackDelay}ms response=${r.responseDelay}ms${r.rejectEvery ? ` reject every ${r.rejectEvery}th update` : ""}${
+      r.transcriptMs !== undefined ? ` transcript +${r.transcriptMs}ms` : ""
+    }`)
   }
   if (s.cascade) {
     const c = s.cascade
@@ -252,6 +257,6 @@ const responseSize = (r: ResponseSpec) =>
 export const size = (s: Scenario): number =>
   [...s.agents, ...s.tasks].reduce((n, a) => n + agentSize(a), 0) + s.groups.length * 5 + (s.sessionTools?.length ?? 0) * 3 +
   (s.cascade ? 3 + (s.cascade.sttFailEvery ? 1 : 0) + (s.cascade.ttsFailEvery ? 1 : 0) + (s.cascade.ttsDelay > 0 ? 1 : 0) + (s.cascade.sttDelay > 0 ? 1 : 0) : 0) +
-  (s.realtime ? 3 + (s.realtime.ackDelay > 0 ? 1 : 0) + (s.realtime.responseDelay > 0 ? 1 : 0) + (s.realtime.rejectEvery ? 1 : 0) : 0) +
+  (s.realtime ? 3 + (s.realtime.ackDelay > 0 ? 1 : 0) + (s.realtime.responseDelay > 0 ? 1 : 0) + (s.realtime.rejectEvery ? 1 : 0) + (s.realtime.transcriptMs !== undefined ? 1 : 0) : 0) +
   s.timeline.reduce((n, a) => n + 4 + (a.after > 0 ? 1 : 0), 0) +
   Object.values(s.responses).reduce((n, t) => n + [...t.user, ...t.tool, ...t.other].reduce((m, r) => m + responseSize(r), 0), 0)

@@ -72,6 +72,10 @@ export function* candidates(s: Scenario): Generator<Scenario> {
     if (rt.rejectEvery) yield { ...s, realtime: { capabilities: rt.capabilities, ackDelay: rt.ackDelay, responseDelay: rt.responseDelay } }
     if (rt.ackDelay > 0) yield { ...s, realtime: { ...rt, ackDelay: 0 } }
     if (rt.responseDelay > 0) yield { ...s, realtime: { ...rt, responseDelay: 0 } }
+    if (rt.transcriptMs !== undefined) {
+      const { transcriptMs: _, ...before } = rt
+      yield { ...s, realtime: before }
+    }
   }
   for (const a of [...s.agents, ...s.tasks]) {
     for (const tool of a.tools) {

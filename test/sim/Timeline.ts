@@ -289,7 +289,7 @@ export const playTimeline = (state: TimelineState) =>
     // quiescence is judged once the last one has had the time to come back.
     const rt = state.scenario.realtime
     if (lastVoiceAt !== undefined && rt) {
-      const back = lastVoiceAt + (rt.speechMs ?? 200) + rt.responseDelay + 10 - (yield* Clock.currentTimeMillis)
+      const back = lastVoiceAt + (rt.speechMs ?? 200) + rt.responseDelay + (rt.transcriptMs ?? 0) + 10 - (yield* Clock.currentTimeMillis)
       if (back > 0) yield* sleep(back)
     }
 
