@@ -4,7 +4,8 @@
  * off; the server's answer came first and was held (a tool step), and the handoff passed the
  * turn on before its words had come: it was dropped with an error ("never transcribed"), and
  * the new holder never answered what the user said. The turn now waits for its words, and
- * whoever holds the floor when they come answers it.
+ * whoever holds the floor when they come answers it. (Found by reading the code after seed
+ * 420778; the simulation now draws such late transcripts too.)
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -13,7 +14,7 @@ import * as ScriptedRealtime from "../../../layers/testing/ScriptedRealtime.ts"
 import * as TextCapture from "../../../layers/testing/TextCapture.ts"
 import { Agent, AgentSession, Handoff, Tool } from "../../../src/index.ts"
 
-describe("rule 10: quiescent runs (simulation regression)", () => {
+describe("rule 10: quiescent runs (a spoken turn transcribed late)", () => {
   it.effect("rule 10: a spoken turn passed on before its transcript came is answered by the new holder once it comes", () => {
     const billing = Agent.make({ name: "billing", instructions: "You are billing." })
     const desk = Agent.make({
