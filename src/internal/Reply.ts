@@ -73,6 +73,9 @@ const textSteps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.
   let toolChoice: LanguageModel.ToolChoice<string> = options.toolChoice ?? "auto"
   const step = (n: number): Effect.Effect<void, unknown> => {
     if (!actor.holdsFloor()) return Effect.void
+    // A step that follows a wait (an interjection, a tool step) makes no model call once the
+    // session began closing (rule 11).
+    if (actor.core.closed()) return Effect.interrupt
     const model = actor.model()
     if (!model) {
       return Effect.fail(new Error(`${actor.name} has no language model: provide a LanguageModel layer or set the agent's model`))
@@ -81,8 +84,13 @@ const textSteps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.
     // Words a tool said meanwhile are spoken first: one voice at a time.
     if (n > 0 && actor.speeches.interjecting()) {
       return Effect.flatMap(actor.speeches.interjected, () =>
-        // the floor may be moving meanwhile (rule 2), or the follow-up be cut (the user spoke)
-        !actor.holdsFloor() || Lifecycle.isPassing(actor) || speech.skipFollowUp ? Effect.void : generateStep(n, model, choice))
+        // the floor may be moving meanwhile (rule 2), or the follow-up be cut (the user spoke),
+        // or the session be closing (rule 11)
+        actor.core.closed()
+          ? Effect.interrupt
+          : !actor.holdsFloor() || Lifecycle.isPassing(actor) || speech.skipFollowUp
+          ? Effect.void
+          : generateStep(n, model, choice))
     }
     return generateStep(n, model, choice)
   }

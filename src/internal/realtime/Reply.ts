@@ -54,6 +54,9 @@ const request = (
         }
       }
       const held = yield* lease(actor, binding)
+      // The session began closing while the connection was being acquired (seed 602931): no
+      // model request after that (rule 11).
+      if (actor.core.closed()) return yield* Effect.interrupt
       if (answersByItself && held === current) return { lease: held, queue: yield* awaitStart(started) }
       ticket = held.ticket()
       binding.waiting.set(ticket, started)

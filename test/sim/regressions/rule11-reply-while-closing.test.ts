@@ -14,6 +14,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { drive } from "../../../layers/testing/Drive.ts"
 import * as ScriptedModel from "../../../layers/testing/ScriptedModel.ts"
+import * as ScriptedRealtime from "../../../layers/testing/ScriptedRealtime.ts"
 import * as TextCapture from "../../../layers/testing/TextCapture.ts"
 import { Agent, AgentSession, Handoff, Tool } from "../../../src/index.ts"
 
@@ -90,5 +91,30 @@ describe("rule 11: nothing leaks (simulation regression)", () => {
     }).pipe(Effect.provide(ScriptedModel.layer([
       { when: { user: "bye now" }, reply: { toolCalls: [{ name: "hang_up" }] } }
     ])))
+  })
+
+  // Seed 602931 (shrunk; fails at e1363a9): a realtime reply waited for its connection (the
+  // previous holder's cut answer had to end on the server first); the application closed the
+  // session the moment the connection came, and the reply, resuming on that turn, still asked
+  // the server for a response.
+  it.effect("rule 11: a realtime reply whose connection comes as the session closes asks for no response", () => {
+    const a0 = Agent.make({ name: "a0", instructions: "You are a0." })
+    const a1 = Agent.make({ name: "a1", instructions: "You are a1." })
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const session = yield* AgentSession.start({ agent: a0 })
+      yield* drive(session.idle)
+      yield* session.send("first")
+      yield* session.handoff(a1)
+      yield* drive(Effect.sleep("140 millis"))
+      yield* session.send("second")
+      // Waits for a1's connection, like a1's reply does; the application closes as it comes.
+      yield* drive(session.pushAudio(ScriptedRealtime.utterance("hello")).pipe(Effect.andThen(session.close)))
+      const asked = rt.connections.flatMap((c) => c.responses.map((r) => r.instructions))
+      assert.deepStrictEqual(asked.filter((i) => i === "You are a1."), [])
+    }).pipe(Effect.provide(ScriptedRealtime.layer({
+      responseDelay: "290 millis",
+      rules: [{ when: () => true, reply: { text: "Answer." } }]
+    })))
   })
 })
