@@ -44,6 +44,8 @@ const request = (
     if (answersByItself) binding.expecting = { lease: current, started }
     let ticket: Ticket | undefined
     return yield* Effect.gen(function*() {
+      // No request (nor tool outputs a server answers by itself) once the session is closing.
+      if (actor.core.closed()) return yield* Effect.interrupt
       if (answersByItself) {
         // As tool outputs (not as context, which would interrupt such a model), before the sync.
         const ids = new Set(options.outputsOf)
