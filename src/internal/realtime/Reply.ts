@@ -85,7 +85,10 @@ const request = (
     Effect.catchIf(
       (error) => (error.reason === "revoked" || error.reason === "closed") && attempt === 0 && actor.holdsFloor(),
       () => request(actor, binding, options, attempt + 1)
-    )
+    ),
+    // The connection left with the floor before the response started (seed 1015080): the
+    // reply was cut by the floor change, as one already playing is (rule 2), not broken.
+    Effect.catchIf((error) => error.reason === "revoked" && !actor.holdsFloor(), () => Effect.interrupt)
   )
 
 /** The response's start, within `RealtimeResponseTimeout` (a server that never answers ends the reply). */

@@ -9,6 +9,11 @@
  * the session as a model error. The answer was cut by the floor change, like any reply of an
  * agent that passed the floor (rule 2): it now ends interrupted, with no error.
  *
+ * Seed 1015080 (fails at e1363a9): the same cut one step earlier. A coordinator's reply had
+ * asked for its response when its last task returned, and the coordinator returned to its
+ * caller on that turn; the request, waiting for the response to start, failed with the same
+ * message and reached the session as a model error. It now ends interrupted too.
+ *
  * The scenarios are long (tasks, voice turns, tool delays), so the test replays the seeds.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -18,7 +23,7 @@ import { DEFAULT_EXCLUDE, simulate } from "../Sim.ts"
 describe("rule 2: silence after handoff (simulation regression)", () => {
   it.effect("rule 2: a realtime answer whose connection was released under it ends interrupted, not as a model error", () =>
     Effect.gen(function*() {
-      for (const seed of [4387, 15222, 19051]) {
+      for (const seed of [4387, 15222, 19051, 1015080]) {
         const result = yield* simulate(seed, { exclude: DEFAULT_EXCLUDE })
         assert.deepStrictEqual(result.violations.map((v) => `${v.rule}: ${v.message}`), [], `seed ${seed}`)
         // the race itself happened: an answer of the agent ended interrupted when the floor moved
