@@ -145,7 +145,8 @@ const voiceInFlight = (ctx: Ctx, order: number, at: number): boolean => {
   const rt = ctx.rec.scenario.realtime
   if (!rt) return false
   const turn = (rt.speechMs ?? 200) + rt.responseDelay + (rt.transcriptMs ?? 0) + 10
-  return ctx.rec.actions.some((a) => a.op === "voice" && a.order < order && a.at + turn >= at)
+  // From when the push returned: it may have waited for the holder's connection (seed 1437013).
+  return ctx.rec.actions.some((a) => a.op === "voice" && a.order < order && (a.ended ?? a.at) + turn >= at)
 }
 
 const backgroundPending = (ctx: Ctx, seq: number): boolean =>

@@ -22,6 +22,9 @@ export interface ActionRecord {
   /** The sequence number the next event would get when the action was made. */
   readonly seq: number
   readonly at: number
+  /** When the action's call returned: a voice push waits while the holder's connection is
+   * acquired, and the user is heard from then on. */
+  ended?: number
 }
 
 export interface RunRecord {
@@ -281,8 +284,10 @@ export const playTimeline = (state: TimelineState) =>
     for (let i = 0; i < state.scenario.timeline.length; i++) {
       const action = state.scenario.timeline[i]!
       yield* sleep(action.after)
-      state.actions.push({ index: i, order: world.tick(), op: action.op, seq: world.seq(), at: yield* Clock.currentTimeMillis })
+      const record: ActionRecord = { index: i, order: world.tick(), op: action.op, seq: world.seq(), at: yield* Clock.currentTimeMillis }
+      state.actions.push(record)
       yield* perform(action)
+      record.ended = yield* Clock.currentTimeMillis
     }
 
     // A spoken turn is the server's until it reports it (speech, transcript, then its answer):
