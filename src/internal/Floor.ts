@@ -264,15 +264,7 @@ const completeTask = (
     // Requests of flows that die with the task (its scope closes) are dropped with it.
     state.pending.delete(actor)
     pass(core, state, actor, caller, "return", true, undefined)
-    const exited = exitOf(state, actor)
-    actor.send({
-      _tag: "Deactivate",
-      final: true,
-      then: () => {
-        exited()
-        caller.send({ _tag: "Return", merge, role, result })
-      }
-    })
+    returnTo(state, actor, caller, merge, result)
     yield* startPending(core, state, caller)
   })
 
@@ -287,20 +279,21 @@ const abandon = (
   Effect.sync(() => {
     state.live.delete(task)
     pass(core, state, task, caller, "return", true, reason)
-    const exited = exitOf(state, task)
-    task.send({
-      _tag: "Deactivate",
-      final: true,
-      then: () => {
-        exited()
-        caller.send({
-          _tag: "Return",
-          merge: ChatContext.empty,
-          role: task.task!,
-          result: { _tag: "Failure", error: cancelled(task.agent, reason) }
-        })
-      }
-    })
+    returnTo(state, task, caller, ChatContext.empty, { _tag: "Failure", error: cancelled(task.agent, reason) })
   })
+
+/** A task that passed the floor back closes: its onExit runs (waited for by later
+ * activations), then its caller's flow gets `result`. */
+const returnTo = (state: FloorState, task: Actor.Actor, caller: Actor.Actor, merge: ChatContext, result: TaskResult) => {
+  const exited = exitOf(state, task)
+  task.send({
+    _tag: "Deactivate",
+    final: true,
+    then: () => {
+      exited()
+      caller.send({ _tag: "Return", merge, role: task.task!, result })
+    }
+  })
+}
 
 const cancelled = (task: Agent, message: string) => new TaskError({ task: task.name, reason: "cancelled", message })

@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import { message } from "../../ChatContext.ts"
 import type * as Speech from "../../Speech.ts"
 import * as RealtimeReply from "../realtime/Reply.ts"
+import * as Unanswered from "../realtime/Unanswered.ts"
 import * as Reply from "../Reply.ts"
 import type { Actor, Heard } from "./Actor.ts"
 import * as Lifecycle from "./Lifecycle.ts"
@@ -96,7 +97,7 @@ const forwardOne = (actor: Actor, held: HeldInput) => {
   if (held.words) return core.send({ _tag: "Input", text: held.words.text, itemId: held.words.itemId })
   // The transcript comes after the server's answer (OpenAI transcribes on its own time): the
   // turn is answered by whoever holds the floor when it comes (see `heard`).
-  if (actor.realtime) actor.realtime.pool.wordsOwed++
+  if (actor.realtime) Unanswered.owe(actor.realtime.pool.unanswered)
 }
 
 /** Every held turn to the session (the actor passed the floor, or closed). */
@@ -134,20 +135,18 @@ export const heard = (actor: Actor, event: Heard): Effect.Effect<void> =>
         // The words of a held spoken turn, in case it must follow the floor.
         const waiting = inner.held.find((held) => held._tag === "Spoken" && held.words === undefined)
         if (waiting?._tag === "Spoken") waiting.words = { text: event.text, itemId: event.itemId }
-        else if (actor.realtime && actor.realtime.pool.wordsOwed > 0) {
-          // The words of a turn passed on without them: its answer is the holder's.
-          actor.realtime.pool.wordsOwed--
-          actor.core.send({ _tag: "Input", text: event.text, itemId: event.itemId })
-        } else if (actor.realtime) actor.realtime.pool.lastTranscript = { text: event.text, itemId: event.itemId }
+        else if (actor.realtime) {
+          // The words of a turn passed on without them are the holder's to answer.
+          const owed = Unanswered.transcribed(actor.realtime.pool.unanswered, { text: event.text, itemId: event.itemId })
+          if (owed) actor.core.send({ _tag: "Input", text: owed.text, itemId: owed.itemId })
+        }
         return Effect.void
       }
       case "ServerReply": {
         // Not for an actor that has passed the floor since: its connection left with it.
         if (!actor.holdsFloor()) return Effect.void
         // The session's, not this agent's: the words may have been heard by the previous holder.
-        const pool = actor.realtime?.pool
-        const words = pool?.lastTranscript
-        if (pool) pool.lastTranscript = undefined
+        const words = actor.realtime ? Unanswered.claim(actor.realtime.pool.unanswered) : undefined
         if (busyForInput(actor)) {
           // Held as typed input is (a coordinator between its steps, a tool step): the server's
           // own answer is cancelled unheard, and the turn answered once nothing holds it, here

@@ -29,6 +29,7 @@ import type { RealtimeConnectionEvent } from "../../Events.ts"
 import * as Diagnostics from "../../Diagnostics.ts"
 import * as Ledger from "./Lease.ts"
 import type { Desired, Lease, LeaseEvent, RevokeReason, Ticket } from "./Lease.ts"
+import * as Unanswered from "./Unanswered.ts"
 
 export interface Pool {
   readonly model: RealtimeModel["Service"]
@@ -38,17 +39,8 @@ export interface Pool {
   readonly release: (lease: Lease) => void
   /** Open connections and how many were opened in all (for tests and benchmarks). */
   readonly stats: () => { readonly open: number; readonly opened: number }
-  /**
-   * The user's last words that no answer of the server has claimed yet (their transcript came
-   * first). Kept here, not by the agent that heard them: the server's answer may come after
-   * the floor, and the connection, moved on (seed 420778).
-   */
-  lastTranscript: { readonly text: string; readonly itemId: string } | undefined
-  /**
-   * Spoken turns passed on to the next holder before their transcript came (the server's answer
-   * came first and was held): the next transcripts are theirs, and go to whoever holds the floor.
-   */
-  wordsOwed: number
+  /** What the user said that no answer of the server has claimed yet (Unanswered.ts). */
+  readonly unanswered: Unanswered.Unanswered
 }
 
 export interface Config {
@@ -134,8 +126,7 @@ export const make = (config: Config): Effect.Effect<Pool> =>
       acquire: (owner, desired) => acquire(state, owner, desired),
       release: (lease) => release(state, lease),
       stats: () => ({ open: state.entries.size, opened: state.opened }),
-      lastTranscript: undefined,
-      wordsOwed: 0
+      unanswered: Unanswered.make()
     }
   })
 
