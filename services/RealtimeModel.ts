@@ -94,8 +94,18 @@ export type RealtimeEvent =
   /** Server turn detection: the user started or stopped speaking. */
   | { readonly _tag: "SpeechStarted"; readonly audioStartMs?: number | undefined }
   | { readonly _tag: "SpeechStopped"; readonly audioEndMs?: number | undefined }
-  /** A transcript of the user's audio (partial or final). */
-  | { readonly _tag: "InputTranscript"; readonly itemId: string; readonly text: string; readonly final: boolean }
+  /**
+   * A transcript of the user's audio (partial or final). A final one with `failed`: the server
+   * could not transcribe the turn (OpenAI's `input_audio_transcription.failed`); its words are
+   * unknown and `text` is empty.
+   */
+  | {
+    readonly _tag: "InputTranscript"
+    readonly itemId: string
+    readonly text: string
+    readonly final: boolean
+    readonly failed?: { readonly message: string; readonly code?: string | undefined } | undefined
+  }
   /** The server cut the model's answer (the user spoke over it). */
   | { readonly _tag: "Interrupted"; readonly responseId?: string | undefined }
   /** The server will close the connection soon. */

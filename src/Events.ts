@@ -96,12 +96,16 @@ export interface UserInputTranscribed extends Base {
   readonly final: boolean
 }
 
-/** A realtime connection was opened, moved to a new holder, updated for it, fell back or closed. */
+/**
+ * A realtime connection was opened, moved to a new holder, updated for it, fell back (an update
+ * was refused), closed, or dropped (its socket was lost or the server hung up; the agent's next
+ * request opens a new one).
+ */
 export interface RealtimeConnectionEvent extends Base {
   readonly type: "realtime_connection"
   readonly agent: string
   readonly connectionId: string
-  readonly action: "opened" | "reused" | "updated" | "fell_back" | "closed"
+  readonly action: "opened" | "reused" | "updated" | "fell_back" | "closed" | "dropped"
 }
 
 /**

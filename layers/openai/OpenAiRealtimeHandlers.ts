@@ -167,11 +167,13 @@ export const makeHandler = (ctx: HandlerContext) => {
         }
         case "conversation.item.input_audio_transcription.failed":
           partial.delete(event.item_id)
+          // The turn's transcript, without words: whoever waits for them stops waiting.
           yield* ctx.emit({
-            _tag: "Error",
-            message: event.error?.message ?? "input transcription failed",
-            code: event.error?.code ?? "transcription_failed",
-            fatal: false
+            _tag: "InputTranscript",
+            itemId: event.item_id,
+            text: "",
+            final: true,
+            failed: { message: event.error?.message ?? "input transcription failed", code: event.error?.code ?? undefined }
           })
           return true
         case "input_audio_buffer.speech_started":

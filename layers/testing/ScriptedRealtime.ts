@@ -4,8 +4,7 @@
  * configurable capabilities, acknowledgement delays and rejected updates, all on the Effect
  * clock so `TestClock` drives it. It records every operation of every connection.
  */
-import { Context, Deferred, type Duration, Effect, Fiber, Layer, Queue, Scope, Stream } from "effect"
-import type { Cause } from "effect"
+import { Cause, Context, Deferred, type Duration, Effect, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import { ModelCall } from "../../services/ModelCall.ts"
 import {
   type Ack,
@@ -90,6 +89,18 @@ export interface Options {
    */
   readonly transcriptDelay?: Duration.Input
   /**
+   * Turns of the user the server fails to transcribe (OpenAI's
+   * `input_audio_transcription.failed`): their transcript comes without words. The server still
+   * hears them, and answers them by itself.
+   */
+  readonly untranscribable?: (text: string) => boolean
+  /**
+   * The nth response (counted over the model's life, from 1) loses its connection after its
+   * first text (or as it starts, without text), as a dropped socket does: the events end with a
+   * `closed` error and every later operation on that connection fails `closed`.
+   */
+  readonly dropConnection?: (n: number) => boolean
+  /**
    * Whether the server reports the user's speech start and stop (OpenAI does; Gemini only says
    * `interrupted` when the user talks over an answer). Default true.
    */
@@ -117,6 +128,7 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
       const capabilities = options.capabilities ?? openAiLike
       const connections: Array<ConnectionRecord> = []
       let updates = 0
+      let responsesStarted = 0
       let ids = 0
       const nextId = (prefix: string) => `${prefix}_${++ids}`
 
@@ -125,7 +137,7 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
           yield* sleep(options.connectDelay)
           const scope = yield* Effect.scope
           const clock = yield* Effect.clockWith((c) => Effect.succeed(c))
-          const events = yield* Queue.unbounded<RealtimeEvent, Cause.Done>()
+          const events = yield* Queue.unbounded<RealtimeEvent, RealtimeError | Cause.Done>()
           const record: ConnectionRecord = {
             id: nextId("conn"),
             ops: [],
@@ -190,11 +202,19 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               const reply = rule && (typeof rule.reply === "function" ? rule.reply(request) : rule.reply)
               return { rule, reply }
             })
+          // The socket drops: nothing more comes, nothing more can be sent.
+          const drop = (responseId: string) =>
+            Effect.sync(() => {
+              log("dropped", responseId)
+              record.closed = true
+              Queue.failCauseUnsafe(events, Cause.fail(new RealtimeError({ reason: "closed", message: `${record.id}: the connection dropped` })))
+            })
           const stream = (responseId: string, answer: { readonly rule: unknown; readonly reply: ScriptedModel.ScriptedResponse | undefined }) =>
             Effect.gen(function*() {
               yield* sleep(options.responseDelay)
               current!.started = true
               yield* emit({ _tag: "ResponseStarted", responseId })
+              const drops = options.dropConnection?.(++responsesStarted) ?? false
               const reply = answer.reply
               if (!reply) {
                 return yield* emit({ _tag: "ResponseDone", responseId, status: "failed", error: "no scripted response" })
@@ -203,11 +223,13 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               const chunks = reply.text === undefined ? [] : typeof reply.text === "string" ? [reply.text] : reply.text
               const itemId = nextId("item")
               let said = ""
+              if (drops && chunks.length === 0) return yield* drop(responseId)
               for (const [i, delta] of chunks.entries()) {
                 if (i > 0) yield* sleep(reply.chunkDelay)
                 if (options.audio) yield* emit({ _tag: "AudioDelta", responseId, itemId, pcm: new Uint8Array(480), sampleRate: 24000 })
                 yield* emit({ _tag: options.audio ? "TranscriptDelta" : "TextDelta", responseId, itemId, delta })
                 said += delta
+                if (drops) return yield* drop(responseId)
               }
               if (said) record.items.push({ _tag: "Message", id: itemId, role: "assistant", text: said, interrupted: false })
               for (const call of reply.toolCalls ?? []) {
@@ -241,7 +263,9 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               const itemId = nextId("item")
               log("heard", text)
               record.items.push({ _tag: "Message", id: itemId, role: "user", text, interrupted: false })
-              const transcript = emit({ _tag: "InputTranscript", itemId, text, final: true })
+              const transcript = options.untranscribable?.(text)
+                ? emit({ _tag: "InputTranscript", itemId, text: "", final: true, failed: { message: "The audio could not be transcribed.", code: "audio_unintelligible" } })
+                : emit({ _tag: "InputTranscript", itemId, text, final: true })
               if (options.transcriptDelay === undefined) yield* transcript
               else yield* sleep(options.transcriptDelay).pipe(Effect.andThen(transcript), Effect.forkIn(scope))
               if (response && !response.pollUnsafe()) return

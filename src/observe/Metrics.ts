@@ -38,7 +38,7 @@ export const toolDuration = Metric.histogram("baton_tool_call_seconds", {
   boundaries: seconds
 })
 export const realtimeConnections = Metric.counter("baton_realtime_connections_total", {
-  description: "Realtime connections by action: opened (fresh), reused, updated, fell_back, closed"
+  description: "Realtime connections by action: opened (fresh), reused, updated, fell_back, closed, dropped"
 })
 export const tokens = Metric.counter("baton_tokens_total", { description: "Tokens by provider, model and direction (input, output)" })
 export const audioSeconds = Metric.counter("baton_audio_seconds_total", { description: "Seconds of model audio by provider and model" })

@@ -54,6 +54,73 @@ describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)"
       )
     }).pipe(Effect.scoped), 30_000)
 
+  it.live("rule 12: a turn the server cannot transcribe is reported as a recoverable error; its answer still plays; no empty user message", () =>
+    Effect.gen(function*() {
+      const mock = yield* OpenAIRealtimeMock.make({
+        transcribe: () => ({ error: { type: "transcription_error", code: "audio_unintelligible", message: "The audio could not be transcribed." } }),
+        script: () => Plan.say("Could you say that again?")
+      })
+      yield* Effect.gen(function*() {
+        const text = yield* TextCapture.TextCapture
+        const session = yield* AgentSession.start({ agent: Agent.make({ name: "voice", instructions: "You answer by voice." }) })
+        yield* session.idle
+        yield* speak(session, PCM16_24K, 8)
+        yield* until(() => text.textOf("voice").includes("Could you say that again?"))
+        yield* session.idle
+        const events = yield* session.eventLog
+        const errors = events.flatMap((e) => (e.type === "error" ? [e] : []))
+        assert.strictEqual(errors.length, 1)
+        assert.match(errors[0]!.message, /could not be transcribed \(audio_unintelligible\): The audio could not be transcribed\./)
+        assert.isTrue(errors[0]!.recoverable)
+        const history = yield* session.history
+        const said = history.items.flatMap((i) => (i._tag === "Message" ? [`${i.role}: ${i.text}`] : []))
+        assert.deepStrictEqual(said, ["assistant: Could you say that again?"])
+      }).pipe(
+        Effect.provide(Layer.mergeAll(OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice") }), TextCapture.layer)),
+        Effect.scoped
+      )
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("rule 12: a connection that drops mid-answer: what was played stays, interrupted; a recoverable error; the answer is asked again on a fresh connection that has the conversation", () =>
+    Effect.gen(function*() {
+      const reseeded: Array<string> = []
+      const mock = yield* OpenAIRealtimeMock.make({
+        script: (c) => {
+          if (c.connection === 0) {
+            return Plan.say(STORY, { deltaIntervalMs: 20, closeAfter: { events: 8, code: 1011, reason: "upstream failure" } })
+          }
+          for (const item of c.conversation) {
+            if (item.type === "message") reseeded.push(`${item.role}: ${(item.content ?? []).map((p) => String(p.text ?? p.transcript ?? "")).join("")}`)
+          }
+          return Plan.say("Sorry, the line dropped. Once upon a time.")
+        }
+      })
+      yield* Effect.gen(function*() {
+        const session = yield* AgentSession.start({ agent: Agent.make({ name: "voice", instructions: "You answer by voice." }) })
+        yield* session.run("tell me a story").pipe(Effect.timeout("20 seconds"))
+        assert.strictEqual(mock.connectionCount(), 2)
+        const history = yield* session.history
+        const said = history.items.flatMap((i) => (i._tag === "Message" ? [{ role: i.role, text: i.text, cut: i.interrupted }] : []))
+        assert.strictEqual(said.length, 3, JSON.stringify(said))
+        assert.deepStrictEqual(said[0], { role: "user", text: "tell me a story", cut: false })
+        assert.isTrue(said[1]!.cut)
+        assert.isTrue(said[1]!.text.length > 0 && STORY.startsWith(said[1]!.text) && said[1]!.text.length < STORY.length, said[1]!.text)
+        assert.deepStrictEqual(said[2], { role: "assistant", text: "Sorry, the line dropped. Once upon a time.", cut: false })
+        // The fresh connection was seeded with what had been said, the cut answer as played.
+        assert.deepStrictEqual(reseeded, ["user: tell me a story", `assistant: ${said[1]!.text}`])
+        const events = yield* session.eventLog
+        const moves = events.flatMap((e) => (e.type === "realtime_connection" ? [e.action] : []))
+        assert.deepStrictEqual(moves, ["opened", "dropped", "opened"])
+        const errors = events.flatMap((e) => (e.type === "error" ? [e] : []))
+        assert.strictEqual(errors.length, 1)
+        assert.match(errors[0]!.message, /voice's realtime connection \S+ dropped; its next request opens a new one/)
+        assert.isTrue(errors[0]!.recoverable)
+      }).pipe(
+        Effect.provide(Layer.mergeAll(OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice") }), TextCapture.layer)),
+        Effect.scoped
+      )
+    }).pipe(Effect.scoped), 30_000)
+
   it.live("barge-in: the user speaking over the answer cuts it; history keeps what was played; the next turn is answered", () =>
     Effect.gen(function*() {
       let turns = 0

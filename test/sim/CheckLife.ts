@@ -190,10 +190,14 @@ const expectedError = (ctx: Ctx, e: Extract<SessionEvent, { type: "error" }>): b
         (t.kind === "dying" && e.message.startsWith(`${t.name} died:`))
       )
     case "model":
+      // A reply asks again once per step when its connection breaks; a second break fails it.
+      if (ctx.rec.scenario.realtime?.dropEvery !== undefined && /the connection left \S+ \(dropped\)/.test(e.message)) return true
       return e.message.includes("scripted failure") &&
         Object.values(ctx.rec.scenario.responses[spec.name] ?? {}).some((list) => list.some((r) => r.error))
     case "realtime":
-      return ctx.rec.scenario.realtime?.rejectEvery !== undefined && /rejected/.test(e.message)
+      return (ctx.rec.scenario.realtime?.rejectEvery !== undefined && /rejected/.test(e.message)) ||
+        (ctx.rec.scenario.realtime?.untranscribedEvery !== undefined && /could not be transcribed/.test(e.message)) ||
+        (ctx.rec.scenario.realtime?.dropEvery !== undefined && /realtime connection conn_\d+ dropped/.test(e.message))
     case "hook":
       return e.message.includes("SimHookFailure") &&
         (["onEnter", "onExit", "onResume"] as const).some((h) => spec[h]?.action === "fail" && e.message.startsWith(`${h} of ${spec.name}`))

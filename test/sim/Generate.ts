@@ -301,7 +301,10 @@ const realtime = (root: Prng, s: Scenario): Scenario => {
       ...(rng.chance(0.25) ? { rejectEvery: rng.int(2, 6) } : {})
     }
   }
-  return voice(root, withRealtime)
+  // Dropped sockets: a fork of their own, so the scenarios drawn before it stay as they were.
+  const drops = root.fork("drop-1")
+  const dropEvery = drops.chance(0.2) ? drops.int(2, 6) : undefined
+  return voice(root, dropEvery === undefined ? withRealtime : { ...withRealtime, realtime: { ...withRealtime.realtime!, dropEvery } })
 }
 
 /** Spoken inputs into the holder's connection, answered by the server's own turn detection. */
@@ -319,7 +322,19 @@ const voice = (root: Prng, s: Scenario): Scenario => {
   // scenarios drawn before it stay as they were.
   const late = root.fork("transcript-1")
   const transcriptMs = s.realtime!.capabilities === "openai" && late.chance(0.4) ? late.delay(500, 0.2) : undefined
-  return { ...s, realtime: { ...s.realtime!, speechMs: rng.delay(800, 0), ...(transcriptMs !== undefined ? { transcriptMs } : {}) }, timeline }
+  // Transcriptions that fail (OpenAI says so; Gemini has no such event): a fork of their own too.
+  const failing = root.fork("transcript-fail-1")
+  const untranscribedEvery = s.realtime!.capabilities === "openai" && failing.chance(0.25) ? failing.int(2, 4) : undefined
+  return {
+    ...s,
+    realtime: {
+      ...s.realtime!,
+      speechMs: rng.delay(800, 0),
+      ...(transcriptMs !== undefined ? { transcriptMs } : {}),
+      ...(untranscribedEvery !== undefined ? { untranscribedEvery } : {})
+    },
+    timeline
+  }
 }
 
 /** Cascaded voice (VAD, STT, TTS with slow and failing engines), from its own fork; not with realtime. */

@@ -16,7 +16,7 @@ import type { SessionEvent } from "../../src/Events.ts"
 import { type BackgroundFinish, type Built, type HookCall, interpret, makeWorld, type ModelRequest, type TaskOutcome } from "./Interpret.ts"
 import type { CascadeWorld } from "./Cascade.ts"
 import type { Scenario } from "./Scenario.ts"
-import { type ActionRecord, type HandoffRecord, makeTimelineState, playTimeline, type RunRecord, type Settled } from "./Timeline.ts"
+import { type ActionRecord, type HandoffRecord, inputNumber, makeTimelineState, playTimeline, type RunRecord, type Settled } from "./Timeline.ts"
 
 export type { ActionRecord, HandoffRecord, RunRecord, Settled }
 
@@ -176,6 +176,8 @@ const realtimeLayer = (scenario: Scenario, built: Built) => {
     ...(spec.rejectEvery ? { rejectUpdate: (n: number) => n % spec.rejectEvery! === 0 } : {}),
     ...(spec.speechMs !== undefined ? { speechDuration: `${spec.speechMs} millis` } : {}),
     ...(spec.transcriptMs !== undefined ? { transcriptDelay: `${spec.transcriptMs} millis` } : {}),
+    ...(spec.untranscribedEvery ? { untranscribable: (text: string) => inputNumber(text) % spec.untranscribedEvery! === 0 } : {}),
+    ...(spec.dropEvery ? { dropConnection: (n: number) => n % spec.dropEvery! === 0 } : {}),
     speechEvents: spec.capabilities === "openai"
   })
 }

@@ -125,6 +125,11 @@ export interface RealtimeSpec {
   /** The user's transcript comes this long after the end of the turn, the answer not waiting
    * for it (OpenAI transcribes on its own time); without it, before the answer. */
   readonly transcriptMs?: number | undefined
+  /** Every spoken input whose number is a multiple of this is not transcribed (OpenAI's
+   * `input_audio_transcription.failed`): its transcript comes without words. */
+  readonly untranscribedEvery?: number | undefined
+  /** Every n-th response loses its connection after its first text, as a dropped socket does. */
+  readonly dropEvery?: number | undefined
 }
 
 /** Agents listen and speak through the cascaded voice pipeline with scripted engines (Cascade.ts). */
@@ -226,6 +231,8 @@ export const format = (s: Scenario): string => {
     const r = s.realtime
     lines.push(`  realtime ${r.capabilities} ack=${r.ackDelay}ms response=${r.responseDelay}ms${r.rejectEvery ? ` reject every ${r.rejectEvery}th update` : ""}${
       r.transcriptMs !== undefined ? ` transcript +${r.transcriptMs}ms` : ""
+    }${r.untranscribedEvery ? ` untranscribed every ${r.untranscribedEvery}th input` : ""}${
+      r.dropEvery ? ` connection drops in every ${r.dropEvery}th response` : ""
     }`)
   }
   if (s.cascade) {
@@ -257,6 +264,7 @@ const responseSize = (r: ResponseSpec) =>
 export const size = (s: Scenario): number =>
   [...s.agents, ...s.tasks].reduce((n, a) => n + agentSize(a), 0) + s.groups.length * 5 + (s.sessionTools?.length ?? 0) * 3 +
   (s.cascade ? 3 + (s.cascade.sttFailEvery ? 1 : 0) + (s.cascade.ttsFailEvery ? 1 : 0) + (s.cascade.ttsDelay > 0 ? 1 : 0) + (s.cascade.sttDelay > 0 ? 1 : 0) : 0) +
-  (s.realtime ? 3 + (s.realtime.ackDelay > 0 ? 1 : 0) + (s.realtime.responseDelay > 0 ? 1 : 0) + (s.realtime.rejectEvery ? 1 : 0) + (s.realtime.transcriptMs !== undefined ? 1 : 0) : 0) +
+  (s.realtime ? 3 + (s.realtime.ackDelay > 0 ? 1 : 0) + (s.realtime.responseDelay > 0 ? 1 : 0) + (s.realtime.rejectEvery ? 1 : 0) + (s.realtime.transcriptMs !== undefined ? 1 : 0) + (s.realtime.untranscribedEvery ? 1 : 0) +
+      (s.realtime.dropEvery ? 1 : 0) : 0) +
   s.timeline.reduce((n, a) => n + 4 + (a.after > 0 ? 1 : 0), 0) +
   Object.values(s.responses).reduce((n, t) => n + [...t.user, ...t.tool, ...t.other].reduce((m, r) => m + responseSize(r), 0), 0)

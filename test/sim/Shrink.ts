@@ -76,6 +76,14 @@ export function* candidates(s: Scenario): Generator<Scenario> {
       const { transcriptMs: _, ...before } = rt
       yield { ...s, realtime: before }
     }
+    if (rt.dropEvery !== undefined) {
+      const { dropEvery: _, ...steady } = rt
+      yield { ...s, realtime: steady }
+    }
+    if (rt.untranscribedEvery !== undefined) {
+      const { untranscribedEvery: _, ...transcribed } = rt
+      yield { ...s, realtime: transcribed }
+    }
   }
   for (const a of [...s.agents, ...s.tasks]) {
     for (const tool of a.tools) {

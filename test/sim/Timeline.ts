@@ -115,6 +115,9 @@ const QUIET = 20_000
 
 export const inputText = (input: number) => `u${input} please`
 
+/** The number of the input `text` says (`inputText`'s inverse; NaN for other text). */
+export const inputNumber = (text: string): number => Number(/^u(\d+) please$/.exec(text)?.[1])
+
 const sleep = (ms: number) => (ms > 0 ? Effect.sleep(ms) : Effect.void)
 
 export const playTimeline = (state: TimelineState) =>

@@ -6,6 +6,7 @@ import { Effect, Layer, Schema } from "effect"
 import { drive } from "../../layers/testing/Drive.ts"
 import * as ScriptedRealtime from "../../layers/testing/ScriptedRealtime.ts"
 import * as TextCapture from "../../layers/testing/TextCapture.ts"
+import * as Diagnostics from "../../src/Diagnostics.ts"
 import { Agent, AgentSession, Tool } from "../../src/index.ts"
 import { assertEveryCallAnswered, assertOneFloor, eventsOfAgentAfter, handoffSeq } from "../helpers.ts"
 import type * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
@@ -41,7 +42,7 @@ const rules: ReadonlyArray<ScriptedModel.Rule> = [
   { when: { user: "paris" }, reply: { toolCalls: [{ name: "lookup_weather", arguments: { city: "Paris" } }] } },
   { when: { toolOutput: "sunny in" }, reply: { text: "It is sunny in Paris." } },
   { when: { user: "thanks" }, reply: { toolCalls: [{ name: "transfer_to_greeter" }] } },
-  { when: { user: "hello" }, reply: { text: "Hello!" } }
+  { when: { user: "hello" }, reply: { text: ["Hello", "!"] } }
 ]
 
 const realtime = (options: Partial<ScriptedRealtime.Options> = {}) =>
@@ -172,6 +173,24 @@ describe("realtime", () => {
       assertEveryCallAnswered(yield* session.history)
       assertOneFloor(yield* session.eventLog)
     }).pipe(Effect.provide(realtime({ ackDelay: "50 millis", responseDelay: "100 millis", rejectUpdate: (_n, kind) => kind === "session" })))
+  })
+
+  it.effect("rule 11: a connection that drops leaves nothing running: its fibers end with it, the session's fiber count is as before", () => {
+    const agent = Agent.make({ name: "talker", instructions: "You talk." })
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const session = yield* AgentSession.start({ agent })
+      yield* drive(session.run("hello"))
+      const before = Diagnostics.snapshot().fibers
+      // The second response drops its connection after its first words; the reply asks again
+      // on a fresh connection.
+      const result = yield* drive(session.run("hello again"))
+      result.expect.containsMessage({ agent: "talker", content: "Hello!" })
+      assert.strictEqual(rt.connections.length, 2)
+      assert.isTrue(rt.connections[0]!.ops.some((op) => op.op === "dropped"))
+      assert.strictEqual(session.realtime()?.open, 1)
+      assert.strictEqual(Diagnostics.snapshot().fibers, before)
+    }).pipe(Effect.provide(realtime({ dropConnection: (n) => n === 2 })))
   })
 
   it.effect("rule 8: interrupting a realtime reply cancels it and truncates at the audio played", () => {

@@ -45,7 +45,8 @@ export interface TaskRole {
 export type Heard =
   /** The model's turn detection heard the user start: speeches older than turn `userTurn` end. */
   | { readonly _tag: "SpeechStarted"; readonly userTurn: number }
-  | { readonly _tag: "Transcript"; readonly itemId: string; readonly text: string }
+  /** The transcript of a turn; `failed`: the server could not transcribe it (no words). */
+  | { readonly _tag: "Transcript"; readonly itemId: string; readonly text: string; readonly failed: boolean }
   /** A response the server started by itself (its turn detection); `cancel` stops it unheard. */
   | {
     readonly _tag: "ServerReply"

@@ -21,7 +21,11 @@ import * as Lifecycle from "./Lifecycle.ts"
  */
 export type HeldInput =
   | { readonly _tag: "Typed"; readonly text: string; readonly itemId?: string | undefined }
-  | { readonly _tag: "Spoken"; words: { readonly text: string; readonly itemId: string } | undefined }
+  | {
+    readonly _tag: "Spoken"
+    /** Its transcript, once it came; `"untranscribable"`: the server could not transcribe it. */
+    words: { readonly text: string; readonly itemId: string } | "untranscribable" | undefined
+  }
 
 const inToolPhase = (actor: Actor) => actor.speeches.current()?.phase === "tools"
 
@@ -94,6 +98,8 @@ export const releaseHeld = (actor: Actor): Effect.Effect<void> =>
 const forwardOne = (actor: Actor, held: HeldInput) => {
   const core = actor.core
   if (held._tag === "Typed") return core.send({ _tag: "Input", text: held.text, itemId: held.itemId })
+  // No words to pass on (the error was reported when the transcription failed).
+  if (held.words === "untranscribable") return
   if (held.words) return core.send({ _tag: "Input", text: held.words.text, itemId: held.words.itemId })
   // The transcript comes after the server's answer (OpenAI transcribes on its own time): the
   // turn is answered by whoever holds the floor when it comes (see `heard`).
@@ -131,13 +137,15 @@ export const heard = (actor: Actor, event: Heard): Effect.Effect<void> =>
         actor.speeches.dropQueued("interrupted by the user", true, event.userTurn)
         return actor.speeches.interruptCurrent(false, event.userTurn)
       case "Transcript": {
-        if (!actor.chat.has(event.itemId)) actor.commit(message("user", event.text, { id: event.itemId, agent: actor.name }))
+        // A failed transcription still ends the wait for its turn's words: there are none.
+        const words = event.failed ? undefined : { text: event.text, itemId: event.itemId }
+        if (words && !actor.chat.has(event.itemId)) actor.commit(message("user", event.text, { id: event.itemId, agent: actor.name }))
         // The words of a held spoken turn, in case it must follow the floor.
         const waiting = inner.held.find((held) => held._tag === "Spoken" && held.words === undefined)
-        if (waiting?._tag === "Spoken") waiting.words = { text: event.text, itemId: event.itemId }
+        if (waiting?._tag === "Spoken") waiting.words = words ?? "untranscribable"
         else if (actor.realtime) {
           // The words of a turn passed on without them are the holder's to answer.
-          const owed = Unanswered.transcribed(actor.realtime.pool.unanswered, { text: event.text, itemId: event.itemId })
+          const owed = Unanswered.transcribed(actor.realtime.pool.unanswered, words)
           if (owed) actor.core.send({ _tag: "Input", text: owed.text, itemId: owed.itemId })
         }
         return Effect.void

@@ -132,7 +132,17 @@ const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
   Stream.fromQueue(lease.events).pipe(
     Stream.runForEach((event) => dispatch(actor, binding, lease, event)),
     Effect.ensuring(Effect.sync(() => {
-      const why = revoked(`the connection left ${actor.name} (${lease.revoked() ?? "closed"})`)
+      const reason = lease.revoked()
+      if (reason === "dropped" && actor.holdsFloor()) {
+        actor.core.emit({
+          type: "error",
+          agent: actor.name,
+          source: "realtime",
+          message: `${actor.name}'s realtime connection ${lease.connectionId} dropped; its next request opens a new one`,
+          recoverable: true
+        })
+      }
+      const why = revoked(`the connection left ${actor.name} (${reason ?? "closed"})`)
       // Only what was asked on this lease: a retry may already wait on a fresh one.
       for (const [ticket, waiter] of binding.waiting) {
         if (ticket.owner !== lease) continue
@@ -236,7 +246,20 @@ const dispatch = (actor: Actor, binding: RealtimeBinding, lease: Lease, event: L
         return Effect.sync(() => actor.core.setUserSpeaking(false))
       case "InputTranscript":
         return Effect.sync(() => {
-          if (event.final) actor.send({ _tag: "Heard", event: { _tag: "Transcript", itemId: event.itemId, text: event.text } })
+          if (!event.final) return
+          const failed = event.failed
+          if (failed) {
+            const code = failed.code ? ` (${failed.code})` : ""
+            // About the user, not this agent: reported to whoever holds the floor (rule 8).
+            actor.core.emit({
+              type: "error",
+              agent: actor.core.holder()?.name ?? actor.name,
+              source: "realtime",
+              message: `the user's turn ${event.itemId} could not be transcribed${code}: ${failed.message}`,
+              recoverable: true
+            })
+          }
+          actor.send({ _tag: "Heard", event: { _tag: "Transcript", itemId: event.itemId, text: event.text, failed: failed !== undefined } })
         })
       case "Error":
         return Effect.sync(() => {

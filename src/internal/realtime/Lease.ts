@@ -26,7 +26,10 @@ export interface Desired {
   readonly context: ChatContext
 }
 
-export type RevokeReason = "released" | "fallback" | "closed"
+/** Why a lease ended: the floor moved on (`released`), an update failed (`fallback`), the
+ * connection was closed by baton (`closed`), or it dropped under it: its events ended with an
+ * error (a lost socket, a server that hung up) (`dropped`). */
+export type RevokeReason = "released" | "fallback" | "closed" | "dropped"
 
 /** One response asked for: `owner` is the lease that asked; `abandoned` once no one wants it. */
 export interface Ticket {

@@ -280,7 +280,7 @@ const leaseOn = (
       // A fallback is told with the fresh connection that follows it (it may break while the
       // session is quiescent: an update's error answer comes late).
       if (reason === "fallback") state.fellBack.set(owner, connection.id)
-      else if (reason === "closed") report(owner, connection.id, "closed")
+      else if (reason === "closed" || reason === "dropped") report(owner, connection.id, reason)
       if (entry.lease === lease) entry.lease = undefined
       // What was queued for the old holder is not for it any more.
       while (Queue.sizeUnsafe(events) > 0) Queue.takeUnsafe(events)
@@ -369,13 +369,28 @@ const open = (state: State, desired: Desired): Effect.Effect<Entry, RealtimeErro
     )
     yield* route(state, entry).pipe(
       Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logWarning(`realtime connection ended: ${Cause.pretty(cause)}`)
+        Cause.hasInterruptsOnly(cause) ? Effect.void : dropped(state, entry, cause)
       ),
       Effect.ensuring(gone),
       Diagnostics.forkIn(scope)
     )
     return entry
   })
+
+/**
+ * The connection's events ended with an error (a lost socket, a server that hung up): its lease
+ * ends `dropped` (the holder's next request opens a new connection, re-seeded) and its Scope is
+ * closed, from outside it: this runs on the router, which lives there.
+ */
+const dropped = (state: State, entry: Entry, cause: Cause.Cause<unknown>) =>
+  Effect.sync(() => {
+    entry.broken = true
+    entry.lease?.revoke("dropped")
+    state.entries.delete(entry)
+  }).pipe(
+    Effect.andThen(Effect.logDebug(`realtime connection ${entry.connection.id} dropped: ${Cause.pretty(cause)}`)),
+    Effect.andThen(Scope.close(entry.scope, Exit.void).pipe(Effect.forkIn(state.config.parent)))
+  )
 
 /** The router: each event to the current lease, or kept for the next holder, or nowhere. */
 const route = (state: State, entry: Entry) =>

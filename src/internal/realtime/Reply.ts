@@ -211,10 +211,12 @@ export const run = (
       existing = undefined
       const played = yield* play(actor, speech, held, queue).pipe(
         Effect.map((calls) => ({ calls, retry: false })),
-        // The connection broke under the reply (an update's error answer): ask again on the
-        // fresh one, once per step.
+        // The connection broke under the reply (an update's error answer, a lost socket): ask
+        // again on a fresh one, once per step. What was played stays, marked interrupted.
         Effect.catchIf(
-          (error) => error instanceof RealtimeError && held.revoked() === "fallback" && !retried && actor.holdsFloor(),
+          (error) =>
+            error instanceof RealtimeError && (held.revoked() === "fallback" || held.revoked() === "dropped") && !retried &&
+            actor.holdsFloor(),
           () => Effect.succeed({ calls: [] as ReadonlyArray<PendingCall>, retry: true })
         )
       )

@@ -22,8 +22,10 @@ export interface Unanswered {
 export const make = (): Unanswered => ({ last: undefined, owed: 0 })
 
 /** A transcript no held turn of the hearing agent waits for: the words of a turn passed on
- * without them (returned: they go to the holder as the user's input), or kept for the answer. */
-export const transcribed = (u: Unanswered, words: Words): Words | undefined => {
+ * without them (returned: they go to the holder as the user's input), or kept for the answer.
+ * `undefined`: the server could not transcribe the turn; it settles a debt all the same (the
+ * next transcript is a newer turn's, which the server answers by itself). */
+export const transcribed = (u: Unanswered, words: Words | undefined): Words | undefined => {
   if (u.owed > 0) {
     u.owed--
     return words
