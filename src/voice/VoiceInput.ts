@@ -14,6 +14,10 @@
  *   any, are a turn like any other (nothing the user says is lost).
  * - False interruption: a cut followed by a final transcript with no words: the rest of the cut
  *   reply is said again (`resumeFalseInterruption`, default on).
+ * - A speech-to-text stream that fails (a dropped socket): a new one is opened and given again
+ *   what the old one had not answered (the utterances awaiting their transcript, then the one in
+ *   progress), so nothing the user said is lost. If it cannot be opened, the next try is after a
+ *   second of audio.
  */
 import { Effect, Exit, Option, Scope, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"
@@ -66,6 +70,14 @@ const converter = (rate: number, name: string) => {
     })
 }
 
+/** The speech-to-text stream listening now; `failed` once its transcripts ended with an error. */
+interface Listening {
+  readonly stream: SttStream
+  readonly scope: Scope.Closeable
+  readonly options: SttOptions | undefined
+  failed: boolean
+}
+
 export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFrame.AudioFrame>, output: VoiceOutput, options: VoiceInputOptions = {}) =>
   Effect.gen(function*() {
     const vadService = yield* Vad
@@ -88,8 +100,13 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
     let cutAt: number | undefined
     const preRoll: Array<{ readonly atMs: number; readonly frame: AudioFrame.AudioFrame }> = []
 
-    /** The utterances whose final transcripts are awaited, in order: did each cut a reply? */
-    const pending: Array<{ readonly cut: boolean }> = []
+    /** The utterances whose final transcripts are awaited, in order: did each cut a reply, and
+     * their audio (given again to a new stream if this one fails before answering). */
+    const pending: Array<{ readonly cut: boolean; readonly audio: ReadonlyArray<AudioFrame.AudioFrame> }> = []
+    /** The audio of the utterance in progress, as given to the engine. */
+    let utterance: Array<AudioFrame.AudioFrame> = []
+    /** When a failed stream is tried again (ms of audio), after an open that failed. */
+    let reopenAtMs = 0
     const onError = options.onError ?? ((error: VoiceError) => Effect.logWarning(`voice input: ${error.message}`))
     /** An engine's failure loses what it was doing, never the session. */
     const guard = <A>(effect: Effect.Effect<A, VoiceError>, fallback: A) =>
@@ -101,24 +118,63 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
         return session.setUserSpeaking(on)
       })
 
+    /** Tells the engine an utterance ended; no transcript comes for one it failed on. */
+    const ended = (entry: (typeof pending)[number]) =>
+      Effect.gen(function*() {
+        const ok = yield* guard(Effect.as(listening.stream.endUtterance, true), false)
+        if (!ok) pending.splice(pending.indexOf(entry), 1)
+      })
+
     const endUtterance =
       Effect.gen(function*() {
         inUtterance = false
         endpointAt = undefined
-        const entry = { cut: cutAt !== undefined }
+        const entry = { cut: cutAt !== undefined, audio: utterance }
+        utterance = []
         pending.push(entry)
         cutAt = undefined
-        // no transcript comes for an utterance the engine failed on
-        const ended = yield* guard(Effect.as(listening.stream.endUtterance, true), false)
-        if (!ended) pending.splice(pending.indexOf(entry), 1)
+        // A failed stream's successor gets it (`reopen`).
+        if (!listening.failed) yield* ended(entry)
       })
+
+    /** A frame of the utterance in progress, to the engine (kept until its transcript comes). */
+    const hear = (frame: AudioFrame.AudioFrame) => {
+      utterance.push(frame)
+      return listening.failed ? Effect.void : guard(listening.stream.push(frame), undefined)
+    }
+
+    /** A stream, or none when it cannot be opened: reported, and tried again a second of audio later. */
+    const tryOpen = (sttOptions: SttOptions | undefined): Effect.Effect<Option.Option<Listening>> =>
+      open(sttOptions).pipe(
+        Effect.map(Option.some),
+        Effect.catch((error) =>
+          Effect.andThen(Effect.sync(() => {
+            reopenAtMs = audioMs + 1000
+          }), Effect.as(onError(error), Option.none<Listening>()))
+        )
+      )
+
+    /** A new stream for a failed one, given again what the old one had not answered. */
+    const reopen = Effect.gen(function*() {
+      const failed = listening
+      yield* Scope.close(failed.scope, Exit.void)
+      const fresh = yield* tryOpen(failed.options)
+      if (Option.isNone(fresh)) return
+      listening = fresh.value
+      for (const entry of [...pending]) {
+        for (const frame of entry.audio) yield* guard(listening.stream.push(frame), undefined)
+        yield* ended(entry)
+      }
+      for (const frame of utterance) yield* guard(listening.stream.push(frame), undefined)
+    })
 
     const onFrame = (frame: AudioFrame.AudioFrame) =>
       Effect.gen(function*() {
         const startMs = audioMs
         audioMs += AudioFrame.durationMs(frame)
+        if (listening.failed && audioMs >= reopenAtMs) yield* reopen
         const sttFrames = yield* toStt(frame)
-        if (inUtterance) for (const f of sttFrames) yield* guard(listening.stream.push(f), undefined)
+        if (inUtterance) for (const f of sttFrames) yield* hear(f)
         else {
           for (const f of sttFrames) preRoll.push({ atMs: startMs, frame: f })
           while (preRoll.length > 0 && preRoll[0]!.atMs < audioMs - preRollMs - 100) preRoll.shift()
@@ -130,7 +186,7 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
               inUtterance = true
               speechStartMs = event.atMs
               endpointAt = undefined
-              for (const held of preRoll) if (held.atMs >= event.atMs - preRollMs) yield* guard(listening.stream.push(held.frame), undefined)
+              for (const held of preRoll) if (held.atMs >= event.atMs - preRollMs) yield* hear(held.frame)
               preRoll.length = 0
               if (output.playing()) bargeCandidate = true
               else yield* speaking(true)
@@ -158,9 +214,14 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
         if (endpointAt !== undefined && audioMs >= endpointAt && !vad.speaking()) yield* endUtterance
       })
 
-    /** Finals become turns; a cut whose speech had no words was a false interruption. */
-    const onTranscripts = (stt: SttStream) => stt.events.pipe(
-      Stream.catch((error) => Stream.fromEffect(onError(error)).pipe(Stream.drain)),
+    /** Finals become turns; a cut whose speech had no words was a false interruption. A stream
+     * that fails is replaced at the next frame (`reopen`). */
+    const onTranscripts = (stt: Listening) => stt.stream.events.pipe(
+      Stream.catch((error) =>
+        Stream.fromEffect(Effect.andThen(Effect.sync(() => {
+          stt.failed = true
+        }), onError(error))).pipe(Stream.drain)
+      ),
       Stream.runForEach((event) =>
         Effect.gen(function*() {
           if (event._tag === "Interim") {
@@ -190,12 +251,16 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
     /** The agent holding the floor's STT options (a handoff may change the language). */
     const wanted = Effect.map(session.currentAgent, (agent) => (agent && options.sttByAgent?.[agent.name]) ?? options.stt)
     /** A stream with its own Scope; its transcripts keep coming after the input ends. */
-    const open = (sttOptions: SttOptions | undefined) =>
+    const open = (sttOptions: SttOptions | undefined): Effect.Effect<Listening, VoiceError> =>
       Effect.gen(function*() {
         const scope = yield* Scope.fork(runScope)
-        const stream = yield* sttService.stream(sttOptions).pipe(Scope.provide(scope))
-        yield* onTranscripts(stream).pipe(Effect.forkIn(scope))
-        return { stream, scope, options: sttOptions }
+        const stream = yield* sttService.stream(sttOptions).pipe(
+          Scope.provide(scope),
+          Effect.onError(() => Scope.close(scope, Exit.void))
+        )
+        const listening: Listening = { stream, scope, options: sttOptions, failed: false }
+        yield* onTranscripts(listening).pipe(Effect.forkIn(scope))
+        return listening
       })
     let listening = yield* open(yield* wanted)
     /** At an utterance's start, after a handoff: the new holder's options, once nothing is being decoded. */
@@ -203,10 +268,13 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
       const next = yield* wanted
       if (next === listening.options || pending.length > 0) return
       yield* Scope.close(listening.scope, Exit.void)
-      listening = yield* open(next)
+      // One that cannot be opened is tried again like a failed one (`reopen`).
+      const fresh = yield* tryOpen(next)
+      listening = Option.isSome(fresh) ? fresh.value : { ...listening, options: next, failed: true }
     })
 
     yield* frames.pipe(Stream.runForEach(onFrame))
     // the input ended: a turn in progress still counts
     if (inUtterance) yield* speaking(false).pipe(Effect.andThen(endUtterance))
+    if (listening.failed) yield* reopen
   })

@@ -71,11 +71,15 @@ const every = (n: number | undefined, count: number) => n !== undefined && count
 export const engines = (spec: CascadeSpec, world: CascadeWorld, tick: () => number) => {
   let ttsCalls = 0
   let sttUtterances = 0
+  let sttEnds = 0
   const stt = Stt.of({
     sampleRate: RATE,
     stream: () =>
       Effect.gen(function*() {
-        const events = yield* Queue.unbounded<SttEvent, Cause.Done>()
+        const events = yield* Queue.unbounded<SttEvent, VoiceError | Cause.Done>()
+        // A dropped stream: its transcripts end with an error, and nothing more goes in.
+        let dropped = false
+        const gone = () => new VoiceError({ source: "stt", reason: "Transport", description: "scripted drop of the stream" })
         let marks: Array<number> = []
         let speechMs = 0
         yield* Effect.addFinalizer(() => Queue.end(events))
@@ -87,12 +91,18 @@ export const engines = (spec: CascadeSpec, world: CascadeWorld, tick: () => numb
           events: Stream.fromQueue(events),
           push: (frame) =>
             Effect.gen(function*() {
+              if (dropped) return yield* gone()
               if (frame.data[0] === 0) return
               marks.push(frame.data[0]!)
               speechMs += AudioFrame.durationMs(frame)
               if (spec.interims && speechMs % 200 === 0 && textOf(marks) !== "") yield* Queue.offer(events, { _tag: "Interim", text: textOf(marks) })
             }),
           endUtterance: Effect.gen(function*() {
+            if (dropped) return yield* gone()
+            if (every(spec.sttDropEvery, ++sttEnds)) {
+              dropped = true
+              return void Queue.failCauseUnsafe(events, Cause.fail(gone()))
+            }
             const text = textOf(marks)
             marks = []
             speechMs = 0

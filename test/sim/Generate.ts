@@ -351,6 +351,9 @@ const cascade = (root: Prng, s: Scenario): Scenario => {
     timeline.push(action)
   }
   if (input === 200) timeline.push({ op: "utter", after: rng.delay(600), input: input++, duration: rng.int(100, 1500) })
+  // Streams that drop: a fork of their own, so the scenarios drawn before it stay as they were.
+  const drops = root.fork("stt-drop-1")
+  const sttDropEvery = drops.chance(0.2) ? drops.int(2, 5) : undefined
   return {
     ...s,
     timeline,
@@ -359,6 +362,7 @@ const cascade = (root: Prng, s: Scenario): Scenario => {
       interruptionMs: rng.int(100, 700),
       sttDelay: rng.delay(400),
       ...(rng.chance(0.2) ? { sttFailEvery: rng.int(2, 5) } : {}),
+      ...(sttDropEvery !== undefined ? { sttDropEvery } : {}),
       interims: rng.chance(0.5),
       ttsDelay: rng.delay(300),
       msPerChar: rng.int(5, 60),

@@ -141,6 +141,9 @@ export interface CascadeSpec {
   /** The STT's final comes this long after the utterance ends; every n-th utterance fails. */
   readonly sttDelay: number
   readonly sttFailEvery?: number | undefined
+  /** The STT's stream drops (its transcripts end with an error) at every n-th utterance's end,
+   * before answering it. */
+  readonly sttDropEvery?: number | undefined
   readonly interims: boolean
   /** The TTS answers a sentence after this long, with this much audio a character; every n-th fails. */
   readonly ttsDelay: number
@@ -238,7 +241,9 @@ export const format = (s: Scenario): string => {
   if (s.cascade) {
     const c = s.cascade
     lines.push(
-      `  cascade endpointing=${c.endpointingMs}ms interruption=${c.interruptionMs}ms stt=${c.sttDelay}ms${c.sttFailEvery ? ` (fails every ${c.sttFailEvery})` : ""}` +
+      `  cascade endpointing=${c.endpointingMs}ms interruption=${c.interruptionMs}ms stt=${c.sttDelay}ms${c.sttFailEvery ? ` (fails every ${c.sttFailEvery})` : ""}${
+        c.sttDropEvery ? ` (drops every ${c.sttDropEvery})` : ""
+      }` +
         ` tts=${c.ttsDelay}ms ${c.msPerChar}ms/char${c.ttsFailEvery ? ` (fails every ${c.ttsFailEvery})` : ""}${c.interims ? " interims" : ""}`
     )
   }
@@ -263,7 +268,7 @@ const responseSize = (r: ResponseSpec) =>
 /** The size the shrinker minimises: every part and every non-zero delay counts. */
 export const size = (s: Scenario): number =>
   [...s.agents, ...s.tasks].reduce((n, a) => n + agentSize(a), 0) + s.groups.length * 5 + (s.sessionTools?.length ?? 0) * 3 +
-  (s.cascade ? 3 + (s.cascade.sttFailEvery ? 1 : 0) + (s.cascade.ttsFailEvery ? 1 : 0) + (s.cascade.ttsDelay > 0 ? 1 : 0) + (s.cascade.sttDelay > 0 ? 1 : 0) : 0) +
+  (s.cascade ? 3 + (s.cascade.sttFailEvery ? 1 : 0) + (s.cascade.sttDropEvery ? 1 : 0) + (s.cascade.ttsFailEvery ? 1 : 0) + (s.cascade.ttsDelay > 0 ? 1 : 0) + (s.cascade.sttDelay > 0 ? 1 : 0) : 0) +
   (s.realtime ? 3 + (s.realtime.ackDelay > 0 ? 1 : 0) + (s.realtime.responseDelay > 0 ? 1 : 0) + (s.realtime.rejectEvery ? 1 : 0) + (s.realtime.transcriptMs !== undefined ? 1 : 0) + (s.realtime.untranscribedEvery ? 1 : 0) +
       (s.realtime.dropEvery ? 1 : 0) : 0) +
   s.timeline.reduce((n, a) => n + 4 + (a.after > 0 ? 1 : 0), 0) +
