@@ -89,6 +89,13 @@ export const checkReturns = (ctx: Ctx): Array<Violation> => {
 // ---------------------------------------------------------------------------------------------
 // Rules 10 and 11, and unhandled errors.
 
+/** A realtime connection that drops is the network's doing, like the user's speech: it may be
+ * reported at any time, a quiescent session's too (what a drop makes baton do is not exempt). */
+const fromTheNetwork = (ctx: Ctx, e: SessionEvent): boolean =>
+  ctx.rec.scenario.realtime?.dropEvery !== undefined &&
+  ((e.type === "realtime_connection" && e.action === "dropped") ||
+    (e.type === "error" && /realtime connection conn_\d+ dropped/.test(e.message)))
+
 export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
   const out: Array<Violation> = []
   const { rec } = ctx
@@ -100,7 +107,7 @@ export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
     // Background tools report when they finish: a run that did not wait for them may see that.
     if (!run.background && (run.backgroundRunning || backgroundPending(ctx, run.resolvedSeq))) continue
     const next = rec.actions.find((a) => a.order > run.resolvedOrder && a.op !== "idle")?.seq ?? rec.settled?.seq ?? rec.closeSeq ?? Infinity
-    const late = rec.events.filter((e) => e.seq >= run.resolvedSeq! && e.seq < next)
+    const late = rec.events.filter((e) => e.seq >= run.resolvedSeq! && e.seq < next && !fromTheNetwork(ctx, e))
     // A spoken turn is the server's until it reports it: what it brings may follow the run.
     if (late.length > 0 && voiceInFlight(ctx, run.resolvedOrder, late[0]!.at)) continue
     if (late.length > 0) {
@@ -109,7 +116,9 @@ export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
   }
   const settled = rec.settled
   if (settled) {
-    if (settled.lateEvents > 0) out.push(v("rule 10", `${settled.lateEvents} event(s) after the session was quiescent`, settled.seq))
+    const dropped = rec.events.filter((e) => e.seq >= settled.seq && e.seq < settled.seq + settled.lateEvents && fromTheNetwork(ctx, e))
+    const late = settled.lateEvents - dropped.length
+    if (late > 0) out.push(v("rule 10", `${late} event(s) after the session was quiescent`, settled.seq))
     // With no flow waiting for a task, only the loops are left: the session's and each actor's,
     // and with realtime, each open connection's router and canceller, and the lease route of
     // its holder.
@@ -181,8 +190,17 @@ export const checkErrors = (ctx: Ctx): Array<Violation> => {
 }
 
 const expectedError = (ctx: Ctx, e: Extract<SessionEvent, { type: "error" }>): boolean => {
+  if (!e.recoverable) return false
+  // The realtime model's faults the scenario draws, whichever agent holds the floor (a task
+  // group's coordinator too).
+  const rt = ctx.rec.scenario.realtime
+  if (e.source === "realtime") {
+    return (rt?.rejectEvery !== undefined && /rejected/.test(e.message)) ||
+      (rt?.untranscribedEvery !== undefined && /could not be transcribed/.test(e.message)) ||
+      (rt?.dropEvery !== undefined && /realtime connection conn_\d+ dropped/.test(e.message))
+  }
   const spec = e.agent ? ctx.specs.get(e.agent) : undefined
-  if (!spec || !e.recoverable) return false
+  if (!spec) return false
   switch (e.source) {
     case "tool":
       return spec.tools.some((t) =>
@@ -194,10 +212,6 @@ const expectedError = (ctx: Ctx, e: Extract<SessionEvent, { type: "error" }>): b
       if (ctx.rec.scenario.realtime?.dropEvery !== undefined && /the connection left \S+ \(dropped\)/.test(e.message)) return true
       return e.message.includes("scripted failure") &&
         Object.values(ctx.rec.scenario.responses[spec.name] ?? {}).some((list) => list.some((r) => r.error))
-    case "realtime":
-      return (ctx.rec.scenario.realtime?.rejectEvery !== undefined && /rejected/.test(e.message)) ||
-        (ctx.rec.scenario.realtime?.untranscribedEvery !== undefined && /could not be transcribed/.test(e.message)) ||
-        (ctx.rec.scenario.realtime?.dropEvery !== undefined && /realtime connection conn_\d+ dropped/.test(e.message))
     case "hook":
       return e.message.includes("SimHookFailure") &&
         (["onEnter", "onExit", "onResume"] as const).some((h) => spec[h]?.action === "fail" && e.message.startsWith(`${h} of ${spec.name}`))

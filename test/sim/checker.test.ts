@@ -146,6 +146,28 @@ describe("each rule check fires on a recording that breaks it", () => {
       expectRule({ ...rec, settled: { ...rec.settled!, lateEvents: 2 } }, "rule 10", /after the session was quiescent/)
     }))
 
+  it.effect("rule 10: a connection that drops while the session is quiescent is the network's; anything more is not", () =>
+    Effect.gen(function*() {
+      const rec = yield* recordingWith((r) => r.scenario.realtime !== undefined && r.settled?.holder !== undefined, {})
+      const settled = rec.settled!
+      const agent = settled.holder!
+      const at = settled.seq
+      const drop: ReadonlyArray<SessionEvent> = [
+        { type: "realtime_connection", agent, connectionId: "conn_1", action: "dropped", seq: at, at: 0 },
+        { type: "error", agent, source: "realtime", message: `${agent}'s realtime connection conn_1 dropped; its next request opens a new one`, recoverable: true, seq: at + 1, at: 0 }
+      ]
+      const more: SessionEvent = { type: "agent_state_changed", agent, state: "thinking", previous: "listening", seq: at + 2, at: 0 }
+      const withEvents = (inserted: ReadonlyArray<SessionEvent>) => ({
+        ...rec,
+        scenario: { ...rec.scenario, realtime: { ...rec.scenario.realtime!, dropEvery: 2 } },
+        events: [...rec.events.filter((e) => e.seq < at), ...inserted, ...rec.events.filter((e) => e.seq >= at).map((e) => ({ ...e, seq: e.seq + inserted.length }))],
+        settled: { ...settled, lateEvents: inserted.length }
+      })
+      const quiet = check(withEvents(drop)).filter((v) => v.rule === "rule 10")
+      assert.deepStrictEqual(quiet, [])
+      expectRule(withEvents([...drop, more]), "rule 10", /^1 event\(s\) after the session was quiescent/)
+    }))
+
   it.effect("rule 11: a fiber left after close", () =>
     Effect.gen(function*() {
       const rec = yield* recordingWith(() => true)
