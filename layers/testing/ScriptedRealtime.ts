@@ -101,6 +101,12 @@ export interface Options {
    */
   readonly dropConnection?: (n: number) => boolean
   /**
+   * The nth response (counted as for `dropConnection`) fails on the server after its first text
+   * (or as it starts, without text): it ends with status `failed`, as OpenAI's do on a server
+   * error. The connection stays usable.
+   */
+  readonly failResponse?: (n: number) => boolean
+  /**
    * Whether the server reports the user's speech start and stop (OpenAI does; Gemini only says
    * `interrupted` when the user talks over an answer). Default true.
    */
@@ -214,7 +220,10 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               yield* sleep(options.responseDelay)
               current!.started = true
               yield* emit({ _tag: "ResponseStarted", responseId })
-              const drops = options.dropConnection?.(++responsesStarted) ?? false
+              const n = ++responsesStarted
+              const drops = options.dropConnection?.(n) ?? false
+              const fails = !drops && (options.failResponse?.(n) ?? false)
+              const failed = emit({ _tag: "ResponseDone", responseId, status: "failed", error: "server_error: The server had an error while processing your request." })
               const reply = answer.reply
               if (!reply) {
                 return yield* emit({ _tag: "ResponseDone", responseId, status: "failed", error: "no scripted response" })
@@ -224,12 +233,14 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               const itemId = nextId("item")
               let said = ""
               if (drops && chunks.length === 0) return yield* drop(responseId)
+              if (fails && chunks.length === 0) return yield* failed
               for (const [i, delta] of chunks.entries()) {
                 if (i > 0) yield* sleep(reply.chunkDelay)
                 if (options.audio) yield* emit({ _tag: "AudioDelta", responseId, itemId, pcm: new Uint8Array(480), sampleRate: 24000 })
                 yield* emit({ _tag: options.audio ? "TranscriptDelta" : "TextDelta", responseId, itemId, delta })
                 said += delta
                 if (drops) return yield* drop(responseId)
+                if (fails) return yield* failed
               }
               if (said) record.items.push({ _tag: "Message", id: itemId, role: "assistant", text: said, interrupted: false })
               for (const call of reply.toolCalls ?? []) {

@@ -199,6 +199,12 @@ const expectedError = (ctx: Ctx, e: Extract<SessionEvent, { type: "error" }>): b
       (rt?.untranscribedEvery !== undefined && /could not be transcribed/.test(e.message)) ||
       (rt?.dropEvery !== undefined && /realtime connection conn_\d+ dropped/.test(e.message))
   }
+  if (e.source === "model" && rt) {
+    // A reply asks again once per step when its connection breaks; a second break fails it.
+    if (rt.dropEvery !== undefined && /the connection left \S+ \(dropped\)/.test(e.message)) return true
+    // A response the server failed fails its reply (no retry: a server error may repeat).
+    if (rt.failEvery !== undefined && /server_error: The server had an error/.test(e.message)) return true
+  }
   const spec = e.agent ? ctx.specs.get(e.agent) : undefined
   if (!spec) return false
   switch (e.source) {
@@ -208,8 +214,6 @@ const expectedError = (ctx: Ctx, e: Extract<SessionEvent, { type: "error" }>): b
         (t.kind === "dying" && e.message.startsWith(`${t.name} died:`))
       )
     case "model":
-      // A reply asks again once per step when its connection breaks; a second break fails it.
-      if (ctx.rec.scenario.realtime?.dropEvery !== undefined && /the connection left \S+ \(dropped\)/.test(e.message)) return true
       return e.message.includes("scripted failure") &&
         Object.values(ctx.rec.scenario.responses[spec.name] ?? {}).some((list) => list.some((r) => r.error))
     case "hook":

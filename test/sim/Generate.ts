@@ -304,7 +304,13 @@ const realtime = (root: Prng, s: Scenario): Scenario => {
   // Dropped sockets: a fork of their own, so the scenarios drawn before it stay as they were.
   const drops = root.fork("drop-1")
   const dropEvery = drops.chance(0.2) ? drops.int(2, 6) : undefined
-  return voice(root, dropEvery === undefined ? withRealtime : { ...withRealtime, realtime: { ...withRealtime.realtime!, dropEvery } })
+  // Responses the server fails (a server error mid-answer): a fork of their own too.
+  const failing = root.fork("response-fail-1")
+  const failEvery = failing.chance(0.15) ? failing.int(2, 6) : undefined
+  return voice(root, {
+    ...withRealtime,
+    realtime: { ...withRealtime.realtime!, ...(dropEvery !== undefined ? { dropEvery } : {}), ...(failEvery !== undefined ? { failEvery } : {}) }
+  })
 }
 
 /** Spoken inputs into the holder's connection, answered by the server's own turn detection. */

@@ -178,6 +178,7 @@ const realtimeLayer = (scenario: Scenario, built: Built) => {
     ...(spec.transcriptMs !== undefined ? { transcriptDelay: `${spec.transcriptMs} millis` } : {}),
     ...(spec.untranscribedEvery ? { untranscribable: (text: string) => inputNumber(text) % spec.untranscribedEvery! === 0 } : {}),
     ...(spec.dropEvery ? { dropConnection: (n: number) => n % spec.dropEvery! === 0 } : {}),
+    ...(spec.failEvery ? { failResponse: (n: number) => n % spec.failEvery! === 0 } : {}),
     speechEvents: spec.capabilities === "openai"
   })
 }

@@ -76,6 +76,10 @@ export function* candidates(s: Scenario): Generator<Scenario> {
       const { transcriptMs: _, ...before } = rt
       yield { ...s, realtime: before }
     }
+    if (rt.failEvery !== undefined) {
+      const { failEvery: _, ...sound } = rt
+      yield { ...s, realtime: sound }
+    }
     if (rt.dropEvery !== undefined) {
       const { dropEvery: _, ...steady } = rt
       yield { ...s, realtime: steady }

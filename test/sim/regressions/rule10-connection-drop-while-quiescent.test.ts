@@ -14,7 +14,7 @@ const dropsReported = (seed: number) =>
   Effect.gen(function*() {
     const result = yield* simulate(seed, { exclude: DEFAULT_EXCLUDE })
     assert.deepStrictEqual(result.violations.map((v) => `${v.rule}: ${v.message}`), [])
-    return result.recording.events.filter((e) => e.type === "realtime_connection" && e.action === "dropped")
+    return result.recording.events.flatMap((e) => (e.type === "realtime_connection" && e.action === "dropped" ? [e] : []))
   })
 
 describe("rule 10: quiescent runs (simulation regression)", () => {
