@@ -7,6 +7,7 @@ import { Clock, Deferred, Effect, Option, Scope, Semaphore, Stream } from "effec
 import { LanguageModel } from "effect/ai"
 import { type RealtimeError, RealtimeModel } from "../services/RealtimeModel.ts"
 import { TextOutput, type TextOutputService } from "../services/TextOutput.ts"
+import type { VoiceError } from "../services/VoiceError.ts"
 import type { Agent } from "./Agent.ts"
 import type { ChatContext } from "./ChatContext.ts"
 import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
@@ -49,6 +50,12 @@ export interface AgentSession<U = unknown> {
   readonly setUserSpeaking: (speaking: boolean) => Effect.Effect<void>
   /** Reports what speech-to-text heard (an interim guess or the final text) as a `user_input_transcribed` event. */
   readonly transcribed: (transcript: string, final: boolean) => Effect.Effect<void>
+  /**
+   * An engine of a voice pipeline failed (a frame the VAD refused, an utterance or a stream
+   * the speech-to-text engine lost, a sentence the TTS could not say): a recoverable `error`
+   * event with source `voice`, for the agent holding the floor. The session goes on.
+   */
+  readonly voiceError: (error: VoiceError) => Effect.Effect<void>
   /**
    * The user's audio (PCM16 mono at the model's input rate) for the agent holding the floor,
    * when it talks through a realtime model; the model's turn detection takes it from there.
@@ -225,6 +232,18 @@ const facade = <U>(
     setUserSpeaking: (speaking) => Effect.sync(() => core.setUserSpeaking(speaking)),
     transcribed: (transcript, final) =>
       Effect.sync(() => void (supervisor.closed() || events.emit({ type: "user_input_transcribed", transcript, final }))),
+    voiceError: (error) =>
+      Effect.sync(() =>
+        void (supervisor.closed() || events.emit({
+          type: "error",
+          agent: state.holder?.name,
+          source: "voice",
+          message: error.message,
+          ...(error.status !== undefined ? { status: error.status } : {}),
+          retryable: error.retryable,
+          recoverable: true
+        }))
+      ),
     pushAudio: (pcm) =>
       Effect.suspend((): Effect.Effect<void, RealtimeError | SessionClosed> =>
         supervisor.closed() ? isClosed(self, "pushAudio") : state.holder ? RealtimeBinding.pushAudio(state.holder, pcm) : Effect.void

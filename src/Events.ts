@@ -71,7 +71,8 @@ export interface SpeechFinished extends Base {
 export interface ErrorEvent extends Base {
   readonly type: "error"
   readonly agent: string | undefined
-  readonly source: "model" | "tool" | "hook" | "input" | "transport" | "realtime"
+  /** `voice`: an engine of the voice pipeline (VAD, speech to text, text to speech, audio). */
+  readonly source: "model" | "tool" | "hook" | "input" | "transport" | "realtime" | "voice"
   /** One line: what failed and, where known, what to do (never a stack trace). */
   readonly message: string
   /** Why, for a program to branch on (model failures; see src/ErrorInfo.ts). */

@@ -14,9 +14,10 @@ import { Effect, Fiber, Option, type Stream } from "effect"
 import { AudioInput } from "../../services/AudioInput.ts"
 import type { AudioFrame } from "../../services/AudioFrame.ts"
 import { Stt } from "../../services/Stt.ts"
-import type { TextOutputService } from "../../services/TextOutput.ts"
+import type { SpeechInfo, TextOutputService } from "../../services/TextOutput.ts"
 import { Tts } from "../../services/Tts.ts"
 import { Vad } from "../../services/Vad.ts"
+import type { VoiceError } from "../../services/VoiceError.ts"
 import * as AgentSession from "../AgentSession.ts"
 import * as VoiceInput from "./VoiceInput.ts"
 import * as VoiceOutput from "./VoiceOutput.ts"
@@ -75,12 +76,21 @@ const audioInput = Effect.serviceOption(AudioInput).pipe(
   }))
 )
 
-/** Starts a session whose agents listen and speak; it lives in the caller's Scope. */
+/** Starts a session whose agents listen and speak; it lives in the caller's Scope. An engine's
+ * failure goes to `voice.onError` when given, else to the log and the session's events (an
+ * `error` with source `voice`). */
 export const start = Effect.fn("VoicePipeline.start")(function*<U = undefined>(options: StartOptions<U>) {
-  const output = yield* VoiceOutput.make(options.voice)
+  // The output is made before the session (which speaks through it): its failures reach the
+  // session once there is one.
+  let report: (error: VoiceError) => Effect.Effect<void> = () => Effect.void
+  const onError = options.voice?.onError ?? ((error: VoiceError, info?: SpeechInfo) =>
+    Effect.andThen(Effect.logWarning(`voice (${info?.agent ?? "input"}): ${error.message}`), report(error)))
+  const voice = { ...options.voice, onError }
+  const output = yield* VoiceOutput.make(voice)
   const session = yield* AgentSession.start<U>({ ...options, textOutput: tee(output.textOutput, options.alsoText) })
+  report = session.voiceError
   const frames = options.input ?? (yield* audioInput)
-  const input = yield* VoiceInput.run(session, frames, output, options.voice).pipe(
+  const input = yield* VoiceInput.run(session, frames, output, voice).pipe(
     Effect.tapError((error) => Effect.logError(`voice input stopped: ${error.message}`)),
     Effect.ignore,
     Effect.forkScoped

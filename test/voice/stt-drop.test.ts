@@ -101,6 +101,23 @@ describe("voice pipeline: a speech-to-text stream that fails", () => {
     }).pipe(Effect.scoped, Effect.provide([layer, ScriptedModel.layer([{ when: { user: /frames/ }, reply: { text: "Noted." } }])]))
   }, 30_000)
 
+  it.live("without an onError, the drop is a recoverable error event of the session, source voice", () => {
+    const { layer } = engines((n) => n === 1)
+    return Effect.gen(function*() {
+      const line = yield* AudioInput.makeQueue
+      const { session } = yield* VoicePipeline.start({
+        agent: Agent.make({ name: "desk", instructions: "Desk." }),
+        input: line.service.frames
+      }).pipe(Effect.provideService(AudioOutput, recorder().output))
+      yield* utter(line, 12)
+      yield* until("the turn", () => userTurns(Effect.runSync(session.history).items).length === 1)
+      const errors = Effect.runSync(session.eventLog).flatMap((e) => (e.type === "error" ? [e] : []))
+      assert.deepStrictEqual(errors.map(({ agent, source, message, retryable, recoverable }) => ({ agent, source, message, retryable, recoverable })), [
+        { agent: "desk", source: "voice", message: "stt Transport: the socket closed (1006)", retryable: true, recoverable: true }
+      ])
+    }).pipe(Effect.scoped, Effect.provide([layer, ScriptedModel.layer([{ when: { user: /frames/ }, reply: { text: "Noted." } }])]))
+  }, 30_000)
+
   it.live("rule 12: a stream that cannot be opened again is tried again a second of audio later; what was said meanwhile is kept", () => {
     // The first stream drops at the first utterance's end; the next open is refused; the one
     // after works.
