@@ -79,43 +79,51 @@ const utter = (line: AudioInput.AudioInputQueue, speech: number) =>
     for (let i = 0; i < 50; i++) yield* line.offer(AudioFrame.silence(20, RATE)).pipe(Effect.andThen(Effect.sleep(1)))
   })
 
+/** The desk on a voice pipeline fed by a line; `errors` collects what `onError` got, unless
+ * `sessionErrors` leaves the engines' failures to the session. */
+const desk = (options: { readonly sessionErrors?: boolean } = {}) =>
+  Effect.gen(function*() {
+    const line = yield* AudioInput.makeQueue
+    const errors: Array<string> = []
+    const onError = (error: VoiceError) => Effect.sync(() => void errors.push(error.message))
+    const { session } = yield* VoicePipeline.start({
+      agent: Agent.make({ name: "desk", instructions: "Desk." }),
+      input: line.service.frames,
+      ...(options.sessionErrors ? {} : { voice: { onError } })
+    }).pipe(Effect.provideService(AudioOutput, recorder().output))
+    const turns = () => userTurns(Effect.runSync(session.history).items)
+    return { line, errors, session, turns }
+  })
+
+const model = ScriptedModel.layer([{ when: { user: /frames/ }, reply: { text: "Noted." } }])
+
 describe("voice pipeline: a speech-to-text stream that fails", () => {
   it.live("rule 12: the stream drops while an utterance waits for its transcript: a new one hears it again, the next turns too", () => {
     const { layer, record } = engines((n) => n === 1)
     return Effect.gen(function*() {
-      const line = yield* AudioInput.makeQueue
-      const errors: Array<string> = []
-      const { session } = yield* VoicePipeline.start({
-        agent: Agent.make({ name: "desk", instructions: "Desk." }),
-        input: line.service.frames,
-        voice: { onError: (error) => Effect.sync(() => void errors.push(error.message)) }
-      }).pipe(Effect.provideService(AudioOutput, recorder().output))
+      const { line, errors, turns } = yield* desk()
       yield* utter(line, 12)
-      yield* until("the first turn", () => userTurns(Effect.runSync(session.history).items).length === 1)
+      yield* until("the first turn", () => turns().length === 1)
       yield* utter(line, 7)
-      yield* until("the second turn", () => userTurns(Effect.runSync(session.history).items).length === 2)
+      yield* until("the second turn", () => turns().length === 2)
       // The utterance the dropped stream never answered was heard whole by the new one.
-      assert.deepStrictEqual(userTurns(Effect.runSync(session.history).items), ["12 frames", "7 frames"])
+      assert.deepStrictEqual(turns(), ["12 frames", "7 frames"])
       assert.strictEqual(record.opened, 2)
       assert.deepStrictEqual(errors, ["stt Transport: the socket closed (1006)"])
-    }).pipe(Effect.scoped, Effect.provide([layer, ScriptedModel.layer([{ when: { user: /frames/ }, reply: { text: "Noted." } }])]))
+    }).pipe(Effect.scoped, Effect.provide([layer, model]))
   }, 30_000)
 
   it.live("without an onError, the drop is a recoverable error event of the session, source voice", () => {
     const { layer } = engines((n) => n === 1)
     return Effect.gen(function*() {
-      const line = yield* AudioInput.makeQueue
-      const { session } = yield* VoicePipeline.start({
-        agent: Agent.make({ name: "desk", instructions: "Desk." }),
-        input: line.service.frames
-      }).pipe(Effect.provideService(AudioOutput, recorder().output))
+      const { line, session, turns } = yield* desk({ sessionErrors: true })
       yield* utter(line, 12)
-      yield* until("the turn", () => userTurns(Effect.runSync(session.history).items).length === 1)
+      yield* until("the turn", () => turns().length === 1)
       const errors = Effect.runSync(session.eventLog).flatMap((e) => (e.type === "error" ? [e] : []))
       assert.deepStrictEqual(errors.map(({ agent, source, message, retryable, recoverable }) => ({ agent, source, message, retryable, recoverable })), [
         { agent: "desk", source: "voice", message: "stt Transport: the socket closed (1006)", retryable: true, recoverable: true }
       ])
-    }).pipe(Effect.scoped, Effect.provide([layer, ScriptedModel.layer([{ when: { user: /frames/ }, reply: { text: "Noted." } }])]))
+    }).pipe(Effect.scoped, Effect.provide([layer, model]))
   }, 30_000)
 
   it.live("rule 12: a stream that cannot be opened again is tried again a second of audio later; what was said meanwhile is kept", () => {
@@ -123,20 +131,14 @@ describe("voice pipeline: a speech-to-text stream that fails", () => {
     // after works.
     const { layer, record } = engines((n) => n === 1, (n) => n === 2)
     return Effect.gen(function*() {
-      const line = yield* AudioInput.makeQueue
-      const errors: Array<string> = []
-      const { session } = yield* VoicePipeline.start({
-        agent: Agent.make({ name: "desk", instructions: "Desk." }),
-        input: line.service.frames,
-        voice: { onError: (error) => Effect.sync(() => void errors.push(error.message)) }
-      }).pipe(Effect.provideService(AudioOutput, recorder().output))
+      const { line, errors, turns } = yield* desk()
       yield* utter(line, 12)
       yield* utter(line, 7)
       yield* utter(line, 9)
-      yield* until("three turns", () => userTurns(Effect.runSync(session.history).items).length === 3)
-      assert.deepStrictEqual(userTurns(Effect.runSync(session.history).items), ["12 frames", "7 frames", "9 frames"])
+      yield* until("three turns", () => turns().length === 3)
+      assert.deepStrictEqual(turns(), ["12 frames", "7 frames", "9 frames"])
       assert.deepStrictEqual(record, { opened: 2, refused: 1 })
       assert.deepStrictEqual(errors, ["stt Transport: the socket closed (1006)", "stt Transport: connect refused"])
-    }).pipe(Effect.scoped, Effect.provide([layer, ScriptedModel.layer([{ when: { user: /frames/ }, reply: { text: "Noted." } }])]))
+    }).pipe(Effect.scoped, Effect.provide([layer, model]))
   }, 30_000)
 })
