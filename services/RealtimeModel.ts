@@ -90,6 +90,8 @@ export type RealtimeEvent =
     readonly status: "completed" | "cancelled" | "incomplete" | "failed"
     readonly usage?: Usage | undefined
     readonly error?: string | undefined
+    /** Why a `failed` response failed, as the provider put it (OpenAI's `server_error`, ...). */
+    readonly errorCode?: string | undefined
   }
   /** Server turn detection: the user started or stopped speaking. */
   | { readonly _tag: "SpeechStarted"; readonly audioStartMs?: number | undefined }
@@ -115,9 +117,17 @@ export type RealtimeEvent =
   /** An error event of the server; `fatal` when the connection is unusable afterwards. */
   | { readonly _tag: "Error"; readonly message: string; readonly code?: string | undefined; readonly fatal: boolean }
 
+/**
+ * What went wrong with a realtime model: the connection (`connect`, `closed`), a request the
+ * server refused (`rejected`) or never answered (`timeout`), a response the server failed
+ * (`failed`: `code` says why, as the provider put it, e.g. OpenAI's `server_error`), what the
+ * model cannot do (`unsupported`), a lease that moved on (`revoked`), or a broken exchange
+ * (`protocol`).
+ */
 export class RealtimeError extends Schema.TaggedError<RealtimeError>()("RealtimeError", {
-  reason: Schema.Literals(["connect", "closed", "rejected", "timeout", "protocol", "unsupported", "revoked"]),
-  message: Schema.String
+  reason: Schema.Literals(["connect", "closed", "rejected", "timeout", "protocol", "unsupported", "revoked", "failed"]),
+  message: Schema.String,
+  code: Schema.optional(Schema.String)
 }) {}
 
 /**

@@ -35,6 +35,8 @@ interface ReasonLike {
   readonly description?: string
   readonly http?: { readonly response?: { readonly status?: number } }
   readonly isRetryable?: boolean
+  /** A realtime model's error code (a failed response's, as the provider put it). */
+  readonly code?: string
 }
 
 const reasonOf = (tag: string, kind: string | undefined): ErrorReason => {
@@ -66,6 +68,24 @@ const reasonOf = (tag: string, kind: string | undefined): ErrorReason => {
   }
 }
 
+/** A response the realtime server failed, by its code (OpenAI's `status_details.error`). */
+const failedResponse = (code: string | undefined): ErrorReason => {
+  switch (code) {
+    case "rate_limit_exceeded":
+    case "inference_rate_limit_exceeded":
+      return "RateLimited"
+    case "insufficient_quota":
+      return "QuotaExhausted"
+    case "invalid_request_error":
+      return "InvalidRequest"
+    case "content_policy_violation":
+      return "ContentPolicy"
+    default:
+      // server_error, and codes not known here: the server's side failed
+      return "ServerError"
+  }
+}
+
 const advice: Partial<Record<ErrorReason, string>> = {
   InvalidKey: "check the API key (OPENAI_API_KEY)",
   QuotaExhausted: "the account has no quota left",
@@ -81,14 +101,17 @@ export const fromError = (error: unknown): ErrorInfo => {
   const reason = (candidate?._tag === "AiError" ? candidate.reason : candidate) as ReasonLike | null
   if (reason !== null && typeof reason === "object" && typeof reason._tag === "string" && reason._tag.endsWith("Error")) {
     // a layer's timeout is a transport failure whose description says so
-    const kind = reasonOf(reason.description?.startsWith("timeout:") ? "Timeout" : reason._tag, reason.reason)
+    const failed = reason._tag === "RealtimeError" && reason.reason === "failed"
+    const kind = failed
+      ? failedResponse(reason.code)
+      : reasonOf(reason.description?.startsWith("timeout:") ? "Timeout" : reason._tag, reason.reason)
     const status = reason.http?.response?.status
     const detail = firstLine(reason.description ?? (candidate as { message?: string }).message ?? reason._tag).replace(/^timeout: /, "")
     const hint = advice[kind]
     return {
       reason: kind,
       status,
-      retryable: reason.isRetryable ?? false,
+      retryable: reason.isRetryable ?? (failed && (kind === "ServerError" || kind === "RateLimited")),
       message: `${kind}${status === undefined ? "" : ` (${status})`}: ${detail}${hint && !detail.includes(hint) ? `; ${hint}` : ""}`
     }
   }

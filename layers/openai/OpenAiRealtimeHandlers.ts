@@ -214,7 +214,8 @@ export const makeHandler = (ctx: HandlerContext) => {
             responseId: r.id,
             status,
             usage: r.usage ? { inputTokens: r.usage.input_tokens ?? 0, outputTokens: r.usage.output_tokens ?? 0 } : undefined,
-            error: error ? error.message ?? error.code ?? error.type ?? "failed" : undefined
+            error: error ? error.message ?? error.code ?? error.type ?? "failed" : undefined,
+            errorCode: error ? error.code ?? error.type ?? undefined : undefined
           })
           return true
         }

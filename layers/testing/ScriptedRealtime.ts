@@ -223,7 +223,13 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               const n = ++responsesStarted
               const drops = options.dropConnection?.(n) ?? false
               const fails = !drops && (options.failResponse?.(n) ?? false)
-              const failed = emit({ _tag: "ResponseDone", responseId, status: "failed", error: "server_error: The server had an error while processing your request." })
+              const failed = emit({
+                _tag: "ResponseDone",
+                responseId,
+                status: "failed",
+                error: "The server had an error while processing your request.",
+                errorCode: "server_error"
+              })
               const reply = answer.reply
               if (!reply) {
                 return yield* emit({ _tag: "ResponseDone", responseId, status: "failed", error: "no scripted response" })

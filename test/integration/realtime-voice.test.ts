@@ -121,6 +121,28 @@ describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)"
       )
     }).pipe(Effect.scoped), 30_000)
 
+  it.live("rule 12: a response the server fails is one error event that says why (ServerError, retryable); the next turn is answered", () =>
+    Effect.gen(function*() {
+      let answers = 0
+      const mock = yield* OpenAIRealtimeMock.make({
+        script: () => (++answers === 1 ? Plan.fail("server_error") : Plan.say("Here I am."))
+      })
+      yield* Effect.gen(function*() {
+        const session = yield* AgentSession.start({ agent: Agent.make({ name: "voice", instructions: "You answer by voice." }) })
+        const failed = yield* session.run("hello").pipe(Effect.timeout("20 seconds"), Effect.flip)
+        assert.strictEqual(failed._tag, "TurnFailed")
+        const errors = (yield* session.eventLog).flatMap((e) => (e.type === "error" ? [e] : []))
+        assert.strictEqual(errors.length, 1)
+        assert.deepInclude(errors[0]!, { source: "model", agent: "voice", reason: "ServerError", retryable: true, recoverable: true })
+        const next = yield* session.run("are you there").pipe(Effect.timeout("20 seconds"))
+        next.expect.containsMessage({ agent: "voice", content: "Here I am." })
+        assert.strictEqual(mock.connectionCount(), 1)
+      }).pipe(
+        Effect.provide(Layer.mergeAll(OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice") }), TextCapture.layer)),
+        Effect.scoped
+      )
+    }).pipe(Effect.scoped), 30_000)
+
   it.live("barge-in: the user speaking over the answer cuts it; history keeps what was played; the next turn is answered", () =>
     Effect.gen(function*() {
       let turns = 0

@@ -203,7 +203,7 @@ const expectedError = (ctx: Ctx, e: Extract<SessionEvent, { type: "error" }>): b
     // A reply asks again once per step when its connection breaks; a second break fails it.
     if (rt.dropEvery !== undefined && /the connection left \S+ \(dropped\)/.test(e.message)) return true
     // A response the server failed fails its reply (no retry: a server error may repeat).
-    if (rt.failEvery !== undefined && /server_error: The server had an error/.test(e.message)) return true
+    if (rt.failEvery !== undefined && /^ServerError: The server had an error/.test(e.message)) return true
   }
   const spec = e.agent ? ctx.specs.get(e.agent) : undefined
   if (!spec) return false

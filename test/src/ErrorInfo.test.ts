@@ -8,6 +8,7 @@ import { Cause, Effect, Layer, Redacted } from "effect"
 import { AiError } from "effect/ai"
 import { FetchHttpClient } from "effect/http"
 import { OpenAiChat } from "../../layers/openai/OpenAiChat.ts"
+import { RealtimeError } from "../../services/RealtimeModel.ts"
 import * as ErrorInfo from "../../src/ErrorInfo.ts"
 import { Agent, AgentSession } from "../../src/index.ts"
 import * as MockChat from "../layers/openai/MockChatServer.ts"
@@ -28,6 +29,16 @@ describe("ErrorInfo", () => {
     const network = ErrorInfo.fromError(ai(new AiError.NetworkError({ reason: "TransportError", method: "POST", url: "http://x", description: "ECONNREFUSED" })))
     assert.deepInclude(network, { reason: "Transport", retryable: true })
     assert.deepInclude(ErrorInfo.fromCause(Cause.die(new Error("plain\nmore"))), { reason: "Unknown", message: "plain" })
+  })
+
+  it("reads a realtime response the server failed by its code", () => {
+    const failed = (code?: string) => ErrorInfo.fromError(new RealtimeError({ reason: "failed", message: "The server had an error.", ...(code ? { code } : {}) }))
+    assert.deepInclude(failed("server_error"), { reason: "ServerError", retryable: true, message: "ServerError: The server had an error." })
+    assert.deepInclude(failed("inference_rate_limit_exceeded"), { reason: "RateLimited", retryable: true })
+    assert.deepInclude(failed("insufficient_quota"), { reason: "QuotaExhausted", retryable: false })
+    assert.deepInclude(failed(), { reason: "ServerError", retryable: true })
+    // other realtime reasons keep their reading
+    assert.deepInclude(ErrorInfo.fromError(new RealtimeError({ reason: "closed", message: "gone" })), { reason: "Transport" })
   })
 
   it.live("a 401 from the chat server becomes one error event: InvalidKey, 401, not retryable, no stack", () =>

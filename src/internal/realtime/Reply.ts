@@ -158,7 +158,9 @@ const play = (
             case "ResponseDone":
               meter.usage(event.usage)
               return event.status === "failed"
-                ? Effect.fail(new RealtimeError({ reason: "protocol", message: event.error ?? "the response failed" }))
+                ? Effect.fail(
+                  new RealtimeError({ reason: "failed", message: event.error ?? "the response failed", ...(event.errorCode ? { code: event.errorCode } : {}) })
+                )
                 : Effect.void
             default:
               return Effect.void
