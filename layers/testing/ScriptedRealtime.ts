@@ -107,6 +107,12 @@ export interface Options {
    */
   readonly failResponse?: (n: number) => boolean
   /**
+   * The nth response request (counted over the model's life, from 1) is never answered: the
+   * server stays busy with it for ever, as a hung one does (a later request on that connection
+   * is taken for it, and never answered either).
+   */
+  readonly stallResponse?: (n: number) => boolean
+  /**
    * Whether the server reports the user's speech start and stop (OpenAI does; Gemini only says
    * `interrupted` when the user talks over an answer). Default true.
    */
@@ -135,6 +141,7 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
       const connections: Array<ConnectionRecord> = []
       let updates = 0
       let responsesStarted = 0
+      let requests = 0
       let ids = 0
       const nextId = (prefix: string) => `${prefix}_${++ids}`
 
@@ -339,6 +346,11 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
                   }
                   const id = nextId("resp")
                   current = { id, started: false }
+                  if (options.stallResponse?.(++requests)) {
+                    log("stalled", id)
+                    response = yield* Effect.never.pipe(Effect.forkIn(scope))
+                    return
+                  }
                   const answer = yield* respond(opts?.instructions, opts?.toolChoice)
                   response = yield* stream(id, answer).pipe(Effect.forkIn(scope))
                 })

@@ -204,6 +204,8 @@ const expectedError = (ctx: Ctx, e: Extract<SessionEvent, { type: "error" }>): b
     if (rt.dropEvery !== undefined && /the connection left \S+ \(dropped\)/.test(e.message)) return true
     // A response the server failed fails its reply (no retry: a server error may repeat).
     if (rt.failEvery !== undefined && /^ServerError: The server had an error/.test(e.message)) return true
+    // A request a hung server never answers fails its reply after the timeout.
+    if (rt.stallEvery !== undefined && /^Timeout: no response from the realtime model within/.test(e.message)) return true
   }
   const spec = e.agent ? ctx.specs.get(e.agent) : undefined
   if (!spec) return false

@@ -19,7 +19,7 @@ const holderAt = (ctx: Ctx, seq: number): string | undefined => {
  * Rule 7: every response is generated with the configuration of the agent that asked for it (the
  * connection was updated, or opened, for it first); a model whose instructions are fixed never
  * serves two agents on one connection; a model that can change everything keeps one connection
- * for the whole session unless an update failed (fallback) or a connection dropped; no
+ * for the whole session unless an update failed (fallback) or a connection dropped or hung; no
  * connection outlives the session.
  */
 export const checkRealtimeReuse = (ctx: Ctx): Array<Violation> => {
@@ -40,8 +40,9 @@ export const checkRealtimeReuse = (ctx: Ctx): Array<Violation> => {
     }
     if (!c.closed) out.push(v("rule 11", `realtime connection ${c.id} is still open after close`))
   }
-  // One connection, and one more for each that dropped (a lost socket is not a choice).
-  const allowed = 1 + connections.filter((c) => c.ops.some((op) => op.op === "dropped")).length
+  // One connection, and one more for each that dropped or hung (a lost socket or a server that
+  // stopped answering is not a choice).
+  const allowed = 1 + connections.filter((c) => c.ops.some((op) => op.op === "dropped" || op.op === "stalled")).length
   if (spec.capabilities === "openai" && !spec.rejectEvery && connections.length > allowed) {
     out.push(v("rule 7", `${connections.length} realtime connections were opened where ${allowed} could have moved from agent to agent`))
   }

@@ -307,9 +307,17 @@ const realtime = (root: Prng, s: Scenario): Scenario => {
   // Responses the server fails (a server error mid-answer): a fork of their own too.
   const failing = root.fork("response-fail-1")
   const failEvery = failing.chance(0.15) ? failing.int(2, 6) : undefined
+  // Requests a hung server never answers: a fork of their own too.
+  const hangs = root.fork("stall-1")
+  const stallEvery = hangs.chance(0.1) ? hangs.int(2, 6) : undefined
   return voice(root, {
     ...withRealtime,
-    realtime: { ...withRealtime.realtime!, ...(dropEvery !== undefined ? { dropEvery } : {}), ...(failEvery !== undefined ? { failEvery } : {}) }
+    realtime: {
+      ...withRealtime.realtime!,
+      ...(dropEvery !== undefined ? { dropEvery } : {}),
+      ...(failEvery !== undefined ? { failEvery } : {}),
+      ...(stallEvery !== undefined ? { stallEvery } : {})
+    }
   })
 }
 

@@ -179,6 +179,7 @@ const realtimeLayer = (scenario: Scenario, built: Built) => {
     ...(spec.untranscribedEvery ? { untranscribable: (text: string) => inputNumber(text) % spec.untranscribedEvery! === 0 } : {}),
     ...(spec.dropEvery ? { dropConnection: (n: number) => n % spec.dropEvery! === 0 } : {}),
     ...(spec.failEvery ? { failResponse: (n: number) => n % spec.failEvery! === 0 } : {}),
+    ...(spec.stallEvery ? { stallResponse: (n: number) => n % spec.stallEvery! === 0 } : {}),
     speechEvents: spec.capabilities === "openai"
   })
 }

@@ -132,6 +132,8 @@ export interface RealtimeSpec {
   readonly dropEvery?: number | undefined
   /** Every n-th response fails on the server after its first text (status `failed`). */
   readonly failEvery?: number | undefined
+  /** Every n-th response request is never answered (a hung server). */
+  readonly stallEvery?: number | undefined
 }
 
 /** Agents listen and speak through the cascaded voice pipeline with scripted engines (Cascade.ts). */
@@ -238,7 +240,7 @@ export const format = (s: Scenario): string => {
       r.transcriptMs !== undefined ? ` transcript +${r.transcriptMs}ms` : ""
     }${r.untranscribedEvery ? ` untranscribed every ${r.untranscribedEvery}th input` : ""}${
       r.dropEvery ? ` connection drops in every ${r.dropEvery}th response` : ""
-    }${r.failEvery ? ` every ${r.failEvery}th response fails` : ""}`)
+    }${r.failEvery ? ` every ${r.failEvery}th response fails` : ""}${r.stallEvery ? ` every ${r.stallEvery}th request hangs` : ""}`)
   }
   if (s.cascade) {
     const c = s.cascade
@@ -272,6 +274,6 @@ export const size = (s: Scenario): number =>
   [...s.agents, ...s.tasks].reduce((n, a) => n + agentSize(a), 0) + s.groups.length * 5 + (s.sessionTools?.length ?? 0) * 3 +
   (s.cascade ? 3 + (s.cascade.sttFailEvery ? 1 : 0) + (s.cascade.sttDropEvery ? 1 : 0) + (s.cascade.ttsFailEvery ? 1 : 0) + (s.cascade.ttsDelay > 0 ? 1 : 0) + (s.cascade.sttDelay > 0 ? 1 : 0) : 0) +
   (s.realtime ? 3 + (s.realtime.ackDelay > 0 ? 1 : 0) + (s.realtime.responseDelay > 0 ? 1 : 0) + (s.realtime.rejectEvery ? 1 : 0) + (s.realtime.transcriptMs !== undefined ? 1 : 0) + (s.realtime.untranscribedEvery ? 1 : 0) +
-      (s.realtime.dropEvery ? 1 : 0) + (s.realtime.failEvery ? 1 : 0) : 0) +
+      (s.realtime.dropEvery ? 1 : 0) + (s.realtime.failEvery ? 1 : 0) + (s.realtime.stallEvery ? 1 : 0) : 0) +
   s.timeline.reduce((n, a) => n + 4 + (a.after > 0 ? 1 : 0), 0) +
   Object.values(s.responses).reduce((n, t) => n + [...t.user, ...t.tool, ...t.other].reduce((m, r) => m + responseSize(r), 0), 0)

@@ -76,6 +76,10 @@ export function* candidates(s: Scenario): Generator<Scenario> {
       const { transcriptMs: _, ...before } = rt
       yield { ...s, realtime: before }
     }
+    if (rt.stallEvery !== undefined) {
+      const { stallEvery: _, ...answering } = rt
+      yield { ...s, realtime: answering }
+    }
     if (rt.failEvery !== undefined) {
       const { failEvery: _, ...sound } = rt
       yield { ...s, realtime: sound }

@@ -2,7 +2,7 @@
  * The realtime path (rules 2, 4, 6, 7, 8; seeds 000 and 001) on an in-memory realtime model.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Clock, Effect, Layer, Schema } from "effect"
 import { drive } from "../../layers/testing/Drive.ts"
 import * as ScriptedRealtime from "../../layers/testing/ScriptedRealtime.ts"
 import * as TextCapture from "../../layers/testing/TextCapture.ts"
@@ -191,6 +191,30 @@ describe("realtime", () => {
       assert.strictEqual(session.realtime()?.open, 1)
       assert.strictEqual(Diagnostics.snapshot().fibers, before)
     }).pipe(Effect.provide(realtime({ dropConnection: (n) => n === 2 })))
+  })
+
+  it.effect("rule 12: a server that never answers: the reply fails after the timeout, the connection is given up, the next turn is answered on a fresh one at once", () => {
+    const agent = Agent.make({ name: "talker", instructions: "You talk." })
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const session = yield* AgentSession.start({ agent })
+      yield* drive(session.run("hello"))
+      // The server takes the second request and never starts a response.
+      const failed = yield* drive(session.run("hello again").pipe(Effect.flip))
+      assert.strictEqual(failed._tag, "TurnFailed")
+      const errors = (yield* session.eventLog).flatMap((e) => (e.type === "error" ? [e] : []))
+      assert.strictEqual(errors.length, 1)
+      assert.deepInclude(errors[0]!, { source: "model", reason: "Timeout", recoverable: true })
+      const before = yield* Clock.currentTimeMillis
+      const next = yield* drive(session.run("hello once more"))
+      next.expect.containsMessage({ agent: "talker", content: "Hello!" })
+      // No wait for the hung server to be idle (settling waits up to 3 s).
+      assert.isBelow((yield* Clock.currentTimeMillis) - before, 1000)
+      assert.strictEqual(rt.connections.length, 2)
+      assert.isTrue(rt.connections[0]!.closed)
+      const moves = (yield* session.eventLog).flatMap((e) => (e.type === "realtime_connection" ? [`${e.action} ${e.connectionId}`] : []))
+      assert.deepStrictEqual(moves, [`opened ${rt.connections[0]!.id}`, `fell_back ${rt.connections[0]!.id}`, `opened ${rt.connections[1]!.id}`])
+    }).pipe(Effect.provide(realtime({ stallResponse: (n) => n === 2 })))
   })
 
   it.effect("rule 8: interrupting a realtime reply cancels it and truncates at the audio played", () => {

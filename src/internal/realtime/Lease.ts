@@ -74,6 +74,13 @@ export interface Lease {
   readonly pushAudio: (pcm: Uint8Array) => Effect.Effect<void, RealtimeError>
   readonly commitAudio: Effect.Effect<void, RealtimeError>
   readonly clearAudio: Effect.Effect<void, RealtimeError>
+  /**
+   * Gives the connection up: the server did not answer a request in time, so what it holds and
+   * is doing are unknown (a response it may still be stuck on would make every later request
+   * wait). It is closed, and the holder's next request opens a fresh one, re-seeded (a
+   * fallback, reported with it).
+   */
+  readonly giveUp: (why: string) => Effect.Effect<void>
 }
 
 /** The responses of one connection, as far as this side knows them. */

@@ -312,7 +312,17 @@ const leaseOn = (
     truncate: (itemId, audioEndMs) => guard(() => connection.truncate(itemId, audioEndMs)),
     pushAudio: (pcm) => guard(() => connection.pushAudio(pcm)),
     commitAudio: guard(() => connection.commitAudio),
-    clearAudio: guard(() => connection.clearAudio)
+    clearAudio: guard(() => connection.clearAudio),
+    giveUp: (why) =>
+      Effect.suspend(() => {
+        if (revokedReason || entry.broken) return Effect.void
+        entry.broken = true
+        lease.revoke("fallback")
+        state.entries.delete(entry)
+        return Effect.logDebug(`realtime connection ${connection.id} given up (${why})`).pipe(
+          Effect.andThen(Scope.close(entry.scope, Exit.void).pipe(Effect.forkIn(state.config.parent)))
+        )
+      })
   }
   entry.lease = lease
   const broken = state.fellBack.get(owner)

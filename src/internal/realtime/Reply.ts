@@ -59,14 +59,14 @@ const request = (
       // The session began closing while the connection was being acquired (seed 602931): no
       // model request after that (rule 11).
       if (actor.core.closed()) return yield* Effect.interrupt
-      if (answersByItself && held === current) return { lease: held, queue: yield* awaitStart(started) }
+      if (answersByItself && held === current) return { lease: held, queue: yield* awaitStart(held, started) }
       ticket = held.ticket()
       binding.waiting.set(ticket, started)
       yield* held.createResponse({
         ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
         ...(options.toolChoice !== undefined ? { toolChoice: options.toolChoice } : {})
       }, ticket).pipe(Effect.provideService(ModelCall, { agent: actor.name, speechId: options.speechId }))
-      return { lease: held, queue: yield* awaitStart(started) }
+      return { lease: held, queue: yield* awaitStart(held, started) }
     }).pipe(
       // Cut or failed before it started (the user spoke): its response, if it comes, is
       // cancelled and reaches no one, and the next one is not taken for it.
@@ -91,13 +91,17 @@ const request = (
     Effect.catchIf((error) => error.reason === "revoked" && !actor.holdsFloor(), () => Effect.interrupt)
   )
 
-/** The response's start, within `RealtimeResponseTimeout` (a server that never answers ends the reply). */
-const awaitStart = (started: Deferred.Deferred<ResponseQueue, RealtimeError>) =>
+/** The response's start, within `RealtimeResponseTimeout`: a server that never answers ends the
+ * reply, and its connection is given up (the next request opens a fresh one). */
+const awaitStart = (held: Lease, started: Deferred.Deferred<ResponseQueue, RealtimeError>) =>
   Effect.flatMap(Effect.service(RealtimeResponseTimeout), (limit) =>
     Deferred.await(started).pipe(
       Effect.timeoutOrElse({
         duration: limit,
-        orElse: () => Effect.fail(new RealtimeError({ reason: "timeout", message: `no response from the realtime model within ${Duration.format(Duration.fromInputUnsafe(limit))}` }))
+        orElse: () => {
+          const message = `no response from the realtime model within ${Duration.format(Duration.fromInputUnsafe(limit))}`
+          return Effect.andThen(held.giveUp(message), Effect.fail(new RealtimeError({ reason: "timeout", message })))
+        }
       })
     ))
 
