@@ -32,6 +32,7 @@
 import { Config, ConfigProvider, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { type RealtimeCapabilities, RealtimeModel } from "../../services/RealtimeModel.ts"
 import { connectOpenAi, type ConnectionSettings } from "./OpenAiRealtimeConnection.ts"
+import { defaultKeepAlive, type KeepAlive } from "./RealtimeSocket.ts"
 
 export const DEFAULT_MODEL = "gpt-realtime"
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -75,6 +76,12 @@ export interface Options {
   readonly ackTimeout?: Duration.Input | undefined
   /** Handshake timeout (socket open + `session.created`). Default 10 s. */
   readonly connectTimeout?: Duration.Input | undefined
+  /**
+   * Liveness pings: every `interval`, and a connection whose server answered neither the ping
+   * nor anything else within `timeout` is dropped (a half-open connection), so the reply on it
+   * asks again on a fresh one. Default every 10 s, 10 s to answer.
+   */
+  readonly keepAlive?: KeepAlive | undefined
   /** Reconnect and re-seed on `session_expired`. Default true. */
   readonly reconnectOnExpiry?: boolean | undefined
   /** Connection attempts per reconnection. Default 3. */
@@ -158,6 +165,7 @@ export const settingsFrom = (options: Options): ConnectionSettings => {
     capabilities: CAPABILITIES,
     ackTimeout: Duration.fromInputUnsafe(options.ackTimeout ?? "5 seconds"),
     connectTimeout: Duration.fromInputUnsafe(options.connectTimeout ?? "10 seconds"),
+    keepAlive: options.keepAlive ?? defaultKeepAlive,
     reconnectOnExpiry: options.reconnectOnExpiry ?? true,
     reconnectAttempts: Math.max(1, Math.floor(options.reconnectAttempts ?? 3))
   }

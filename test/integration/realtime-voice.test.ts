@@ -4,7 +4,7 @@
  * transcribes it and answers by itself; baton records the user's words and plays the answer.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Fiber, Layer, Redacted } from "effect"
 import { GeminiLive } from "../../layers/google/GeminiLive.ts"
 import { OpenAiRealtime } from "../../layers/openai/OpenAiRealtime.ts"
 import * as TextCapture from "../../layers/testing/TextCapture.ts"
@@ -117,6 +117,38 @@ describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)"
         assert.isTrue(errors[0]!.recoverable)
       }).pipe(
         Effect.provide(Layer.mergeAll(OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice") }), TextCapture.layer)),
+        Effect.scoped
+      )
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("rule 12: a half-open connection (the server goes silent, pongs too) is found by its pings and dropped; the answer is asked again on a fresh one, whose pings are answered", () =>
+    Effect.gen(function*() {
+      const mock = yield* OpenAIRealtimeMock.make({
+        script: (c) => (c.connection === 0 ? Plan.say(STORY, { deltaIntervalMs: 40 }) : Plan.say("Sorry, the line dropped. Once upon a time."))
+      })
+      yield* Effect.gen(function*() {
+        const text = yield* TextCapture.TextCapture
+        const session = yield* AgentSession.start({ agent: Agent.make({ name: "voice", instructions: "You answer by voice." }) })
+        const answered = yield* session.run("tell me a story").pipe(Effect.timeout("20 seconds"), Effect.forkScoped)
+        yield* until(() => text.textOf("voice").includes("upon"))
+        const first = yield* mock.awaitConnection(0)
+        yield* first.mute
+        const result = yield* Fiber.join(answered)
+        result.expect.containsMessage({ agent: "voice", content: "Sorry, the line dropped. Once upon a time." })
+        assert.strictEqual(mock.connectionCount(), 2)
+        const moves = (yield* session.eventLog).flatMap((e) => (e.type === "realtime_connection" ? [e.action] : []))
+        assert.deepStrictEqual(moves, ["opened", "dropped", "opened"])
+        // The fresh connection answers its pings: it is kept.
+        const second = yield* mock.awaitConnection(1)
+        yield* Effect.sleep("600 millis")
+        assert.isAtLeast(second.pings(), 3)
+        assert.isTrue(second.isOpen())
+        assert.strictEqual(session.realtime()?.opened, 2)
+      }).pipe(
+        Effect.provide(Layer.mergeAll(
+          OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice"), keepAlive: { interval: "100 millis", timeout: "150 millis" } }),
+          TextCapture.layer
+        )),
         Effect.scoped
       )
     }).pipe(Effect.scoped), 30_000)

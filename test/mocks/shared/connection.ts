@@ -92,6 +92,8 @@ export class MockConnection<E, R, A> {
   closeInfo: CloseInfo | undefined
   /** When set, inbound frames are recorded but never processed (a half-open server). */
   muted = false
+  /** Liveness pings the client sent (answered with a pong unless muted). */
+  pings = 0
   private session: ProtocolSession<E, R, A> | undefined
   private readonly ws: WebSocket
   private readonly settings: ConnectionSettings<E, R, A>
@@ -110,6 +112,10 @@ export class MockConnection<E, R, A> {
   attach(session: ProtocolSession<E, R, A>): void {
     this.session = session
     this.ws.on("message", (data, isBinary) => this.onMessage(rawToBuffer(data), isBinary))
+    this.ws.on("ping", (data) => {
+      this.pings++
+      if (!this.muted) this.ws.pong(data)
+    })
     this.ws.on("close", (code, reason) => this.onSocketClose(code, reason.toString("utf8")))
     this.ws.on("error", () => {})
   }
@@ -137,6 +143,8 @@ export class MockConnection<E, R, A> {
   /** Sends one protocol message. Returns `false` if the socket is no longer open. */
   send(message: object): boolean {
     if (!this.isOpen) return false
+    // Half-open: what the server writes never reaches the client.
+    if (this.muted) return true
     const prepared = this.protocol.prepareOutgoing(message)
     const text = JSON.stringify(prepared)
     const binary = this.settings.frameEncoding === "binary"
@@ -151,6 +159,7 @@ export class MockConnection<E, R, A> {
   /** Sends a frame verbatim (no `event_id`, no noise accounting). */
   sendRaw(data: string | Uint8Array, binary = typeof data !== "string", noise = false): boolean {
     if (!this.isOpen) return false
+    if (this.muted) return true
     const buf = typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data)
     this.ws.send(binary ? buf : buf.toString("utf8"), { binary })
     let json: unknown = undefined

@@ -105,8 +105,11 @@ export interface ConnectionHandle<E, R, A> {
   readonly close: (code?: number, reason?: string) => Effect.Effect<void>
   /** Drops the TCP connection without a close frame. */
   readonly terminate: Effect.Effect<void>
-  /** From now on the server records client frames but never answers (half-open). */
+  /** From now on nothing reaches the client (no frame, no pong) and client frames are recorded
+   * but not answered: a half-open connection. */
   readonly mute: Effect.Effect<void>
+  /** Liveness pings the client sent so far. */
+  readonly pings: () => number
 }
 
 const findFrame = (frames: ReadonlyArray<RecordedFrame>, match: FrameMatcher, fromSeq: number) =>
@@ -152,6 +155,7 @@ export const makeConnectionHandle = <E, R, A>(
   sendNoise: (kind) => Effect.sync(() => conn.sendNoise(kind)),
   close: (code, reason) => Effect.sync(() => conn.close(code, reason)),
   terminate: Effect.sync(() => conn.terminate()),
+  pings: () => conn.pings,
   mute: Effect.sync(() => {
     conn.muted = true
   })

@@ -81,6 +81,8 @@ export class MockServer<E, R, A> {
     this.globalTriggers = new RuleList(options.triggers ?? [], 1)
     this.wss = new WebSocketServer({
       noServer: true,
+      // Pongs are the connection's to send: a muted (half-open) one sends none.
+      autoPong: false,
       handleProtocols: (protocols) => spec.selectProtocol?.([...protocols]) ?? false
     })
     this.http = createServer((_req, res) => {
