@@ -14,6 +14,7 @@ import { type Cause, Config, Duration, Effect, Exit, Layer, Option, Queue, Redac
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import { Tts, type TtsOptions, type TtsService } from "../../services/Tts.ts"
 import { VoiceError } from "../../services/VoiceError.ts"
+import type { Liveness } from "../shared/Liveness.ts"
 import * as VoiceSocket from "../shared/VoiceSocket.ts"
 
 export interface CartesiaTtsOptions {
@@ -31,6 +32,11 @@ export interface CartesiaTtsOptions {
   readonly version?: string | undefined
   /** Longest wait for the next chunk. Default 5 s. */
   readonly chunkTimeout?: Duration.Input | undefined
+  /**
+   * Liveness pings of the socket: one that answered neither a ping nor anything else within
+   * `timeout` is dropped (a half-open connection). Default every 10 s, 10 s to answer.
+   */
+  readonly liveness?: Liveness | undefined
 }
 
 export const defaultBaseUrl = "wss://api.cartesia.ai/tts/websocket"
@@ -117,7 +123,8 @@ const openConnection = (options: CartesiaTtsOptions, rate: number, layerScope: S
       source: "tts",
       provider: "Cartesia",
       url: options.baseUrl ?? defaultBaseUrl,
-      headers: { "X-API-Key": Redacted.value(options.apiKey), "Cartesia-Version": options.version ?? "2025-04-16" }
+      headers: { "X-API-Key": Redacted.value(options.apiKey), "Cartesia-Version": options.version ?? "2025-04-16" },
+      liveness: options.liveness
     }).pipe(Scope.provide(scope), Effect.onError(() => Scope.close(scope, Exit.void)))
     const connection: Connection = { socket, routes: new Map(), scope, alive: true }
     yield* Effect.forkIn(readFrames(connection, rate), scope)

@@ -15,6 +15,7 @@ import { type Cause, Config, Deferred, Duration, Effect, Layer, Option, Queue, R
 import type * as AudioFrame from "../../services/AudioFrame.ts"
 import { Stt, type SttEvent, type SttOptions, type SttService } from "../../services/Stt.ts"
 import { VoiceError } from "../../services/VoiceError.ts"
+import type { Liveness } from "../shared/Liveness.ts"
 import * as VoiceSocket from "../shared/VoiceSocket.ts"
 
 export interface DeepgramSttOptions {
@@ -27,6 +28,11 @@ export interface DeepgramSttOptions {
   readonly keepAliveMs?: number | undefined
   /** How long `endUtterance` waits for the finalized result. Default 3 s. */
   readonly finalizeTimeout?: Duration.Input | undefined
+  /**
+   * Liveness pings of the socket: one that answered neither a ping nor anything else within
+   * `timeout` is dropped (a half-open connection). Default every 10 s, 10 s to answer.
+   */
+  readonly liveness?: Liveness | undefined
 }
 
 export const defaultBaseUrl = "wss://api.deepgram.com/v1/listen"
@@ -57,11 +63,11 @@ const urlOf = (options: DeepgramSttOptions, language: string | undefined) => {
   return url.toString()
 }
 
-/** A close the client did not ask for, as an error. */
+/** A close the client did not ask for, as an error (1006: the connection was lost, no close frame). */
 const closeError = (code: number, reason: string) =>
   new VoiceError({
     source: "stt",
-    reason: reason.startsWith("DATA-") ? "InvalidAudio" : reason.startsWith("NET-") ? "Transport" : "ProviderError",
+    reason: reason.startsWith("DATA-") ? "InvalidAudio" : code === 1006 || reason.startsWith("NET-") ? "Transport" : "ProviderError",
     status: code,
     description: `Deepgram closed the stream (${code}${reason === "" ? "" : ` ${reason}`})${
       reason === "NET-0001" ? ": no audio or KeepAlive for 10 s" : ""
@@ -173,7 +179,8 @@ export const make = (options: DeepgramSttOptions): SttService => ({
       source: "stt",
       provider: "Deepgram",
       url: urlOf(options, streamOptions?.language),
-      headers: { Authorization: `Token ${Redacted.value(options.apiKey)}` }
+      headers: { Authorization: `Token ${Redacted.value(options.apiKey)}` },
+      liveness: options.liveness
     })
     const state: State = {
       socket,

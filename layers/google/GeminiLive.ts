@@ -33,7 +33,7 @@
 import { Config, ConfigProvider, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { type RealtimeCapabilities, RealtimeModel } from "../../services/RealtimeModel.ts"
 import { connectGemini, type GeminiSettings } from "./GeminiLiveConnection.ts"
-import { defaultKeepAlive, type KeepAlive } from "../openai/RealtimeSocket.ts"
+import { defaultLiveness, type Liveness } from "../openai/RealtimeSocket.ts"
 
 export const DEFAULT_MODEL = "gemini-2.5-flash-native-audio-preview-12-2025"
 export const DEFAULT_URL =
@@ -62,7 +62,7 @@ export interface Options {
    * nor anything else within `timeout` is dropped (a half-open connection), so the reply on it
    * asks again on a fresh one. Default every 10 s, 10 s to answer.
    */
-  readonly keepAlive?: KeepAlive | undefined
+  readonly liveness?: Liveness | undefined
   /** Socket attempts when moving after a `goAway`. Default 3. */
   readonly reconnectAttempts?: number | undefined
   /** Start moving at the latest this long before the announced close. Default 1 s. */
@@ -125,7 +125,7 @@ export const settingsFrom = (options: Options): GeminiSettings => {
     capabilities: capabilitiesFor(options),
     ackTimeout: Duration.fromInputUnsafe(options.ackTimeout ?? "5 seconds"),
     connectTimeout: Duration.fromInputUnsafe(options.connectTimeout ?? "10 seconds"),
-    keepAlive: options.keepAlive ?? defaultKeepAlive,
+    liveness: options.liveness ?? defaultLiveness,
     reconnectAttempts: Math.max(1, Math.floor(options.reconnectAttempts ?? 3)),
     goAwayMargin: Duration.fromInputUnsafe(options.goAwayMargin ?? "1 second")
   }

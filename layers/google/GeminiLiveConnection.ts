@@ -23,7 +23,7 @@ import {
   type RealtimeSessionConfig
 } from "../../services/RealtimeModel.ts"
 import { writtenAck } from "../openai/RealtimeAcks.ts"
-import { type Frame, type KeepAlive, openSocket, type RealtimeSocket } from "../openai/RealtimeSocket.ts"
+import { type Frame, type Liveness, openSocket, type RealtimeSocket } from "../openai/RealtimeSocket.ts"
 import { entryOf, GeminiHistory } from "./GeminiHistory.ts"
 import { type LiveSocket, makeHandler, makeHandlerState } from "./GeminiLiveHandlers.ts"
 import { ClientMessages, type Content, decodeServerFrame, functionResponse } from "./GeminiWire.ts"
@@ -39,7 +39,7 @@ export interface GeminiSettings {
   readonly capabilities: RealtimeConnection["capabilities"]
   readonly ackTimeout: Duration.Duration
   readonly connectTimeout: Duration.Duration
-  readonly keepAlive: KeepAlive
+  readonly liveness: Liveness
   readonly reconnectAttempts: number
   /** How long before the announced close the switch must start, at the latest. */
   readonly goAwayMargin: Duration.Duration
@@ -111,7 +111,7 @@ export const connectGemini = Effect.fn("GeminiLive.connect")(function*(
     Effect.gen(function*() {
       const socketScope = yield* Scope.fork(scope)
       return yield* Effect.gen(function*() {
-        const socket = yield* openSocket({ url: settings.url, openTimeout: settings.connectTimeout, keepAlive: settings.keepAlive }).pipe(Scope.provide(socketScope))
+        const socket = yield* openSocket({ url: settings.url, openTimeout: settings.connectTimeout, liveness: settings.liveness }).pipe(Scope.provide(socketScope))
         const live: Live = {
           socket,
           scope: socketScope,

@@ -1,4 +1,4 @@
 /** Google's Gemini Live speech-to-speech model as a `RealtimeModel` layer (`GeminiLive.layer`, `GeminiLive.layerConfig`). */
 export { GeminiLive } from "./GeminiLive.ts"
 export type { Info as GeminiLiveInfo, Options as GeminiLiveOptions } from "./GeminiLive.ts"
-export type { KeepAlive } from "../openai/RealtimeSocket.ts"
+export type { Liveness } from "../openai/RealtimeSocket.ts"

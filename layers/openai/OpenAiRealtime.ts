@@ -32,7 +32,7 @@
 import { Config, ConfigProvider, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { type RealtimeCapabilities, RealtimeModel } from "../../services/RealtimeModel.ts"
 import { connectOpenAi, type ConnectionSettings } from "./OpenAiRealtimeConnection.ts"
-import { defaultKeepAlive, type KeepAlive } from "./RealtimeSocket.ts"
+import { defaultLiveness, type Liveness } from "./RealtimeSocket.ts"
 
 export const DEFAULT_MODEL = "gpt-realtime"
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -81,7 +81,7 @@ export interface Options {
    * nor anything else within `timeout` is dropped (a half-open connection), so the reply on it
    * asks again on a fresh one. Default every 10 s, 10 s to answer.
    */
-  readonly keepAlive?: KeepAlive | undefined
+  readonly liveness?: Liveness | undefined
   /** Reconnect and re-seed on `session_expired`. Default true. */
   readonly reconnectOnExpiry?: boolean | undefined
   /** Connection attempts per reconnection. Default 3. */
@@ -165,7 +165,7 @@ export const settingsFrom = (options: Options): ConnectionSettings => {
     capabilities: CAPABILITIES,
     ackTimeout: Duration.fromInputUnsafe(options.ackTimeout ?? "5 seconds"),
     connectTimeout: Duration.fromInputUnsafe(options.connectTimeout ?? "10 seconds"),
-    keepAlive: options.keepAlive ?? defaultKeepAlive,
+    liveness: options.liveness ?? defaultLiveness,
     reconnectOnExpiry: options.reconnectOnExpiry ?? true,
     reconnectAttempts: Math.max(1, Math.floor(options.reconnectAttempts ?? 3))
   }

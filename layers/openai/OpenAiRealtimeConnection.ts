@@ -35,7 +35,7 @@ import {
 } from "./OpenAiRealtimeHandlers.ts"
 import { ackOf, makeAckTracker, type PendingAck, writtenAck } from "./RealtimeAcks.ts"
 import { clientFromHeld, diffChatContext, heldFromClient, HeldItems, IdMap } from "./RealtimeItems.ts"
-import { type Frame, type KeepAlive, openSocket, printableUrl, type RealtimeSocket } from "./RealtimeSocket.ts"
+import { type Frame, type Liveness, openSocket, printableUrl, type RealtimeSocket } from "./RealtimeSocket.ts"
 import { type ClientItem, ClientEvents, decodeServerFrame, toolOutputText, toWireToolChoice, toWireTools } from "./RealtimeWire.ts"
 
 /** Everything a connection needs from the layer (resolved options; `headers` hold the key). */
@@ -48,7 +48,7 @@ export interface ConnectionSettings {
   readonly capabilities: RealtimeConnection["capabilities"]
   readonly ackTimeout: Duration.Duration
   readonly connectTimeout: Duration.Duration
-  readonly keepAlive: KeepAlive
+  readonly liveness: Liveness
   readonly reconnectOnExpiry: boolean
   readonly reconnectAttempts: number
 }
@@ -181,7 +181,7 @@ export const connectOpenAi = Effect.fn("OpenAiRealtime.connect")(function*(
           url: settings.url,
           headers: settings.headers,
           openTimeout: settings.connectTimeout,
-          keepAlive: settings.keepAlive
+          liveness: settings.liveness
         }).pipe(Scope.provide(socketScope))
         const live: Socket = {
           socket,

@@ -10,16 +10,15 @@
  * several frames and register their acknowledgements atomically.
  *
  * A connection that dies without a close (a NAT that forgot it, a phone that changed networks)
- * sends nothing and fails no write: left alone, a reply would wait on it for ever. So the socket
- * pings the server every `keepAlive.interval` and drops the connection (a close with code 1006,
- * as a lost TCP connection gives) when neither a pong nor any frame came within
- * `keepAlive.timeout` of a ping.
+ * would leave a reply waiting on it for ever: the socket pings the server and drops a
+ * connection that stopped answering (`../shared/Liveness.ts`).
  *
  * Never put a secret in an error message: URLs are printed without their query string.
  */
 import { Cause, Duration, Effect, Queue, type Scope } from "effect"
 import { WebSocket } from "ws"
 import { RealtimeError } from "../../services/RealtimeModel.ts"
+import { defaultLiveness, type Liveness, watch } from "../shared/Liveness.ts"
 
 /** One inbound frame, or the close (always last). */
 export type Frame =
@@ -34,15 +33,10 @@ export interface SocketOptions {
   /** Time allowed for the handshake. */
   readonly openTimeout: Duration.Input
   /** Liveness pings (default: every 10 s, the server given 10 s to answer). */
-  readonly keepAlive?: KeepAlive | undefined
+  readonly liveness?: Liveness | undefined
 }
 
-export interface KeepAlive {
-  readonly interval: Duration.Input
-  readonly timeout: Duration.Input
-}
-
-export const defaultKeepAlive: KeepAlive = { interval: "10 seconds", timeout: "10 seconds" }
+export { defaultLiveness, type Liveness } from "../shared/Liveness.ts"
 
 export interface RealtimeSocket {
   /** Process-unique number, for logs. */
@@ -64,36 +58,6 @@ export const printableUrl = (url: string): string => {
 let counter = 0
 
 const connectError = (message: string) => new RealtimeError({ reason: "connect", message })
-
-/** Pings an open socket and terminates it when the server stops answering (see the top). */
-const watch = (ws: WebSocket, keepAlive: KeepAlive) => {
-  const interval = Duration.toMillis(Duration.fromInputUnsafe(keepAlive.interval))
-  const timeout = Duration.toMillis(Duration.fromInputUnsafe(keepAlive.timeout))
-  let heard = true
-  let deadline: ReturnType<typeof setTimeout> | undefined
-  const alive = () => {
-    heard = true
-    if (deadline !== undefined) clearTimeout(deadline)
-    deadline = undefined
-  }
-  ws.on("pong", alive)
-  ws.on("message", alive)
-  const pinger = setInterval(() => {
-    if (ws.readyState !== WebSocket.OPEN || deadline !== undefined) return
-    heard = false
-    ws.ping()
-    deadline = setTimeout(() => {
-      if (!heard) ws.terminate()
-    }, timeout)
-    deadline.unref()
-  }, interval)
-  // The timers never keep the process alive on their own.
-  pinger.unref()
-  ws.once("close", () => {
-    clearInterval(pinger)
-    if (deadline !== undefined) clearTimeout(deadline)
-  })
-}
 
 /**
  * Opens a WebSocket; it is closed (code 1000) when the Scope closes. Fails with reason `connect`
@@ -143,7 +107,7 @@ export const openSocket = (options: SocketOptions): Effect.Effect<RealtimeSocket
           Effect.fail(connectError(`${where}: no handshake within ${Duration.format(Duration.fromInputUnsafe(options.openTimeout))}`))
       })
     )
-    watch(ws, options.keepAlive ?? defaultKeepAlive)
+    watch(ws, options.liveness ?? defaultLiveness)
     const socket: RealtimeSocket = {
       id: ++counter,
       frames,

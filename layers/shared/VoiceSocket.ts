@@ -8,6 +8,7 @@
 import { type Cause, Duration, Effect, Queue, type Scope } from "effect"
 import { WebSocket } from "ws"
 import { VoiceError } from "../../services/VoiceError.ts"
+import { defaultLiveness, type Liveness, watch } from "./Liveness.ts"
 
 export type Frame =
   | { readonly _tag: "Text"; readonly text: string }
@@ -28,6 +29,8 @@ export interface OpenOptions {
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
   readonly openTimeout?: Duration.Input | undefined
+  /** Liveness pings (`Liveness.ts`; default every 10 s, 10 s to answer). */
+  readonly liveness?: Liveness | undefined
 }
 
 export const printableUrl = (url: string): string => {
@@ -110,6 +113,9 @@ export const open = (options: OpenOptions): Effect.Effect<VoiceSocket, VoiceErro
           if (ws.readyState === WebSocket.OPEN) ws.close(1000)
         })
     )
+    // A connection that went silent without a close is dropped, so the stream using it fails
+    // (and is replaced) instead of waiting for ever.
+    watch(ws, options.liveness ?? defaultLiveness)
     return {
       frames,
       isOpen: () => ws.readyState === WebSocket.OPEN,

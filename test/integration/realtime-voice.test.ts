@@ -146,7 +146,7 @@ describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)"
         assert.strictEqual(session.realtime()?.opened, 2)
       }).pipe(
         Effect.provide(Layer.mergeAll(
-          OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice"), keepAlive: { interval: "100 millis", timeout: "150 millis" } }),
+          OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice"), liveness: { interval: "100 millis", timeout: "150 millis" } }),
           TextCapture.layer
         )),
         Effect.scoped

@@ -88,6 +88,22 @@ describe("DeepgramStt", () => {
       }
     }))
 
+  it.live("a connection that goes silent without closing (half-open) is found by its pings: the events fail with Transport", () =>
+    Effect.gen(function*() {
+      const mock = yield* Mock.make()
+      mock.faults.silentAfterBytes = 3200
+      const exit = yield* Effect.scoped(Effect.gen(function*() {
+        const stream = yield* sttOf(mock, { liveness: { interval: "50 millis", timeout: "100 millis" } }).stream()
+        for (const f of AudioFrame.split(AudioFrame.silence(400, 16000), 20)) yield* stream.push(f)
+        // Without the pings the events would never end: the test's own timeout would fail it.
+        return yield* stream.events.pipe(Stream.runDrain, Effect.exit)
+      }))
+      const error = failureOf(exit)
+      assert.strictEqual(error.reason, "Transport")
+      assert.include(error.message, "1006")
+      assert.isAtLeast(mock.connections[0]!.pings, 1)
+    }))
+
   it.live("KeepAlive holds an idle stream open; without it the server's NET-0001 close is reported", () =>
     Effect.gen(function*() {
       const mock = yield* Mock.make({ inactivityMs: 150 })

@@ -31,6 +31,9 @@ export interface DeepgramMockFaults {
   ignoreFinalize?: boolean | undefined
   /** Answer Finalize this late (ms). */
   finalizeDelayMs?: number | undefined
+  /** After this many audio bytes on a connection, go silent without closing (half-open): send
+   * nothing more, answer no ping, ignore what comes, never close for inactivity. */
+  silentAfterBytes?: number | undefined
 }
 
 export interface ConnectionRecord {
@@ -38,6 +41,8 @@ export interface ConnectionRecord {
   readonly authorization: string | undefined
   audioBytes: number
   readonly control: Array<string>
+  /** Liveness pings the client sent. */
+  pings: number
   closedByServer?: { readonly code: number; readonly reason: string }
 }
 
@@ -81,7 +86,8 @@ export const make = (options: DeepgramMockOptions = {}) =>
       const scripts = options.transcripts ?? ["hello from the deepgram mock"]
       let utterance = 0
       const http = createServer()
-      const wss = new WebSocketServer({ noServer: true })
+      // Pongs are each connection's to send: a silent (half-open) one sends none.
+      const wss = new WebSocketServer({ noServer: true, autoPong: false })
       http.on("upgrade", (req, socket, head) => {
         const status = faults.rejectStatus ?? (req.headers.authorization === `Token ${apiKey}` ? undefined : 401)
         if (status !== undefined) {
@@ -94,7 +100,8 @@ export const make = (options: DeepgramMockOptions = {}) =>
             query: new URL(req.url ?? "/", "http://mock").searchParams,
             authorization: req.headers.authorization,
             audioBytes: 0,
-            control: []
+            control: [],
+            pings: 0
           }
           connections.push(record)
           const bytesPerMs = Number(record.query.get("sample_rate") ?? 16000) / 500
@@ -111,8 +118,19 @@ export const make = (options: DeepgramMockOptions = {}) =>
             idle = setTimeout(() => closeWith(1011, "NET-0001"), options.inactivityMs ?? 10_000)
           }
           touch()
+          let silent = false
+          ws.on("ping", (data) => {
+            record.pings++
+            if (!silent) ws.pong(data)
+          })
           ws.on("close", () => clearTimeout(idle))
           ws.on("message", (data, isBinary) => {
+            if (silent) return
+            if (isBinary && faults.silentAfterBytes !== undefined && record.audioBytes >= faults.silentAfterBytes) {
+              silent = true
+              clearTimeout(idle)
+              return
+            }
             touch()
             if (isBinary) {
               const bytes = (data as Buffer).byteLength
