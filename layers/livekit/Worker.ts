@@ -8,13 +8,15 @@
  * - Load: jobs / `maxJobs` and event-loop lag / `maxLagMs`, the larger; reported every
  *   `statusIntervalMs`; a job is refused while full, lagging or draining.
  * - The server going away: running jobs go on (they talk to their rooms, not to the dispatch);
- *   the worker reconnects with exponential backoff and registers again.
+ *   the worker reconnects with exponential backoff and registers again. A connection that went
+ *   silent without a close is found by WebSocket pings (`liveness`) and counts as gone.
  * - Drain (the Scope closing, SIGTERM in `baton worker`): no new jobs, the status says full,
  *   running jobs may finish for `drainSeconds`, then the rest are closed and the worker leaves.
  */
 import { Cause, Deferred, Effect, Exit, Fiber, Queue, Redacted, Scope } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import WebSocket from "ws"
+import { defaultLiveness, type Liveness, watch } from "../shared/Liveness.ts"
 import * as Job from "./Job.ts"
 import * as Protocol from "./Protocol.ts"
 import { Room } from "./Room.ts"
@@ -34,6 +36,9 @@ export interface WorkerOptions {
   /** `WorkerPing` to the server this often (ms; default 10,000); its `WorkerPong` is kept in the state. */
   readonly pingIntervalMs?: number
   readonly drainSeconds?: number
+  /** Liveness pings of the socket: a connection that went silent without a close (half-open)
+   * is dropped and the worker reconnects (default every 10 s, 10 s to answer). */
+  readonly liveness?: Liveness
   /** Reconnection backoff: first wait and cap (ms; default 500 and 30,000). */
   readonly reconnect?: { readonly firstMs?: number; readonly maxMs?: number }
   readonly job: Job.JobOptions
@@ -178,6 +183,7 @@ export const make = Effect.fn("LiveKit.Worker")(function*(options: WorkerOptions
       ws.once("error", (e: Error) => resume(Effect.fail(e.message)))
     })
     socket = ws
+    watch(ws, options.liveness ?? defaultLiveness)
     yield* send(Protocol.register(agentName))
     yield* Effect.forkScoped(Effect.forever(Effect.sleep(options.statusIntervalMs ?? 2500).pipe(Effect.andThen(statusTick))))
     yield* Effect.forkScoped(

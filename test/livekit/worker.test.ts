@@ -112,6 +112,22 @@ describe("LiveKit worker (fake dispatch server)", () => {
       yield* Scope.close(scope, Exit.void)
     }).pipe(Effect.scoped, Effect.provide(model)), 30_000)
 
+  it.live("the connection to the server goes half-open (silent, no close): the pings find it, the worker reconnects and registers again", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })
+      const rooms = yield* MemoryRoom.make
+      const { worker, scope } = yield* startWorker(server, rooms.layer, { liveness: { interval: "50 millis", timeout: "100 millis" } })
+      yield* worker.registered
+      server.silence()
+      yield* until("a second registration", () => worker.state().registrations === 2)
+      assert.strictEqual(worker.state().workerId, "W_2")
+      // the new connection serves jobs
+      const offer = yield* promise(() => server.offer("J_1"))
+      assert.isTrue(offer.value.available)
+      assert.strictEqual(offer.connection, 2)
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.scoped, Effect.provide(model)), 30_000)
+
   it.live("the server restarts mid-job: the job goes on, the worker registers again and is told to end it", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })

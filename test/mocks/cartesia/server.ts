@@ -74,6 +74,8 @@ export const make = (options: CartesiaMockOptions = {}) =>
       const serve = (ws: WebSocket, connection: number) => {
         const cancelled = new Set<string>()
         const send = (m: Record<string, unknown>) => ws.readyState === ws.OPEN && ws.send(JSON.stringify(m))
+        // A client that drops the connection resets it: not an error here.
+        ws.on("error", () => {})
         ws.on("message", (data) => {
           const message = JSON.parse((data as Buffer).toString("utf8")) as Record<string, unknown>
           mock.messages.push({ connection, message })

@@ -124,6 +124,8 @@ export const make = (options: DeepgramMockOptions = {}) =>
             if (!silent) ws.pong(data)
           })
           ws.on("close", () => clearTimeout(idle))
+          // A client that drops the connection (its pings found it silent) resets it: not an error here.
+          ws.on("error", () => {})
           ws.on("message", (data, isBinary) => {
             if (silent) return
             if (isBinary && faults.silentAfterBytes !== undefined && record.audioBytes >= faults.silentAfterBytes) {

@@ -46,6 +46,9 @@ export interface FakeServer {
   readonly sendRaw: (bytes: Uint8Array) => void
   /** Drops every worker connection and stops listening for `downMs`, then listens again on the same port. */
   readonly restart: (downMs: number) => Promise<void>
+  /** The open connections go half-open: nothing more reaches the worker (no pong either) and
+   * what it sends is ignored. New connections are served normally. */
+  readonly silence: () => void
 }
 
 export interface Options {
@@ -62,6 +65,7 @@ const start = async (options: Options) => {
   const refusedTokens: Array<string> = []
   const listeners: Array<() => void> = []
   const sockets = new Set<WebSocket>()
+  const silent = new Set<WebSocket>()
   let connectionCount = 0
   let workers = 0
   let port = 0
@@ -70,13 +74,14 @@ const start = async (options: Options) => {
 
   const send = (msg: ServerMessage["message"]) => {
     const bytes = new ServerMessage({ message: msg }).toBinary()
-    for (const ws of sockets) if (ws.readyState === WebSocket.OPEN) ws.send(bytes)
+    for (const ws of sockets) if (ws.readyState === WebSocket.OPEN && !silent.has(ws)) ws.send(bytes)
   }
 
   const listen = () =>
     new Promise<void>((resolve) => {
       http = createServer((_req, res) => res.writeHead(404).end())
-      wss = new WebSocketServer({ noServer: true })
+      // Pongs are each connection's to send: a silent (half-open) one sends none.
+      wss = new WebSocketServer({ noServer: true, autoPong: false })
       http.on("upgrade", async (req, socket, head) => {
         const auth = req.headers.authorization ?? ""
         const token = auth.startsWith("Bearer ") ? auth.slice(7) : ""
@@ -99,7 +104,13 @@ const start = async (options: Options) => {
     const connection = ++connectionCount
     sockets.add(ws)
     ws.on("close", () => sockets.delete(ws))
+    // A worker that drops the connection (its pings found it silent) resets it: not an error here.
+    ws.on("error", () => {})
+    ws.on("ping", (data) => {
+      if (!silent.has(ws)) ws.pong(data)
+    })
     ws.on("message", (data: Buffer) => {
+      if (silent.has(ws)) return
       const msg = WorkerMessage.fromBinary(new Uint8Array(data))
       if (msg.message.case === undefined) return
       received.push({ case: msg.message.case, value: msg.message.value, connection })
@@ -151,6 +162,9 @@ const start = async (options: Options) => {
     terminate: (jobId) => send({ case: "termination", value: new JobTermination({ jobId }) }),
     sendRaw: (bytes) => {
       for (const ws of sockets) ws.send(bytes)
+    },
+    silence: () => {
+      for (const ws of sockets) silent.add(ws)
     },
     restart: async (downMs) => {
       for (const ws of sockets) ws.terminate()
