@@ -217,6 +217,36 @@ describe("realtime", () => {
     }).pipe(Effect.provide(realtime({ stallResponse: (n) => n === 2 })))
   })
 
+  it.effect("rule 7: a connection whose server hangs on the last answer is not reused: the next holder is answered on a fresh one", () => {
+    const billing = Agent.make({ name: "billing", instructions: "You are billing.", onEnter: Agent.reply().pipe(Effect.asVoid) })
+    const desk = Agent.make({ name: "desk", instructions: "You are desk." })
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const text = yield* TextCapture.TextCapture
+      const session = yield* AgentSession.start({ agent: desk })
+      // The desk's answer to this is never started by the server.
+      yield* session.send("hello")
+      yield* drive(Effect.sleep("1 second"))
+      const before = yield* Clock.currentTimeMillis
+      yield* session.handoff(billing)
+      yield* drive(Effect.gen(function*() {
+        while (!text.textOf("billing").includes("Billing here.")) yield* Effect.sleep("10 millis")
+      }))
+      // The server had 3 s to finish the desk's answer; the reply did not wait for the desk's
+      // 10 s timeout on the hung connection.
+      assert.isBelow((yield* Clock.currentTimeMillis) - before, 4000)
+      assert.strictEqual(rt.connections.length, 2)
+      assert.isTrue(rt.connections[0]!.closed)
+      assert.deepStrictEqual(rt.connections[1]!.responses.map((r) => r.agent), ["billing"])
+    }).pipe(Effect.provide(Layer.mergeAll(
+      ScriptedRealtime.layer({
+        stallResponse: (n) => n === 1,
+        rules: [{ when: (r) => r.instructions === "You are billing.", reply: { text: "Billing here." } }]
+      }),
+      TextCapture.layer
+    )))
+  })
+
   it.effect("rule 8: interrupting a realtime reply cancels it and truncates at the audio played", () => {
     const agent = Agent.make({ name: "talker", instructions: "You talk." })
     return Effect.gen(function*() {

@@ -160,7 +160,10 @@ const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
       binding.responses.clear()
       if (binding.lease === lease) binding.lease = undefined
     })),
-    Diagnostics.startIn(actor.scope)
+    // Started on the acquiring flow's step: what the connection heard between holders (queued
+    // on the lease as it was made) reaches the mailbox before the acquisition ends, so the
+    // take's work token is not given back while the user's words still wait (rule 10).
+    Diagnostics.startIn(actor.scope, { startImmediately: true })
   )
 
 /**

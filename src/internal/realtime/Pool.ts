@@ -22,7 +22,7 @@
  * Every fiber here lives in a connection's Scope (router, canceller, watchers): it runs with the
  * session's logger, tracer and clock, and ends with the connection.
  */
-import { Cause, Deferred, Effect, Exit, Queue, Scope, Stream } from "effect"
+import { Cause, Deferred, Effect, Exit, Option, Queue, Scope, Stream } from "effect"
 import { type Ack, type RealtimeCapabilities, type RealtimeConnection, RealtimeError, type RealtimeEvent, type RealtimeModel, type RealtimeTool } from "../../../services/RealtimeModel.ts"
 import type { ChatContext } from "../../ChatContext.ts"
 import type { RealtimeConnectionEvent } from "../../Events.ts"
@@ -134,22 +134,18 @@ const acquire = (state: State, owner: string, desired: Desired): Effect.Effect<L
   Effect.gen(function*() {
     const free = [...state.entries].filter((e) => !e.lease && !e.broken).sort((a, b) => b.releasedAt - a.releasedAt)
     const candidate = free.find((e) => reusable(e.connection.capabilities, e, desired))
-    // What the user said into connections that close now is not lost with them (their
-    // speech start and stop end with the connection).
-    for (const entry of [...free].reverse()) {
-      if (entry === candidate) continue
-      for (const event of entry.heldForNext.splice(0)) {
-        if (event._tag === "InputTranscript" && event.final) state.saidIntoClosed.push(event)
-      }
-    }
-    // Connections nobody can use close in the background: opening a new one does not wait.
-    for (const entry of free) if (entry !== candidate) yield* closeEntry(state, entry).pipe(Effect.forkIn(state.config.parent))
-    if (candidate) {
-      // What the old holder asked for ends before the new holder's configuration goes out.
-      yield* settle(candidate)
+    for (const entry of [...free].reverse()) if (entry !== candidate) yield* retire(state, entry)
+    // What the old holder asked for ends before the new holder's configuration goes out. A
+    // server that does not get there in time is hung on it: not reused (it would take the new
+    // holder's requests for the old one's), closed like a connection nobody can use.
+    if (candidate && (yield* settle(candidate))) {
       const lease = yield* makeLease(state, candidate, owner, true)
       yield* lease.sync(desired)
       return lease
+    }
+    if (candidate) {
+      yield* Effect.logDebug(`realtime connection ${candidate.connection.id} not reused: its server did not finish the last answer`)
+      yield* retire(state, candidate)
     }
     const entry = yield* open(state, desired)
     return yield* makeLease(state, entry, owner, false)
@@ -165,6 +161,18 @@ const release = (state: State, lease: Lease): void => {
     if (running !== undefined) Queue.offerUnsafe(entry.cancels, running)
   }
 }
+
+/**
+ * A free connection nobody will use closes in the background (opening a new one does not wait);
+ * what the user said into it is not lost with it (its speech start and stop end with it).
+ */
+const retire = (state: State, entry: Entry) =>
+  Effect.suspend(() => {
+    for (const event of entry.heldForNext.splice(0)) {
+      if (event._tag === "InputTranscript" && event.final) state.saidIntoClosed.push(event)
+    }
+    return closeEntry(state, entry).pipe(Effect.forkIn(state.config.parent), Effect.asVoid)
+  })
 
 const closeEntry = (state: State, entry: Entry) => {
   entry.broken = true
@@ -231,17 +239,17 @@ const sync = (state: State, entry: Entry, desired: Desired): Effect.Effect<void,
     Effect.catchIf((error) => error.reason === "unsupported", (error) => breakEntry(state, entry, error.message))
   )
 
-/** Waits (a bounded time) until the server is done with its current response. */
-const settle = (entry: Entry): Effect.Effect<void> =>
+/** Waits (a bounded time) until the server is done with its current response: whether it was. */
+const settle = (entry: Entry): Effect.Effect<boolean> =>
   Effect.suspend(() => {
-    if (!Ledger.busy(entry.ledger)) return Effect.void
+    if (!Ledger.busy(entry.ledger)) return Effect.succeed(true)
     const waiter = Deferred.makeUnsafe<void>()
     entry.idle.push(waiter)
     const active = entry.ledger.active
     return (active ? entry.connection.cancelResponse(active.id).pipe(Effect.ignore) : Effect.void).pipe(
       Effect.andThen(Deferred.await(waiter)),
       Effect.timeoutOption("3 seconds"),
-      Effect.asVoid
+      Effect.map(Option.isSome)
     )
   })
 
@@ -287,7 +295,7 @@ const leaseOn = (
       Queue.endUnsafe(events)
     },
     sync: (desired) => guard(() => sync(state, entry, desired)),
-    settle: Effect.suspend(() => (revokedReason ? Effect.void : settle(entry))),
+    settle: Effect.suspend(() => (revokedReason ? Effect.void : Effect.asVoid(settle(entry)))),
     ticket: () => ({ owner: lease, abandoned: false }),
     createResponse: (options, ticket: Ticket) =>
       guard(() =>
