@@ -96,7 +96,7 @@ export const lease = (actor: Actor, binding: RealtimeBinding, upToDate = true): 
       // The floor moved on while this flow waited for the acquisition before it (seed 360187):
       // a connection acquired now would be opened for no one (rule 7).
       if (!actor.holdsFloor()) return yield* revoked(`${actor.name} passed the floor before its connection was acquired`)
-      const fresh = yield* binding.pool.acquire(actor.name, desired(actor))
+      const fresh = yield* binding.pool.acquire(actor.name, desired(actor), actor.holdsFloor)
       if (!actor.holdsFloor()) {
         // The floor moved on while the connection was being acquired: it is the next holder's.
         binding.pool.release(fresh)

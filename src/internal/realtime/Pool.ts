@@ -33,8 +33,11 @@ import * as Unanswered from "./Unanswered.ts"
 
 export interface Pool {
   readonly model: RealtimeModel["Service"]
-  /** A lease for `owner`, reusing a free connection when rule 7 allows it. */
-  readonly acquire: (owner: string, desired: Desired) => Effect.Effect<Lease, RealtimeError>
+  /**
+   * A lease for `owner`, reusing a free connection when rule 7 allows it. `wanted` says whether
+   * the owner still wants one: asked before a connection is opened after waiting for a hung one.
+   */
+  readonly acquire: (owner: string, desired: Desired, wanted?: () => boolean) => Effect.Effect<Lease, RealtimeError>
   /** Revokes `lease`; its connection becomes free for the next holder. */
   readonly release: (lease: Lease) => void
   /** Open connections and how many were opened in all (for tests and benchmarks). */
@@ -123,14 +126,14 @@ export const make = (config: Config): Effect.Effect<Pool> =>
     const state: State = { config, entries: new Set(), opened: 0, saidIntoClosed: [], fellBack: new Map() }
     return {
       model: config.model,
-      acquire: (owner, desired) => acquire(state, owner, desired),
+      acquire: (owner, desired, wanted) => acquire(state, owner, desired, wanted),
       release: (lease) => release(state, lease),
       stats: () => ({ open: state.entries.size, opened: state.opened }),
       unanswered: Unanswered.make()
     }
   })
 
-const acquire = (state: State, owner: string, desired: Desired): Effect.Effect<Lease, RealtimeError> =>
+const acquire = (state: State, owner: string, desired: Desired, wanted: () => boolean = () => true): Effect.Effect<Lease, RealtimeError> =>
   Effect.gen(function*() {
     const free = [...state.entries].filter((e) => !e.lease && !e.broken).sort((a, b) => b.releasedAt - a.releasedAt)
     const candidate = free.find((e) => reusable(e.connection.capabilities, e, desired))
@@ -146,6 +149,8 @@ const acquire = (state: State, owner: string, desired: Desired): Effect.Effect<L
     if (candidate) {
       yield* Effect.logDebug(`realtime connection ${candidate.connection.id} not reused: its server did not finish the last answer`)
       yield* retire(state, candidate)
+      // The wait was long (the floor may have moved on meanwhile): no connection for no one.
+      if (!wanted()) return yield* Effect.fail(new RealtimeError({ reason: "revoked", message: `${owner} no longer wants a connection` }))
     }
     const entry = yield* open(state, desired)
     return yield* makeLease(state, entry, owner, false)
