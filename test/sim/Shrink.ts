@@ -72,25 +72,11 @@ export function* candidates(s: Scenario): Generator<Scenario> {
     if (rt.rejectEvery) yield { ...s, realtime: { capabilities: rt.capabilities, ackDelay: rt.ackDelay, responseDelay: rt.responseDelay } }
     if (rt.ackDelay > 0) yield { ...s, realtime: { ...rt, ackDelay: 0 } }
     if (rt.responseDelay > 0) yield { ...s, realtime: { ...rt, responseDelay: 0 } }
-    if (rt.transcriptMs !== undefined) {
-      const { transcriptMs: _, ...before } = rt
-      yield { ...s, realtime: before }
-    }
-    if (rt.stallEvery !== undefined) {
-      const { stallEvery: _, ...answering } = rt
-      yield { ...s, realtime: answering }
-    }
-    if (rt.failEvery !== undefined) {
-      const { failEvery: _, ...sound } = rt
-      yield { ...s, realtime: sound }
-    }
-    if (rt.dropEvery !== undefined) {
-      const { dropEvery: _, ...steady } = rt
-      yield { ...s, realtime: steady }
-    }
-    if (rt.untranscribedEvery !== undefined) {
-      const { untranscribedEvery: _, ...transcribed } = rt
-      yield { ...s, realtime: transcribed }
+    // Each optional fault and late transcript, left out in turn.
+    for (const key of ["transcriptMs", "stallEvery", "failEvery", "dropEvery", "untranscribedEvery"] as const) {
+      if (rt[key] === undefined) continue
+      const { [key]: _, ...without } = rt
+      yield { ...s, realtime: without }
     }
   }
   for (const a of [...s.agents, ...s.tasks]) {
