@@ -19,14 +19,14 @@
  * start and stop, transcripts) between a release and the next lease is kept for the next holder,
  * and the user's transcripts follow it to a fresh connection: a turn said into the gap is heard,
  * and a reply waiting for the user to stop speaking does not wait forever.
- * Every fiber here lives in a connection's Scope (router, canceller, watchers): it runs with the
- * session's logger, tracer and clock, and ends with the connection.
+ * A connection's own life (opening, routing, watching, breaking) is Connection.ts; every fiber
+ * of it lives in its Scope (router, canceller, watchers): it runs with the session's logger,
+ * tracer and clock, and ends with the connection.
  */
-import { Cause, Deferred, Effect, Exit, Option, Queue, Scope, Stream } from "effect"
-import { type Ack, type RealtimeCapabilities, type RealtimeConnection, RealtimeError, type RealtimeEvent, type RealtimeModel, type RealtimeTool } from "../../../services/RealtimeModel.ts"
-import type { ChatContext } from "../../ChatContext.ts"
+import { type Cause, Deferred, Effect, Option, Queue, type Scope } from "effect"
+import { type Ack, type RealtimeCapabilities, RealtimeError, type RealtimeModel, type RealtimeTool } from "../../../services/RealtimeModel.ts"
 import type { RealtimeConnectionEvent } from "../../Events.ts"
-import * as Diagnostics from "../../Diagnostics.ts"
+import { breakConnection, contextIds, type Entry, type HeldLease, open, retire, type State, toolsKey, watch } from "./Connection.ts"
 import * as Ledger from "./Lease.ts"
 import type { Desired, Lease, LeaseEvent, RevokeReason, Ticket } from "./Lease.ts"
 import * as Unanswered from "./Unanswered.ts"
@@ -59,54 +59,6 @@ export interface Config {
   /** Told of each connection's moves (for the session's `realtime_connection` events). */
   readonly report: (owner: string, connectionId: string, action: RealtimeConnectionEvent["action"]) => void
 }
-
-interface State {
-  readonly config: Config
-  readonly entries: Set<Entry>
-  opened: number
-  /**
-   * The user's transcripts heard by connections that closed before anyone held them again: the
-   * next lease gets them (kept here, so a failed connect does not lose them).
-   */
-  readonly saidIntoClosed: Array<RealtimeEvent>
-  /** Owners whose lease fell back, and the connection that broke (reported with the next one). */
-  readonly fellBack: Map<string, string>
-}
-
-type HeldLease = Lease & {
-  readonly queue: Queue.Queue<LeaseEvent, Cause.Done>
-  readonly revoke: (reason: RevokeReason) => void
-}
-
-interface Entry {
-  readonly connection: RealtimeConnection
-  readonly scope: Scope.Closeable
-  lease: HeldLease | undefined
-  /** What the server holds, as far as this side has sent it. */
-  instructions: string
-  toolsKey: string
-  contextIds: ReadonlyArray<string>
-  broken: boolean
-  /** When it was released, to prefer the most recent free connection. */
-  releasedAt: number
-  readonly ledger: Ledger.Ledger
-  /** Waiting for the server to be done with every response asked for. */
-  readonly idle: Array<Deferred.Deferred<void>>
-  /** What the server said about the user while no lease held the connection: the next holder's. */
-  readonly heldForNext: Array<RealtimeEvent>
-  /** Responses to cancel, sent in order by the connection's own fiber (an id, or the current one). */
-  readonly cancels: Queue.Queue<string | undefined>
-}
-
-const toolsKey = (tools: ReadonlyArray<RealtimeTool>) =>
-  JSON.stringify([...tools].sort((a, b) => a.name.localeCompare(b.name)))
-
-const contextIds = (context: ChatContext) =>
-  context.items.filter((item) => item._tag !== "AgentHandoff").map((item) => item.id)
-
-/** Events about the user, not about a response: they matter to whoever holds the floor next. */
-const aboutTheUser = (event: RealtimeEvent): boolean =>
-  event._tag === "SpeechStarted" || event._tag === "SpeechStopped" || event._tag === "InputTranscript"
 
 const isPrefix = (prefix: ReadonlyArray<string>, of: ReadonlyArray<string>) =>
   prefix.length <= of.length && prefix.every((id, i) => of[i] === id)
@@ -167,57 +119,6 @@ const release = (state: State, lease: Lease): void => {
   }
 }
 
-/**
- * A free connection nobody will use closes in the background (opening a new one does not wait);
- * what the user said into it is not lost with it (its speech start and stop end with it).
- */
-const retire = (state: State, entry: Entry) =>
-  Effect.suspend(() => {
-    for (const event of entry.heldForNext.splice(0)) {
-      if (event._tag === "InputTranscript" && event.final) state.saidIntoClosed.push(event)
-    }
-    return closeEntry(state, entry).pipe(Effect.forkIn(state.config.parent), Effect.asVoid)
-  })
-
-const closeEntry = (state: State, entry: Entry) => {
-  entry.broken = true
-  state.entries.delete(entry)
-  return Scope.close(entry.scope, Exit.void)
-}
-
-/** Breaks `entry` (its lease falls back) and closes it from outside its Scope. */
-const breakEntry = (state: State, entry: Entry, why: string): Effect.Effect<never, RealtimeError> =>
-  Effect.sync(() => {
-    entry.broken = true
-    entry.lease?.revoke("fallback")
-  }).pipe(
-    Effect.andThen(Scope.close(entry.scope, Exit.void).pipe(Effect.forkIn(state.config.parent))),
-    Effect.andThen(Effect.fail(new RealtimeError({ reason: "revoked", message: `the lease was revoked (fallback: ${why})` })))
-  )
-
-/** Watches acknowledgements; a failed one breaks the connection if it is still ours. */
-const watch = (entry: Entry, acks: ReadonlyArray<Ack>) =>
-  Effect.forEach(
-    acks,
-    // No answer in time: the state is unknown but not wrong; the connection is kept and a
-    // late answer is dropped by the provider. An error answer breaks it.
-    (ack) => ack.await.pipe(Effect.catchIf((e) => e.reason === "timeout", (e) => Effect.logDebug(`realtime: ${e.message}`))),
-    { concurrency: "unbounded", discard: true }
-  ).pipe(
-    Effect.catch((error) =>
-      Effect.sync(() => {
-        if (entry.broken) return
-        entry.broken = true
-        entry.lease?.revoke("fallback")
-      }).pipe(
-        // Closed from outside: this fiber lives in that Scope.
-        Effect.andThen(Scope.close(entry.scope, Exit.void).pipe(Effect.forkDetach)),
-        Effect.andThen(Effect.logWarning(`realtime update failed (${error.message}): falling back to a new connection`))
-      )
-    ),
-    Diagnostics.startIn(entry.scope)
-  )
-
 /** Sends what differs from `desired` (pipelined: the acknowledgements are watched, not awaited). */
 const sync = (state: State, entry: Entry, desired: Desired): Effect.Effect<void, RealtimeError> =>
   Effect.gen(function*() {
@@ -237,11 +138,14 @@ const sync = (state: State, entry: Entry, desired: Desired): Effect.Effect<void,
     // items baton never heard of (a response cut before it said anything).
     acks.push(yield* conn.updateChatContext(desired.context))
     entry.contextIds = contextIds(desired.context)
-    if (acks.length > 0) yield* watch(entry, acks)
+    if (acks.length > 0) yield* watch(state, entry, acks)
   }).pipe(
     // A change the model cannot make on this connection (e.g. deleting an item it made
     // that baton never heard of): a fresh connection, as rule 7 says.
-    Effect.catchIf((error) => error.reason === "unsupported", (error) => breakEntry(state, entry, error.message))
+    Effect.catchIf((error) => error.reason === "unsupported", (error) =>
+      breakConnection(state, entry, "fallback", error.message).pipe(
+        Effect.andThen(Effect.fail(new RealtimeError({ reason: "revoked", message: `the lease was revoked (fallback: ${error.message})` })))
+      ))
   )
 
 /** Waits (a bounded time) until the server is done with its current response: whether it was. */
@@ -326,16 +230,8 @@ const leaseOn = (
     pushAudio: (pcm) => guard(() => connection.pushAudio(pcm)),
     commitAudio: guard(() => connection.commitAudio),
     clearAudio: guard(() => connection.clearAudio),
-    giveUp: (why) =>
-      Effect.suspend(() => {
-        if (revokedReason || entry.broken) return Effect.void
-        entry.broken = true
-        lease.revoke("fallback")
-        state.entries.delete(entry)
-        return Effect.logDebug(`realtime connection ${connection.id} given up (${why})`).pipe(
-          Effect.andThen(Scope.close(entry.scope, Exit.void).pipe(Effect.forkIn(state.config.parent)))
-        )
-      })
+    // A lease not revoked is its connection's current one: breaking the connection ends it.
+    giveUp: (why) => Effect.suspend(() => (revokedReason ? Effect.void : breakConnection(state, entry, "fallback", why)))
   }
   entry.lease = lease
   const broken = state.fellBack.get(owner)
@@ -344,94 +240,3 @@ const leaseOn = (
   report(owner, connection.id, reused ? "reused" : "opened")
   return lease
 }
-
-/** Opens a connection configured for `desired`, with its router and canceller in its own Scope. */
-const open = (state: State, desired: Desired): Effect.Effect<Entry, RealtimeError> =>
-  Effect.gen(function*() {
-    const { model, parent, ended } = state.config
-    const scope = yield* Scope.fork(parent)
-    const cancels = yield* Queue.unbounded<string | undefined>()
-    // Pipelined: the configuration is watched like a reused connection's updates (an error
-    // answer falls back), so the first response need not wait a round trip for it.
-    const connection = yield* model.connect({
-      instructions: desired.instructions,
-      tools: desired.tools,
-      chatContext: desired.context,
-      pipelined: true
-    }).pipe(
-      Scope.provide(scope),
-      Effect.onError(() => Scope.close(scope, Exit.void))
-    )
-    state.opened++
-    const entry: Entry = {
-      connection,
-      scope,
-      lease: undefined,
-      instructions: desired.instructions,
-      toolsKey: toolsKey(desired.tools),
-      contextIds: contextIds(desired.context),
-      broken: false,
-      releasedAt: 0,
-      ledger: Ledger.ledger(),
-      idle: [],
-      heldForNext: [],
-      cancels
-    }
-    state.entries.add(entry)
-    if (connection.configured) yield* watch(entry, [connection.configured])
-    const gone = Effect.sync(() => {
-      entry.broken = true
-      entry.lease?.revoke("closed")
-      ended(connection.id)
-    })
-    yield* Scope.addFinalizer(scope, Effect.andThen(Effect.sync(() => state.entries.delete(entry)), gone))
-    // Cancels asked for from plain code (a release, a stale start) go out from here, in order.
-    yield* Stream.fromQueue(entry.cancels).pipe(
-      Stream.runForEach((id) => connection.cancelResponse(id).pipe(Effect.ignore)),
-      Diagnostics.forkIn(scope)
-    )
-    yield* route(state, entry).pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause) ? Effect.void : dropped(state, entry, cause)
-      ),
-      Effect.ensuring(gone),
-      Diagnostics.forkIn(scope)
-    )
-    return entry
-  })
-
-/**
- * The connection's events ended with an error (a lost socket, a server that hung up): its lease
- * ends `dropped` (the holder's next request opens a new connection, re-seeded) and its Scope is
- * closed, from outside it: this runs on the router, which lives there.
- */
-const dropped = (state: State, entry: Entry, cause: Cause.Cause<unknown>) =>
-  Effect.sync(() => {
-    entry.broken = true
-    entry.lease?.revoke("dropped")
-    state.entries.delete(entry)
-  }).pipe(
-    Effect.andThen(Effect.logDebug(`realtime connection ${entry.connection.id} dropped: ${Cause.pretty(cause)}`)),
-    Effect.andThen(Scope.close(entry.scope, Exit.void).pipe(Effect.forkIn(state.config.parent)))
-  )
-
-/** The router: each event to the current lease, or kept for the next holder, or nowhere. */
-const route = (state: State, entry: Entry) =>
-  entry.connection.events.pipe(
-    Stream.runForEach((event) =>
-      Effect.suspend(() => {
-        const verdict = Ledger.track(entry.ledger, event, entry.lease)
-        if (verdict.cancel !== undefined) Queue.offerUnsafe(entry.cancels, verdict.cancel)
-        if (verdict.idle) for (const waiter of entry.idle.splice(0)) Deferred.doneUnsafe(waiter, Effect.void)
-        if (!verdict.deliver) return Effect.logDebug(`realtime ${event._tag} of a stale response: dropped`)
-        const lease = entry.lease
-        if (lease) return Queue.offer(lease.queue, verdict.deliver).pipe(Effect.asVoid)
-        if (aboutTheUser(event)) {
-          entry.heldForNext.push(event)
-          if (event._tag === "SpeechStopped") state.config.ended(entry.connection.id)
-          return Effect.void
-        }
-        return Effect.logDebug(`realtime event ${event._tag} arrived with no holder: dropped`)
-      })
-    )
-  )

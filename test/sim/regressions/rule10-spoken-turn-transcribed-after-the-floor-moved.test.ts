@@ -38,20 +38,28 @@ const rules: ReadonlyArray<ScriptedModel.Rule> = [
   { when: (r) => r.instructions === "You are desk.", reply: { text: "Desk here." } }
 ]
 
+/**
+ * The desk's transfer runs for 300 ms; the user says `words` meanwhile (50 ms of speech); the
+ * server answers at once, and its transcript comes 400 ms later. Returns once the session is
+ * quiet again, with billing holding the floor.
+ */
+const askDuringTheTransfer = (words: string) =>
+  Effect.gen(function*() {
+    const session = yield* AgentSession.start({ agent: agents().desk })
+    yield* drive(session.idle)
+    yield* session.send("my bill")
+    yield* drive(Effect.sleep("100 millis"))
+    yield* session.pushAudio(ScriptedRealtime.utterance(words))
+    yield* drive(Effect.sleep("2 seconds").pipe(Effect.andThen(session.idle)))
+    assert.strictEqual((yield* session.currentAgent)?.name, "billing")
+    return session
+  })
+
 describe("rule 10: quiescent runs (a spoken turn transcribed late)", () => {
   it.effect("rule 10: a spoken turn passed on before its transcript came is answered by the new holder once it comes", () => {
-    const { desk } = agents()
     return Effect.gen(function*() {
       const text = yield* TextCapture.TextCapture
-      const session = yield* AgentSession.start({ agent: desk })
-      yield* drive(session.idle)
-      yield* session.send("my bill")
-      // The desk's transfer runs for 300 ms; the user asks a question meanwhile (50 ms of
-      // speech); the server answers it at once, its transcript comes 400 ms later.
-      yield* drive(Effect.sleep("100 millis"))
-      yield* session.pushAudio(ScriptedRealtime.utterance("what about tuesday"))
-      yield* drive(Effect.sleep("2 seconds").pipe(Effect.andThen(session.idle)))
-      assert.strictEqual((yield* session.currentAgent)?.name, "billing")
+      const session = yield* askDuringTheTransfer("what about tuesday")
       const events = yield* session.eventLog
       assert.deepStrictEqual(events.filter((e) => e.type === "error"), [])
       assert.isTrue(text.textOf("billing").includes("Tuesday works."), text.textOf("billing"))
@@ -67,16 +75,9 @@ describe("rule 10: quiescent runs (a spoken turn transcribed late)", () => {
     // The same turn, but the server cannot transcribe it: its words never come. The user's
     // next turn, which the server answers by itself, must not be taken for the lost one's
     // words (before: answered twice, the server's answer cut by a second request).
-    const { desk } = agents()
     return Effect.gen(function*() {
       const text = yield* TextCapture.TextCapture
-      const session = yield* AgentSession.start({ agent: desk })
-      yield* drive(session.idle)
-      yield* session.send("my bill")
-      yield* drive(Effect.sleep("100 millis"))
-      yield* session.pushAudio(ScriptedRealtime.utterance("mumble mumble"))
-      yield* drive(Effect.sleep("2 seconds").pipe(Effect.andThen(session.idle)))
-      assert.strictEqual((yield* session.currentAgent)?.name, "billing")
+      const session = yield* askDuringTheTransfer("mumble mumble")
       yield* session.pushAudio(ScriptedRealtime.utterance("what about tuesday"))
       yield* drive(Effect.sleep("2 seconds").pipe(Effect.andThen(session.idle)))
       const events = yield* session.eventLog
