@@ -16,6 +16,9 @@ export interface ServerOptions {
   readonly maxTextChars: number
   /** A connection that sends nothing for this long is closed (seconds; 0 = never). */
   readonly idleSeconds: number
+  /** Every client is pinged this often, and cut when it has answered nothing within as long
+   * again: a half-open connection (seconds; 0 = no pings). */
+  readonly pingSeconds: number
   /** On SIGTERM, how long open sessions may finish before they are closed (seconds). */
   readonly drainSeconds: number
   /** Shared secret: when set, `/ws` and `/twilio` need a token signed with it. */
@@ -35,6 +38,7 @@ export const defaults: ServerOptions = {
   maxFrameBytes: 256 * 1024,
   maxTextChars: 4000,
   idleSeconds: 300,
+  pingSeconds: 10,
   drainSeconds: 30,
   token: Option.none(),
   tokenTtlSeconds: 600,
@@ -53,6 +57,7 @@ export const fromEnv: Effect.Effect<ServerOptions, Config.ConfigError> = Effect.
     maxFrameBytes: yield* int("BATON_MAX_FRAME_BYTES", defaults.maxFrameBytes),
     maxTextChars: yield* int("BATON_MAX_TEXT", defaults.maxTextChars),
     idleSeconds: yield* int("BATON_IDLE_S", defaults.idleSeconds),
+    pingSeconds: yield* int("BATON_PING_S", defaults.pingSeconds),
     drainSeconds: yield* int("BATON_DRAIN_S", defaults.drainSeconds),
     token: yield* Config.option(Config.Redacted("BATON_TOKEN")).pipe(
       Config.map(Option.filter((secret) => Redacted.value(secret).trim() !== ""))

@@ -126,7 +126,7 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
     readLoop.pipe(Effect.catch((e: Socket.SocketError) => Effect.succeed(closeReason(e)))),
     Deferred.await(closer)
   )
-  if (reason !== "client left") {
+  if (reason !== "client left" && reason !== "connection lost") {
     yield* send({ type: "close", reason })
     yield* writer.write(new Socket.CloseEvent(1000, reason.slice(0, 100))).pipe(Effect.ignore)
   }
@@ -152,8 +152,9 @@ const record = (ctx: ConnectionContext) =>
 
 const inputError = (message: string): ServerFrame => ({ type: "error", source: "input", message, recoverable: true })
 
+/** Why the read loop ended; 1006 is a connection cut without a close (a terminated or half-open one). */
 const closeReason = (e: Socket.SocketError): string =>
-  e.reason._tag === "SocketCloseError" ? "client left" : `transport: ${e.message}`
+  e.reason._tag !== "SocketCloseError" ? `transport: ${e.message}` : e.reason.code === 1006 ? "connection lost" : "client left"
 
 const textOutput = (send: (frame: ServerFrame) => Effect.Effect<void>): TextOutputService => ({
   start: () => Effect.void,

@@ -6,7 +6,7 @@
  */
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Clock, Context, Data, Effect, Layer, Option } from "effect"
+import { Clock, Context, Data, Duration, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { RtcNode } from "../layers/rtc/RtcNode.ts"
@@ -14,6 +14,7 @@ import { Resampler } from "../services/Resampler.ts"
 import type { Agent } from "../src/index.ts"
 import type { ServerOptions } from "./Config.ts"
 import * as Connection from "./Connection.ts"
+import { pingedSockets } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 import { page } from "./Page.ts"
 import * as Registry from "./Registry.ts"
@@ -120,7 +121,12 @@ export const layer = (options: ServeOptions) =>
       Layer.provideMerge(NodeHttpServer.layer(createServer, {
         port: options.port,
         host: options.host,
-        websocket: { maxPayload: options.maxFrameBytes }
+        websocket: {
+          maxPayload: options.maxFrameBytes,
+          ...(options.pingSeconds > 0
+            ? { WebSocket: pingedSockets({ interval: Duration.seconds(options.pingSeconds), timeout: Duration.seconds(options.pingSeconds) }) }
+            : {})
+        }
       })),
       Layer.provide(Resampler.layer.pipe(Layer.provide(RtcNode.layer)))
     )

@@ -48,12 +48,17 @@ export interface Client {
   readonly waitFor: (match: (frame: any) => boolean, what?: string, ms?: number) => Promise<any>
 }
 
-export const connect = (url: string, headers: Record<string, string> = {}): Effect.Effect<Client, Error, Scope.Scope> =>
+export const connect = (
+  url: string,
+  headers: Record<string, string> = {},
+  /** `autoPong: false`: the client answers no ping (a half-open connection, seen from the server). */
+  options: { readonly autoPong?: boolean } = {}
+): Effect.Effect<Client, Error, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.tryPromise({
       try: () =>
         new Promise<Client>((resolve, reject) => {
-          const socket = new WebSocket(url, { headers })
+          const socket = new WebSocket(url, { headers, autoPong: options.autoPong ?? true })
           const frames: Array<any> = []
           const binary: Array<Buffer> = []
           const waiters: Array<() => void> = []

@@ -185,6 +185,27 @@ describe("Server /ws", () => {
       assert.strictEqual((yield* wait(() => client.closed)).code, 1000)
     }).pipe(Effect.scoped))
 
+  it.live("a client that answers no ping (half-open) is cut and its session closed; one that answers stays", () =>
+    Effect.gen(function*() {
+      const server = yield* start(front, model, { pingSeconds: 0.3 })
+      const silent = yield* connect(`${server.ws}/ws`, {}, { autoPong: false })
+      const live = yield* connect(`${server.ws}/ws`)
+      yield* wait(() => silent.waitFor((f) => f.type === "ready"))
+      yield* wait(() => live.waitFor((f) => f.type === "ready"))
+      assert.strictEqual(server.state.registry.open(), 2)
+      const { code } = yield* wait(() => silent.closed)
+      assert.strictEqual(code, 1006)
+      yield* wait(async () => {
+        for (let i = 0; i < 200 && server.state.registry.open() > 1; i++) await new Promise((r) => setTimeout(r, 10))
+      })
+      assert.strictEqual(server.state.registry.open(), 1)
+      // Several rounds of pings later, the client that answers them is still served.
+      yield* wait(() => new Promise((r) => setTimeout(r, 1500)))
+      live.sendJson({ type: "user_text", text: "hello" })
+      yield* wait(() => live.waitFor((f) => f.type === "agent_text" && f.delta.includes("front desk"), "the reply"))
+      assert.strictEqual(server.state.registry.open(), 1)
+    }).pipe(Effect.scoped))
+
   it.live("with an Origin allow-list, another origin is refused (403); a listed one and none (non-browser) are let in", () =>
     Effect.gen(function*() {
       const server = yield* start(front, model, { allowedOrigins: ["https://app.example"] })
