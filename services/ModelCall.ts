@@ -3,10 +3,14 @@
  * test models can record it.
  */
 import { Context } from "effect"
+import type { ModelInfo } from "./ModelParts.ts"
 
 export interface ModelCallInfo {
   readonly agent: string
   readonly speechId: string
+  /** A model that answers through another (`ModelFallback`) says which one answers: the call's
+   * `model_call` event, metrics and usage then name it. */
+  readonly served?: ((model: ModelInfo) => void) | undefined
 }
 
 export const ModelCall = Context.Reference<ModelCallInfo | undefined>("baton/ModelCall", { defaultValue: () => undefined })

@@ -131,3 +131,34 @@ export const forEachPart = <A, E, R, E2, R2>(
     }
     return from(0)
   })
+
+/** Folds stream parts into the non-streaming part list a provider's `generateText` returns. */
+export const collectParts = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Response.PartEncoded> => {
+  const out: Array<Response.PartEncoded> = []
+  const open = new Map<string, { type: "text" | "reasoning"; text: string }>()
+  for (const part of parts) {
+    switch (part.type) {
+      case "text-start":
+      case "reasoning-start": {
+        const block = { type: part.type === "text-start" ? "text" as const : "reasoning" as const, text: "" }
+        open.set(`${block.type}:${part.id}`, block)
+        out.push(block)
+        break
+      }
+      case "text-delta":
+      case "reasoning-delta": {
+        const block = open.get(`${part.type === "text-delta" ? "text" : "reasoning"}:${part.id}`)
+        if (block !== undefined) block.text += part.delta
+        break
+      }
+      case "tool-call":
+      case "response-metadata":
+      case "finish":
+        out.push(part)
+        break
+      default:
+        break
+    }
+  }
+  return out
+}

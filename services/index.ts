@@ -2,11 +2,16 @@
  * The services a transport or a provider plugs into: audio frames and their conversions, the
  * user's audio in (`AudioInput`) and the agents' audio out (`AudioOutput`), voice activity
  * (`Vad`), speech to text (`Stt`), text to speech (`Tts`), resampling, WAV and mu-law, the
- * realtime model contract (`RealtimeModel`) and where agent text goes (`TextOutput`).
+ * realtime model contract (`RealtimeModel`), where agent text goes (`TextOutput`), a model's
+ * part stream (`ModelParts`), who calls a model (`ModelCall`) and models that stand in for one
+ * another (`ModelFallback`).
  */
 export * as AudioFrame from "./AudioFrame.ts"
 export * as AudioInput from "./AudioInput.ts"
 export * as AudioOutput from "./AudioOutput.ts"
+export * as ModelCall from "./ModelCall.ts"
+export * as ModelFallback from "./ModelFallback.ts"
+export * as ModelParts from "./ModelParts.ts"
 export * as Mulaw from "./Mulaw.ts"
 export * as RealtimeModel from "./RealtimeModel.ts"
 export * as Resampler from "./Resampler.ts"

@@ -53,7 +53,7 @@ import {
   Schedule,
   Stream
 } from "effect"
-import { AiError, IdGenerator, LanguageModel, type Response, Telemetry } from "effect/ai"
+import { AiError, IdGenerator, LanguageModel, Telemetry } from "effect/ai"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import {
   aiError,
@@ -281,35 +281,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 })
 
 /** Folds stream parts into the non-streaming part list used by `generateText`. */
-export const collectParts = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Response.PartEncoded> => {
-  const out: Array<Response.PartEncoded> = []
-  const open = new Map<string, { type: "text" | "reasoning"; text: string }>()
-  for (const part of parts) {
-    switch (part.type) {
-      case "text-start":
-      case "reasoning-start": {
-        const block = { type: part.type === "text-start" ? "text" as const : "reasoning" as const, text: "" }
-        open.set(`${block.type}:${part.id}`, block)
-        out.push(block)
-        break
-      }
-      case "text-delta":
-      case "reasoning-delta": {
-        const block = open.get(`${part.type === "text-delta" ? "text" : "reasoning"}:${part.id}`)
-        if (block !== undefined) block.text += part.delta
-        break
-      }
-      case "tool-call":
-      case "response-metadata":
-      case "finish":
-        out.push(part)
-        break
-      default:
-        break
-    }
-  }
-  return out
-}
+export const collectParts = ModelParts.collectParts
 
 const EnvConfig = Config.all({
   apiKey: Config.option(Config.Redacted("OPENAI_API_KEY")),

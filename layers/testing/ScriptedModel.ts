@@ -171,6 +171,8 @@ export interface LayerOptions {
    * of a session's length. Off, `requests` stays empty.
    */
   readonly record?: boolean
+  /** The model name it reports (`model_call` events, metrics; default "scripted"). */
+  readonly model?: string
 }
 
 /** A LanguageModel answering by `rules` (first match wins) and the `ScriptedModel` recorder. */
@@ -231,7 +233,7 @@ export const layer = (
           )
       })
       // baton reads the parts directly (services/ModelParts.ts); `streamText` serves everyone else.
-      const model = ModelParts.withParts(made, streamText, { provider: "scripted", model: "scripted" })
+      const model = ModelParts.withParts(made, streamText, { provider: "scripted", model: options.model ?? "scripted" })
       const recorder: ScriptedModelService = {
         requests,
         requestsFor: (agent) => requests.filter((r) => r.agent === agent)

@@ -5,7 +5,7 @@
  */
 import { Effect, Exit, Stream } from "effect"
 import type { LanguageModel, Response } from "effect/ai"
-import { ModelCall } from "../../services/ModelCall.ts"
+import { ModelCall, type ModelCallInfo } from "../../services/ModelCall.ts"
 import * as ModelParts from "../../services/ModelParts.ts"
 import * as ModelCallMeter from "../observe/ModelCallMeter.ts"
 import type { Actor } from "./actor/Actor.ts"
@@ -113,7 +113,7 @@ const textSteps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.
 /** One model step as it streams: what was said, whether the output was opened, the calls. */
 interface Step {
   readonly actor: Actor
-  readonly info: { readonly speechId: string; readonly agent: string }
+  readonly info: ModelCallInfo
   readonly meter: ReturnType<typeof ModelCallMeter.start>
   readonly calls: Array<PendingCall>
   text: string
@@ -177,9 +177,10 @@ const onPart = (step: Step, part: Response.StreamPartEncoded | Response.StreamPa
 }
 
 const startStep = (actor: Actor, speech: Speech, model: LanguageModel.LanguageModel): Step => {
-  const info = { speechId: speech.handle.id, agent: actor.name }
+  const speechId = speech.handle.id
   const named = ModelParts.infoOf(model)
-  const meter = ModelCallMeter.start({ ...info, kind: "llm", provider: named?.provider ?? "unknown", model: named?.model ?? "unknown" }, actor.core.now)
+  const meter = ModelCallMeter.start({ speechId, agent: actor.name, kind: "llm", provider: named?.provider ?? "unknown", model: named?.model ?? "unknown" }, actor.core.now)
+  const info = { speechId, agent: actor.name, served: meter.served }
   return { actor, info, meter, calls: [], text: "", started: false }
 }
 

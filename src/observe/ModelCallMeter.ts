@@ -16,6 +16,8 @@ export interface Meter {
   readonly audio: (bytes: number, sampleRate: number) => void
   readonly usage: (usage: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined } | undefined) => void
   readonly model: (model: string | undefined) => void
+  /** Another model answers the call (a fallback): its provider and model are the call's. */
+  readonly served: (by: { readonly provider: string; readonly model: string }) => void
   /** The event for the call's end. */
   readonly end: (exit: Exit.Exit<unknown, unknown>) => Fields
 }
@@ -41,6 +43,7 @@ export const start = (
   let inputTokens: number | undefined
   let outputTokens: number | undefined
   let audioSeconds = 0
+  let provider = base.provider
   let model = base.model
   return {
     text: () => {
@@ -57,12 +60,17 @@ export const start = (
     model: (id) => {
       if (id) model = id
     },
+    served: (by) => {
+      provider = by.provider
+      model = by.model
+    },
     end: (exit) => {
       const failure = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
       const outcome = Exit.isSuccess(exit) ? "ok" : Cause.hasInterruptsOnly(exit.cause) ? "interrupted" : "error"
       return {
         type: "model_call",
         ...base,
+        provider,
         model,
         startedAt,
         firstTextMs,
