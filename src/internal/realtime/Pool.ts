@@ -93,16 +93,22 @@ const acquire = (state: State, owner: string, desired: Desired, wanted: () => bo
     // What the old holder asked for ends before the new holder's configuration goes out. A
     // server that does not get there in time is hung on it: not reused (it would take the new
     // holder's requests for the old one's), closed like a connection nobody can use.
-    if (candidate && (yield* settle(candidate))) {
-      const lease = yield* makeLease(state, candidate, owner, true)
-      yield* lease.sync(desired)
-      return lease
-    }
     if (candidate) {
+      const waits = Ledger.busy(candidate.ledger)
+      const settled = yield* settle(candidate)
+      if (waits) {
+        // The wait may be long: the floor may have moved on (no connection for no one), or
+        // another take may have had the connection first (it is never taken from its holder).
+        if (!wanted()) return yield* Effect.fail(new RealtimeError({ reason: "revoked", message: `${owner} no longer wants a connection` }))
+        if (candidate.lease !== undefined || candidate.broken) return yield* acquire(state, owner, desired, wanted)
+      }
+      if (settled) {
+        const lease = yield* makeLease(state, candidate, owner, true)
+        yield* lease.sync(desired)
+        return lease
+      }
       yield* Effect.logDebug(`realtime connection ${candidate.connection.id} not reused: its server did not finish the last answer`)
       yield* retire(state, candidate)
-      // The wait was long (the floor may have moved on meanwhile): no connection for no one.
-      if (!wanted()) return yield* Effect.fail(new RealtimeError({ reason: "revoked", message: `${owner} no longer wants a connection` }))
     }
     const entry = yield* open(state, desired)
     return yield* makeLease(state, entry, owner, false)
