@@ -139,9 +139,21 @@ export const heard = (actor: Actor, event: Heard): Effect.Effect<void> =>
       case "Transcript": {
         // A failed transcription still ends the wait for its turn's words: there are none.
         const words = event.failed ? undefined : { text: event.text, itemId: event.itemId }
-        if (words && !actor.chat.has(event.itemId)) actor.commit(message("user", event.text, { id: event.itemId, agent: actor.name }))
         // The words of a held spoken turn, in case it must follow the floor.
         const waiting = inner.held.find((held) => held._tag === "Spoken" && held.words === undefined)
+        if (!actor.holdsFloor()) {
+          // Not this actor's to record: a held turn takes its words to the holder with it.
+          if (waiting?._tag === "Spoken") waiting.words = words ?? "untranscribable"
+          else {
+            // Heard by this actor's connection as it passed the floor (seed 1904211): the user
+            // spoke to whoever holds it now, whose context records the words and whose server
+            // answer, if the connection moved with the floor, claims them.
+            const holder = actor.core.holder()
+            if (holder !== undefined && holder !== actor) holder.send({ _tag: "Heard", event })
+          }
+          return Effect.void
+        }
+        if (words && !actor.chat.has(event.itemId)) actor.commit(message("user", event.text, { id: event.itemId, agent: actor.name }))
         if (waiting?._tag === "Spoken") waiting.words = words ?? "untranscribable"
         else if (actor.realtime) {
           // The words of a turn passed on without them are the holder's to answer.
