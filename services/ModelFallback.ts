@@ -109,10 +109,11 @@ const firstAnswer = (
       const error = Cause.findErrorOption(first.cause)
       const fault = Option.isSome(error) && !Cause.isDone(error.value) && AiError.isAiError(error.value) ? error.value : undefined
       // It ended without a part, or not with a model's fault (a defect): as it is.
-      if (fault === undefined) return Effect.failCause(first.cause)
+      // A refusal is the answer: the model is not down for it.
+      if (fault === undefined || fault.reason._tag === "ContentPolicyError") return Effect.failCause(first.cause)
       candidate.downUntil = now + recoverAfterMs
       const next = order[k + 1]
-      if (next === undefined || fault.reason._tag === "ContentPolicyError") return Effect.failCause(first.cause)
+      if (next === undefined) return Effect.failCause(first.cause)
       yield* Scope.close(attempt, Exit.void)
       yield* Effect.logWarning(`ModelFallback: ${nameOf(candidate.info)} failed before answering (${fault.message}); asking ${nameOf(next.info)}`)
     }

@@ -21,6 +21,14 @@ const desk = Agent.make({ name: "desk", instructions: "You are the front desk." 
 const scripted = (name: string, reply: ScriptedModel.ScriptedResponse, asked: { count: number }) =>
   ScriptedModel.layer([{ when: () => true, reply: () => (asked.count++, reply) }], { model: name })
 
+/** A session on `desk` whose first turn has been answered: what the desk said, and the session. */
+const firstTurn = Effect.gen(function*() {
+  const text = yield* TextCapture.TextCapture
+  const session = yield* AgentSession.start({ agent: desk })
+  yield* drive(session.run("hello"))
+  return { said: text.textOf("desk"), session }
+})
+
 const modelCalls = (session: AgentSession.AgentSession) =>
   Effect.map(session.eventLog, (events) => events.filter((e): e is ModelCallEvent => e.type === "model_call"))
 
@@ -29,10 +37,8 @@ describe("ModelFallback", () => {
     const primary = { count: 0 }
     const backup = { count: 0 }
     return Effect.gen(function*() {
-      const text = yield* TextCapture.TextCapture
-      const session = yield* AgentSession.start({ agent: desk })
-      yield* drive(session.run("hello"))
-      assert.strictEqual(text.textOf("desk"), "Backup here.")
+      const { said, session } = yield* firstTurn
+      assert.strictEqual(said, "Backup here.")
       assert.deepStrictEqual([primary.count, backup.count], [1, 1])
       const [first] = yield* modelCalls(session)
       assert.strictEqual(first?.model, "backup")
@@ -54,10 +60,8 @@ describe("ModelFallback", () => {
     const slow = { count: 0 }
     const backup = { count: 0 }
     return Effect.gen(function*() {
-      const text = yield* TextCapture.TextCapture
-      const session = yield* AgentSession.start({ agent: desk })
-      yield* drive(session.run("hello"))
-      assert.strictEqual(text.textOf("desk"), "Backup here.")
+      const { said } = yield* firstTurn
+      assert.strictEqual(said, "Backup here.")
       assert.deepStrictEqual([slow.count, backup.count], [1, 1])
     }).pipe(Effect.provide([
       ModelFallback.layer([scripted("slow", { text: "Too late.", delay: "1 minute" }, slow), scripted("backup", { text: "Backup here." }, backup)], {
