@@ -2,24 +2,19 @@
  * One WebSocket connection = one `AgentSession` of the core, in the connection's Scope: when the
  * client goes, the Scope closes and the session with it (every call answered, every actor's
  * Scope closed). The session's events go out as JSON frames; its words stream as `agent_text`;
- * a realtime model's audio goes out as binary PCM16 and is cut with `clear`. The user's audio
- * goes to the holder's realtime connection (resampled to the model's rate) and to the session's
- * `AudioInput`, where a cascaded voice pipeline reads it.
+ * the agents' audio goes out as binary PCM16 and is cut with `clear`. The user's binary frames
+ * (PCM16) are heard by the holder's realtime connection or the cascaded voice pipeline (Line.ts).
  */
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import { Clock, Deferred, Effect, FileSystem, Option, Stream } from "effect"
+import { Deferred, Effect, Option, Stream } from "effect"
 import { Socket } from "effect/socket"
 import * as AudioFrame from "../services/AudioFrame.ts"
-import { AudioOutput, type AudioOutputService } from "../services/AudioOutput.ts"
-import * as AudioInput from "../services/AudioInput.ts"
-import { Resampler, type ResamplerService, type ResamplerStage } from "../services/Resampler.ts"
-import { RealtimeModel } from "../services/RealtimeModel.ts"
+import type { AudioOutputService } from "../services/AudioOutput.ts"
+import type { ResamplerService } from "../services/Resampler.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
-import { type Agent, AgentSession } from "../src/index.ts"
-import * as AudioRecorder from "../src/observe/AudioRecorder.ts"
+import type { Agent } from "../src/index.ts"
 import * as Timeline from "../src/Timeline.ts"
-import * as VoicePipeline from "../src/voice/VoicePipeline.ts"
 import type { ServerOptions } from "./Config.ts"
+import * as Line from "./Line.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 import type { Registry } from "./Registry.ts"
 import { type ClientMessage, encode, parseClientFrame, type ServerFrame } from "./Wire.ts"
@@ -46,40 +41,18 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
   const closer = yield* Deferred.make<string>()
   yield* Effect.acquireRelease(ctx.registry.register(closer), () => ctx.registry.unregister(closer))
 
-  const recorder = yield* record(ctx)
-  const output = audioOutput(send, sendBytes)
-  const realtime = Option.isSome(yield* Effect.serviceOption(RealtimeModel))
-  // Without a realtime model, VAD + STT + TTS engines in the context make a cascaded voice session.
-  const voiceEngines = realtime ? Option.none() : yield* VoicePipeline.engines
-  const line = Option.isSome(voiceEngines) ? yield* AudioInput.makeQueue : undefined
-  const startOptions = { agent: ctx.agent, userdata: ctx.userdata() }
-  const session = yield* (line && Option.isSome(voiceEngines)
-    ? VoicePipeline.start({ ...startOptions, input: line.service.frames, alsoText: textOutput(send) }).pipe(
-      Effect.map((voice) => voice.session),
-      VoicePipeline.provideEngines(voiceEngines.value),
-      Effect.provideService(Resampler, ctx.resampler)
-    )
-    : AgentSession.start({ ...startOptions, textOutput: textOutput(send) })).pipe(
-      Effect.provideService(AudioOutput, recorder ? recorder.output(output) : output)
-    )
+  const line = yield* Line.start(ctx, audioOutput(send, sendBytes), textOutput(send))
+  const session = line.session
   yield* ServiceMetrics.sessionOpened
 
   yield* session.events.pipe(Stream.runForEach(send), Effect.forkScoped)
   let inputRate = 16_000
-  let toModel: ResamplerStage | undefined
   const pushAudio = (bytes: Uint8Array) =>
-    Effect.gen(function*() {
-      if (bytes.byteLength % 2 !== 0) return yield* send(inputError("an audio frame needs an even number of bytes (PCM16)"))
-      if (recorder) yield* recorder.user(AudioFrame.fromPcm16(bytes, inputRate))
-      if (line) return yield* line.offer(AudioFrame.fromPcm16(bytes, inputRate))
-      if (!realtime) return
-      toModel ??= yield* ctx.resampler.make(inputRate, ctx.realtimeInputRate)
-      for (const frame of toModel.push(AudioFrame.fromPcm16(bytes, inputRate))) {
-        yield* session.pushAudio(AudioFrame.toPcm16(frame)).pipe(
-          Effect.catch((e) => send({ type: "error", source: "transport", message: e.message, recoverable: e._tag !== "SessionClosed" }))
-        )
-      }
-    })
+    bytes.byteLength % 2 !== 0
+      ? send(inputError("an audio frame needs an even number of bytes (PCM16)"))
+      : line.hear(AudioFrame.fromPcm16(bytes, inputRate)).pipe(
+        Effect.catch((e) => send({ type: "error", source: "transport", message: e.message, recoverable: e._tag !== "SessionClosed" }))
+      )
 
   const onMessage = (message: ClientMessage): Effect.Effect<void> => {
     switch (message.type) {
@@ -98,7 +71,6 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
           return send(inputError(`sampleRate ${message.sampleRate} is outside 8000..48000`))
         }
         return Effect.sync(() => {
-          if (message.sampleRate !== inputRate) toModel = undefined
           inputRate = message.sampleRate
         })
     }
@@ -112,7 +84,7 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
       yield* onMessage(message)
     })
 
-  yield* send({ type: "ready", sessionId: session.id, agent: ctx.agent.name, audio: realtime ? "realtime" : line ? "pipeline" : "none", inputSampleRate: inputRate })
+  yield* send({ type: "ready", sessionId: session.id, agent: ctx.agent.name, audio: line.audio, inputSampleRate: inputRate })
 
   const idle = ctx.options.idleSeconds > 0 ? ctx.options.idleSeconds * 1000 : undefined
   const readLoop = Effect.gen(function*() {
@@ -135,20 +107,6 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
   Effect.scoped(effect).pipe(
     Effect.ensuring(Effect.sync(() => ctx.registry.release()).pipe(Effect.andThen(ServiceMetrics.sessionClosed)))
   ))
-
-/** With a record directory: `<dir>/<time>-<n>.agent.wav` and `.user.wav` for this connection. */
-let recordings = 0
-const record = (ctx: ConnectionContext) =>
-  Option.match(ctx.options.recordDir, {
-    onNone: () => Effect.succeed(undefined),
-    onSome: (dir) =>
-      Effect.gen(function*() {
-        const fs = yield* FileSystem.FileSystem
-        yield* fs.makeDirectory(dir, { recursive: true }).pipe(Effect.ignore)
-        const stamp = new Date(yield* Clock.currentTimeMillis).toISOString().replace(/[:.]/g, "-")
-        return yield* AudioRecorder.make(`${dir.replace(/\/+$/, "")}/call-${stamp}-${++recordings}`)
-      }).pipe(Effect.provide(NodeFileSystem.layer))
-  })
 
 const inputError = (message: string): ServerFrame => ({ type: "error", source: "input", message, recoverable: true })
 

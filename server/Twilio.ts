@@ -3,18 +3,18 @@
  * `start` (the stream's id and format), `media` (base64 µ-law at 8 kHz, 20 ms a message), `mark`
  * (a mark we sent was played), `dtmf` and `stop`; we send `media`, `mark` (after each reply, so we
  * know when it was played) and `clear` (barge-in: drop what is queued on the line). The caller's
- * audio goes to the holder's realtime connection (resampled to the model's rate) and to the
- * session's `AudioInput`; the agent's audio comes back resampled to 8 kHz µ-law.
+ * audio goes to the holder's realtime connection (resampled to the model's rate), or without a
+ * realtime model to the cascaded voice pipeline (Line.ts); the agents' audio comes back resampled
+ * to 8 kHz µ-law.
  */
-import { Deferred, Effect, Option, Schema, Stream } from "effect"
+import { Deferred, Effect, Schema, Stream } from "effect"
 import { Socket } from "effect/socket"
 import * as AudioFrame from "../services/AudioFrame.ts"
-import { AudioOutput, type AudioOutputService } from "../services/AudioOutput.ts"
+import type { AudioOutputService } from "../services/AudioOutput.ts"
 import * as Mulaw from "../services/Mulaw.ts"
 import type { ResamplerStage } from "../services/Resampler.ts"
-import { RealtimeModel } from "../services/RealtimeModel.ts"
-import { AgentSession } from "../src/index.ts"
 import type { ConnectionContext } from "./Connection.ts"
+import * as Line from "./Line.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 
 const PHONE_RATE = 8000
@@ -71,9 +71,8 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
     clear: () => (streamSid === undefined ? Effect.void : sendJson({ event: "clear", streamSid }))
   }
 
-  const session = yield* AgentSession.start({ agent: ctx.agent, userdata: ctx.userdata() }).pipe(
-    Effect.provideService(AudioOutput, output)
-  )
+  const line = yield* Line.start(ctx, output)
+  const session = line.session
   yield* ServiceMetrics.sessionOpened
   // After each reply, a mark: Twilio echoes it once the line has played the reply.
   yield* session.events.pipe(
@@ -84,8 +83,6 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
     ),
     Effect.forkScoped
   )
-  const realtime = Option.isSome(yield* Effect.serviceOption(RealtimeModel))
-  const toModel = yield* ctx.resampler.make(PHONE_RATE, ctx.realtimeInputRate)
 
   const onMessage = (message: TwilioMessage) =>
     Effect.gen(function*() {
@@ -93,14 +90,8 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
         case "start":
           streamSid = message.streamSid
           return
-        case "media": {
-          if (!realtime) return
-          const pcm = Mulaw.decode(Buffer.from(message.media.payload, "base64"))
-          for (const frame of toModel.push(AudioFrame.make(pcm, PHONE_RATE))) {
-            yield* session.pushAudio(AudioFrame.toPcm16(frame)).pipe(Effect.ignore)
-          }
-          return
-        }
+        case "media":
+          return yield* line.hear(AudioFrame.make(Mulaw.decode(Buffer.from(message.media.payload, "base64")), PHONE_RATE)).pipe(Effect.ignore)
         case "mark": // the caller has heard that reply to its end
           return yield* Effect.logDebug(`twilio: ${message.mark.name} played`)
         default:

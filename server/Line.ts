@@ -1,0 +1,77 @@
+/**
+ * A caller's session, whichever way they reach the service (a browser on /ws, a phone call on
+ * /twilio): with a realtime model, the caller's audio goes to the holder's connection at the
+ * model's rate; without one, VAD, STT and TTS engines in the context make it a cascaded voice
+ * session that hears the audio itself. The agents' audio goes to the route's `AudioOutput`, and
+ * both sides are recorded as WAV files when `BATON_RECORD_DIR` is set.
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { Clock, Effect, FileSystem, Option, type Scope } from "effect"
+import * as AudioFrame from "../services/AudioFrame.ts"
+import { AudioOutput, type AudioOutputService } from "../services/AudioOutput.ts"
+import * as AudioInput from "../services/AudioInput.ts"
+import { Resampler, type ResamplerStage } from "../services/Resampler.ts"
+import { type RealtimeError, RealtimeModel } from "../services/RealtimeModel.ts"
+import type { TextOutputService } from "../services/TextOutput.ts"
+import { AgentSession, type SessionClosed } from "../src/index.ts"
+import * as AudioRecorder from "../src/observe/AudioRecorder.ts"
+import * as VoicePipeline from "../src/voice/VoicePipeline.ts"
+import type { ConnectionContext } from "./Connection.ts"
+
+export interface Line {
+  readonly session: AgentSession.AgentSession
+  /** Who hears the caller's audio: the holder's realtime connection, the voice pipeline, or no one. */
+  readonly audio: "realtime" | "pipeline" | "none"
+  /** One frame of the caller's audio, at any rate. */
+  readonly hear: (frame: AudioFrame.AudioFrame) => Effect.Effect<void, RealtimeError | SessionClosed>
+}
+
+/** Starts the caller's session in the current Scope; `text` is where the agents' words go as they stream. */
+export const start = (
+  ctx: ConnectionContext,
+  output: AudioOutputService,
+  text?: TextOutputService
+): Effect.Effect<Line, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const recorder = yield* record(ctx)
+    const realtime = Option.isSome(yield* Effect.serviceOption(RealtimeModel))
+    // Without a realtime model, VAD + STT + TTS engines in the context make a cascaded voice session.
+    const voiceEngines = realtime ? Option.none() : yield* VoicePipeline.engines
+    const pipeline = Option.isSome(voiceEngines) ? yield* AudioInput.makeQueue : undefined
+    const startOptions = { agent: ctx.agent, userdata: ctx.userdata() }
+    const session = yield* (pipeline && Option.isSome(voiceEngines)
+      ? VoicePipeline.start({ ...startOptions, input: pipeline.service.frames, ...(text ? { alsoText: text } : {}) }).pipe(
+        Effect.map((voice) => voice.session),
+        VoicePipeline.provideEngines(voiceEngines.value),
+        Effect.provideService(Resampler, ctx.resampler)
+      )
+      : AgentSession.start({ ...startOptions, ...(text ? { textOutput: text } : {}) })).pipe(
+        Effect.provideService(AudioOutput, recorder ? recorder.output(output) : output)
+      )
+    // To the model's rate, one stage per rate the caller's audio comes at.
+    const toModel = new Map<number, ResamplerStage>()
+    const hear = (frame: AudioFrame.AudioFrame): Effect.Effect<void, RealtimeError | SessionClosed> =>
+      Effect.gen(function*() {
+        if (recorder) yield* recorder.user(frame)
+        if (pipeline) return yield* pipeline.offer(frame)
+        if (!realtime) return
+        const stage = toModel.get(frame.sampleRate) ?? (yield* ctx.resampler.make(frame.sampleRate, ctx.realtimeInputRate))
+        toModel.set(frame.sampleRate, stage)
+        for (const out of stage.push(frame)) yield* session.pushAudio(AudioFrame.toPcm16(out))
+      })
+    return { session, audio: realtime ? "realtime" : pipeline ? "pipeline" : "none", hear }
+  })
+
+/** With a record directory: `<dir>/call-<time>-<n>.agent.wav` and `.user.wav` for this line. */
+let recordings = 0
+const record = (ctx: ConnectionContext) =>
+  Option.match(ctx.options.recordDir, {
+    onNone: () => Effect.succeed(undefined),
+    onSome: (dir) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.makeDirectory(dir, { recursive: true }).pipe(Effect.ignore)
+        const stamp = new Date(yield* Clock.currentTimeMillis).toISOString().replace(/[:.]/g, "-")
+        return yield* AudioRecorder.make(`${dir.replace(/\/+$/, "")}/call-${stamp}-${++recordings}`)
+      }).pipe(Effect.provide(NodeFileSystem.layer))
+  })
