@@ -1,7 +1,8 @@
 /**
  * The phone bridge: Twilio Media Streams over a WebSocket (`/twilio`). Twilio sends `connected`,
  * `start` (the stream's id and format), `media` (base64 µ-law at 8 kHz, 20 ms a message), `mark`
- * (a mark we sent was played), `dtmf` and `stop`; we send `media`, `mark` (after each reply, so we
+ * (a mark we sent was played), `dtmf` (a keypad press: gathered into a turn, see
+ * src/voice/Dtmf.ts) and `stop`; we send `media`, `mark` (after each reply, so we
  * know when it was played) and `clear` (barge-in: drop what is queued on the line). The caller's
  * audio goes to the holder's realtime connection (resampled to the model's rate), or without a
  * realtime model to the cascaded voice pipeline (Line.ts); the agents' audio comes back resampled
@@ -12,6 +13,7 @@ import { Socket } from "effect/socket"
 import * as AudioFrame from "../services/AudioFrame.ts"
 import type { AudioOutputService } from "../services/AudioOutput.ts"
 import * as Mulaw from "../services/Mulaw.ts"
+import * as Dtmf from "../src/voice/Dtmf.ts"
 import type { ResamplerStage } from "../services/Resampler.ts"
 import type { ConnectionContext } from "./Connection.ts"
 import * as Line from "./Line.ts"
@@ -27,7 +29,7 @@ export const TwilioMessage = Schema.Union([
   Schema.Struct({ event: Schema.Literal("start"), streamSid: Schema.String }),
   Schema.Struct({ event: Schema.Literal("media"), media: Media }),
   Schema.Struct({ event: Schema.Literal("mark"), mark: Schema.Struct({ name: Schema.String }) }),
-  Schema.Struct({ event: Schema.Literal("dtmf") }),
+  Schema.Struct({ event: Schema.Literal("dtmf"), dtmf: Schema.Struct({ digit: Schema.String }) }),
   Schema.Struct({ event: Schema.Literal("stop") })
 ])
 type TwilioMessage = typeof TwilioMessage.Type
@@ -74,6 +76,8 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
   const line = yield* Line.start(ctx, output)
   const session = line.session
   yield* ServiceMetrics.sessionOpened
+  // Keypad presses, gathered into turns for whoever holds the floor.
+  const keypad = yield* Dtmf.collector((text) => session.send(text).pipe(Effect.ignore))
   // After each reply, a mark: Twilio echoes it once the line has played the reply.
   yield* session.events.pipe(
     Stream.runForEach((event) =>
@@ -94,6 +98,8 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
           return yield* line.hear(AudioFrame.make(Mulaw.decode(Buffer.from(message.media.payload, "base64")), PHONE_RATE)).pipe(Effect.ignore)
         case "mark": // the caller has heard that reply to its end
           return yield* Effect.logDebug(`twilio: ${message.mark.name} played`)
+        case "dtmf":
+          return yield* keypad.press(message.dtmf.digit)
         default:
           return
       }

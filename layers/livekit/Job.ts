@@ -3,7 +3,7 @@
  * fibers). It joins with the job's token, waits for the user, publishes the agent's audio track
  * and runs one `AgentSession`: through the cascaded voice pipeline when the context has VAD, STT
  * and TTS engines, through a realtime model's own audio when it has a `RealtimeModel`, else in
- * text over the room's chat. Transcripts go to the room on `lk.transcription` and the agent's
+ * text over the room's chat (a SIP caller's keypad presses become turns too). Transcripts go to the room on `lk.transcription` and the agent's
  * state to its `lk.agent.state` attribute, as LiveKit clients expect. The user leaving ends the
  * session; the job's termination closes its Scope.
  */
@@ -12,6 +12,7 @@ import * as AudioFrame from "../../services/AudioFrame.ts"
 import { AudioOutput } from "../../services/AudioOutput.ts"
 import { RealtimeModel } from "../../services/RealtimeModel.ts"
 import { type Agent, AgentSession } from "../../src/index.ts"
+import * as Dtmf from "../../src/voice/Dtmf.ts"
 import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
 import { Room, type RoomConnection, type RoomParticipant } from "./Room.ts"
 
@@ -82,6 +83,9 @@ export const run = Effect.fn("LiveKit.job")(function*(job: JobSpec, options: Job
   }
   const live = session
   yield* conn.textOf(user).pipe(Stream.runForEach((text) => live.send(text).pipe(Effect.ignore)), Effect.forkScoped)
+  // A phone caller's keypad (LiveKit SIP), gathered into turns.
+  const keypad = yield* Dtmf.collector((text) => live.send(text).pipe(Effect.ignore))
+  yield* conn.keypadOf(user).pipe(Stream.runForEach(keypad.press), Effect.forkScoped)
   yield* mirror(live, conn, user).pipe(Effect.forkScoped)
   // the user leaving ends the session; the job's Scope closing (termination) ends it too
   yield* Effect.raceFirst(conn.left(user), live.awaitClosed)

@@ -22,6 +22,8 @@ export interface Loopback {
   readonly speak: (frames: ReadonlyArray<AudioFrame.AudioFrame>) => Effect.Effect<void>
   /** The participant types in the chat. */
   readonly chat: (text: string) => Effect.Effect<void>
+  /** The participant presses a key on the phone's keypad (DTMF). */
+  readonly press: (digit: string) => Effect.Effect<void>
   /** The participant leaves. */
   readonly leave: Effect.Effect<void>
   /** The agent's published audio, read back at 16 kHz (it never ends: take what you need). */
@@ -39,6 +41,7 @@ export const make = Effect.fn("LoopbackRoom.make")(function*() {
   const mic = RtcAudio.source(rtc, RATE)
   const micTrack = rtc.LocalAudioTrack.createAudioTrack("user-mic", mic.audioSource)
   const chat = yield* Queue.unbounded<string>()
+  const keys = yield* Queue.unbounded<string>()
   const gone = yield* Deferred.make<void>()
   const published = yield* Deferred.make<InstanceType<typeof rtc.LocalAudioTrack>>()
   const texts: Array<{ topic: string; text: string }> = []
@@ -49,6 +52,7 @@ export const make = Effect.fn("LoopbackRoom.make")(function*() {
     participant: Effect.succeed(user),
     audioOf: (_participant, sampleRate) => RtcAudio.framesOf(rtc, micTrack, sampleRate).pipe(Stream.interruptWhen(Deferred.await(gone))),
     textOf: () => Stream.fromQueue(chat).pipe(Stream.interruptWhen(Deferred.await(gone))),
+    keypadOf: () => Stream.fromQueue(keys).pipe(Stream.interruptWhen(Deferred.await(gone))),
     publishAudio: (sampleRate) =>
       Effect.gen(function*() {
         const agent = RtcAudio.source(rtc, sampleRate)
@@ -69,6 +73,7 @@ export const make = Effect.fn("LoopbackRoom.make")(function*() {
         // a copy: rtc-node reads the frame's whole buffer, not the view's window of it
         Effect.promise(() => mic.audioSource.captureFrame(new rtc.AudioFrame(frame.data.slice(), frame.sampleRate, 1, frame.data.length))), { discard: true }),
     chat: (text) => Queue.offer(chat, text).pipe(Effect.asVoid),
+    press: (digit) => Queue.offer(keys, digit).pipe(Effect.asVoid),
     leave: Deferred.succeed(gone, undefined).pipe(Effect.asVoid),
     agentAudio: Deferred.await(published).pipe(Effect.map((track) => RtcAudio.framesOf(rtc, track, RATE))),
     texts,

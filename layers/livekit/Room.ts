@@ -22,6 +22,8 @@ export interface RoomConnection {
   readonly audioOf: (participant: RoomParticipant, sampleRate: number) => Stream.Stream<AudioFrame>
   /** Chat text the participant sends (topic `lk.chat`). */
   readonly textOf: (participant: RoomParticipant) => Stream.Stream<string>
+  /** Keypad presses (DTMF) of the participant: a phone caller joined through LiveKit SIP. */
+  readonly keypadOf: (participant: RoomParticipant) => Stream.Stream<string>
   /** Publishes the agent's microphone track at `sampleRate`: an `AudioOutput` that plays into it. */
   readonly publishAudio: (sampleRate: number) => Effect.Effect<AudioOutputService, RoomError, Scope.Scope>
   /** Sends text on a topic (`lk.transcription` for transcripts, as LiveKit clients expect). */

@@ -38,6 +38,7 @@ export const layer: Layer.Layer<Room, never, RtcNode> = Layer.effect(
           return d
         }
         const chat = yield* Queue.unbounded<string>()
+        const keys = yield* Queue.unbounded<{ readonly identity: string; readonly digit: string }>()
         // the user is the first participant that is not an agent (other workers may share the room)
         const isUser = (p: { readonly kind: unknown }) => p.kind !== rtc.ParticipantKind.AGENT
         const found = (p: { readonly identity: string; readonly name?: string | undefined }) =>
@@ -51,6 +52,7 @@ export const layer: Layer.Layer<Room, never, RtcNode> = Layer.effect(
         room.on(rtc.RoomEvent.TrackSubscribed, (track, _publication, p) => {
           if (track.kind === rtc.TrackKind.KIND_AUDIO) Deferred.doneUnsafe(trackOf(p.identity), Effect.succeed(track as InstanceType<typeof rtc.RemoteAudioTrack>))
         })
+        room.on(rtc.RoomEvent.DtmfReceived, (_code, digit, p) => Queue.offerUnsafe(keys, { identity: p.identity, digit }))
         room.registerTextStreamHandler("lk.chat", (reader) => void reader.readAll().then((text) => Queue.offerUnsafe(chat, text)))
 
         const local = () => room.localParticipant!
@@ -62,6 +64,7 @@ export const layer: Layer.Layer<Room, never, RtcNode> = Layer.effect(
               Stream.interruptWhen(Deferred.await(goneOf(p.identity)))
             ),
           textOf: () => Stream.fromQueue(chat),
+          keypadOf: (p) => Stream.fromQueue(keys).pipe(Stream.filter((key) => key.identity === p.identity), Stream.map((key) => key.digit)),
           publishAudio: (sampleRate) =>
             Effect.gen(function*() {
               const { audioSource, output } = RtcAudio.source(rtc, sampleRate)

@@ -3,6 +3,7 @@
  * `VoicePipeline.start`, and its two halves, `VoiceInput` (endpointing, barge-in) and
  * `VoiceOutput` (sentences to speech, played in real time, what was heard).
  */
+export * as Dtmf from "./Dtmf.ts"
 export * as VoiceInput from "./VoiceInput.ts"
 export * as VoiceOutput from "./VoiceOutput.ts"
 export * as VoicePipeline from "./VoicePipeline.ts"

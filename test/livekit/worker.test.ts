@@ -2,7 +2,7 @@
  * The worker against a fake LiveKit dispatch server (real WebSocket on 127.0.0.1, protobuf
  * messages, the token checked with livekit-server-sdk's TokenVerifier): registration, the
  * availability policy, assignment and termination, status updates, a server restart mid-job,
- * malformed frames, and the drain. Rooms are in memory (MemoryRoom): a user who types.
+ * malformed frames, and the drain. Rooms are in memory (MemoryRoom): a user who types (or presses keys).
  */
 import { JobStatus, JobType, WorkerStatus } from "@livekit/protocol"
 import { assert, describe, it } from "@effect/vitest"
@@ -20,7 +20,10 @@ const SECRET = "secret-of-at-least-thirty-two-characters"
 
 const weather = Agent.make({ name: "weather", instructions: "Weather.", onEnter: Agent.say("Sunny in Paris.").pipe(Effect.asVoid) })
 const greeter = Agent.make({ name: "greeter", instructions: "Greet.", tools: [Tool.handoff("transfer_to_weather", () => weather)] })
-const model = ScriptedModel.layer([{ when: { user: /weather/ }, reply: { toolCalls: [{ name: "transfer_to_weather" }] } }])
+const model = ScriptedModel.layer([
+  { when: { user: /weather/ }, reply: { toolCalls: [{ name: "transfer_to_weather" }] } },
+  { when: { user: "DTMF: 12" }, reply: { text: "Account 12, found." } }
+])
 
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
@@ -43,6 +46,18 @@ const startWorker = (server: FakeServer.FakeServer, rooms: Layer.Layer<Room>, ex
     }).pipe(Scope.provide(scope), Effect.provide(rooms))
     return { worker, scope }
   })
+
+/** A registered worker running job J_1, its room joined. */
+const runningJob = Effect.gen(function*() {
+  const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })
+  const rooms = yield* MemoryRoom.make
+  const { worker, scope } = yield* startWorker(server, rooms.layer)
+  yield* worker.registered
+  yield* promise(() => server.offer("J_1"))
+  yield* promise(() => server.assign("J_1"))
+  yield* until("the room joined", () => rooms.rooms.get("room-J_1")?.joined === true)
+  return { server, worker, scope, room: rooms.rooms.get("room-J_1")! }
+})
 
 describe("LiveKit worker (fake dispatch server)", () => {
   it.live("registers, takes a job, runs its session in the room (a handoff), reports status, and ends it on termination", () =>
@@ -78,6 +93,14 @@ describe("LiveKit worker (fake dispatch server)", () => {
       yield* promise(() => server.waitFor((m) => m.case === "updateJob" && m.value.jobId === "J_1" && m.value.status === JobStatus.JS_SUCCESS, "JS_SUCCESS"))
       yield* until("the room left", () => !room.joined)
       assert.strictEqual(worker.state().jobs, 0)
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.scoped, Effect.provide(model)), 30_000)
+
+  it.live("a SIP caller's keypad presses up to # are one turn for the agent", () =>
+    Effect.gen(function*() {
+      const { scope, room } = yield* runningJob
+      for (const digit of "12#") yield* room.press(digit)
+      yield* until("the answer to the keys in the room", () => room.texts.some((t) => t.topic === "lk.transcription" && t.text === "Account 12, found."))
       yield* Scope.close(scope, Exit.void)
     }).pipe(Effect.scoped, Effect.provide(model)), 30_000)
 
@@ -130,18 +153,11 @@ describe("LiveKit worker (fake dispatch server)", () => {
 
   it.live("the server restarts mid-job: the job goes on, the worker registers again and is told to end it", () =>
     Effect.gen(function*() {
-      const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })
-      const rooms = yield* MemoryRoom.make
-      const { worker, scope } = yield* startWorker(server, rooms.layer)
-      yield* worker.registered
-      yield* promise(() => server.offer("J_1"))
-      yield* promise(() => server.assign("J_1"))
-      yield* until("the room joined", () => rooms.rooms.get("room-J_1")?.joined === true)
+      const { server, worker, scope, room } = yield* runningJob
       yield* promise(() => server.restart(300))
       yield* until("a second registration", () => worker.state().registrations === 2)
       assert.strictEqual(worker.state().workerId, "W_2")
       // the job never stopped: the user talks and is answered
-      const room = rooms.rooms.get("room-J_1")!
       assert.isTrue(room.joined)
       yield* room.chat("weather please")
       yield* until("the answer", () => room.texts.some((t) => t.text === "Sunny in Paris."))

@@ -1,5 +1,5 @@
 /**
- * Rooms in memory (no audio, no server): each job's room has one user who types in the chat,
+ * Rooms in memory (no audio, no server): each job's room has one user who types in the chat (or presses keys),
  * and records what the agent sent and set. For the worker's tests and its many-jobs bench; the
  * audio path is tested through rtc-node's loopback (LoopbackRoom).
  */
@@ -11,6 +11,8 @@ export interface MemoryRoomState {
   readonly texts: Array<{ readonly topic: string; readonly text: string; readonly attributes: Record<string, string> | undefined }>
   readonly attributes: Record<string, string>
   readonly chat: (text: string) => Effect.Effect<void>
+  /** The user presses a key on the phone's keypad (a SIP caller). */
+  readonly press: (digit: string) => Effect.Effect<void>
   readonly leave: Effect.Effect<void>
   /** Whether the agent is still in the room. */
   joined: boolean
@@ -30,12 +32,14 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const name = roomOf(Redacted.value(token))
       const chat = yield* Queue.unbounded<string>()
+      const keys = yield* Queue.unbounded<string>()
       const gone = yield* Deferred.make<void>()
       const state: MemoryRoomState = {
         name,
         texts: [],
         attributes: {},
         chat: (text) => Queue.offer(chat, text).pipe(Effect.asVoid),
+        press: (digit) => Queue.offer(keys, digit).pipe(Effect.asVoid),
         leave: Deferred.succeed(gone, undefined).pipe(Effect.asVoid),
         joined: true
       }
@@ -46,6 +50,7 @@ export const make = Effect.gen(function*() {
         participant: Effect.succeed(user),
         audioOf: () => Stream.never,
         textOf: () => Stream.fromQueue(chat),
+        keypadOf: () => Stream.fromQueue(keys),
         publishAudio: () => Effect.succeed({ write: () => Effect.void, clear: () => Effect.void }),
         sendText: (text, options) => Effect.sync(() => void state.texts.push({ topic: options.topic, text, attributes: options.attributes })),
         setAttributes: (next) => Effect.sync(() => void Object.assign(state.attributes, next)),
