@@ -10,8 +10,9 @@
  * - A content-policy refusal is the answer, not a fault; it is never asked of another model.
  * - A model that failed is passed over for `recoverAfter`, then asked first again. When every
  *   model is passed over, all are asked in order: a request never fails for that alone.
- * - Each failover is one warning in the log, and the call's `model_call` event (its metrics, its
- *   usage) names the model that answered.
+ * - Each failover is one warning in the log. The call's `model_call` event (its metrics, its
+ *   usage) names the model that answered, and lists those that failed before it (`failedOver`,
+ *   each counted in `baton_model_errors_total` with its reason).
  *
  * The models must carry their provider's part stream (`ModelParts`: baton's `OpenAiChat` and
  * `ScriptedModel`, or a model made with `ModelParts.withParts`), so a fallback keeps baton's
@@ -114,6 +115,7 @@ const firstAnswer = (
       candidate.downUntil = now + recoverAfterMs
       const next = order[k + 1]
       if (next === undefined) return Effect.failCause(first.cause)
+      call?.failedOver?.(candidate.info, fault.reason._tag)
       yield* Scope.close(attempt, Exit.void)
       yield* Effect.logWarning(`ModelFallback: ${nameOf(candidate.info)} failed before answering (${fault.message}); asking ${nameOf(next.info)}`)
     }

@@ -130,6 +130,8 @@ export interface ModelCallEvent extends Base {
   readonly outcome: "ok" | "error" | "interrupted"
   /** The error's reason (its `reason` tag or field), when the call failed. */
   readonly errorReason?: string | undefined
+  /** Models that failed before this one answered (`ModelFallback`), in order, with why. */
+  readonly failedOver?: ReadonlyArray<{ readonly provider: string; readonly model: string; readonly reason: string }> | undefined
 }
 
 export interface CloseEvent extends Base {

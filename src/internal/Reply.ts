@@ -180,7 +180,7 @@ const startStep = (actor: Actor, speech: Speech, model: LanguageModel.LanguageMo
   const speechId = speech.handle.id
   const named = ModelParts.infoOf(model)
   const meter = ModelCallMeter.start({ speechId, agent: actor.name, kind: "llm", provider: named?.provider ?? "unknown", model: named?.model ?? "unknown" }, actor.core.now)
-  const info = { speechId, agent: actor.name, served: meter.served }
+  const info = { speechId, agent: actor.name, served: meter.served, failedOver: meter.failedOver }
   return { actor, info, meter, calls: [], text: "", started: false }
 }
 

@@ -91,6 +91,8 @@ const updates = (state: State, event: SessionEvent): ReadonlyArray<Effect.Effect
       return [
         inc(modelCalls, { ...model, kind: event.kind, outcome: event.outcome }),
         ...(event.outcome === "error" ? [inc(modelErrors, { ...model, reason: event.errorReason ?? "unknown" })] : []),
+        // The models a fallback left: each failed a call (its own error, not this one's outcome).
+        ...(event.failedOver ?? []).map((failed) => inc(modelErrors, { provider: failed.provider, model: failed.model, reason: failed.reason })),
         ...(event.firstTextMs === undefined ? [] : [Metric.update(Metric.withAttributes(timeToFirstText, { ...model, kind: event.kind }), event.firstTextMs / 1000)]),
         ...(event.firstAudioMs === undefined ? [] : [Metric.update(Metric.withAttributes(timeToFirstAudio, model), event.firstAudioMs / 1000)]),
         ...(event.inputTokens ? [inc(tokens, { ...model, direction: "input" }, event.inputTokens)] : []),

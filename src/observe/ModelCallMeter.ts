@@ -18,6 +18,8 @@ export interface Meter {
   readonly model: (model: string | undefined) => void
   /** Another model answers the call (a fallback): its provider and model are the call's. */
   readonly served: (by: { readonly provider: string; readonly model: string }) => void
+  /** A model failed before the one that answers: kept with the reason. */
+  readonly failedOver: (by: { readonly provider: string; readonly model: string }, reason: string) => void
   /** The event for the call's end. */
   readonly end: (exit: Exit.Exit<unknown, unknown>) => Fields
 }
@@ -44,6 +46,7 @@ export const start = (
   let outputTokens: number | undefined
   let audioSeconds = 0
   let provider = base.provider
+  let failedOver: Array<{ readonly provider: string; readonly model: string; readonly reason: string }> | undefined
   let model = base.model
   return {
     text: () => {
@@ -64,6 +67,9 @@ export const start = (
       provider = by.provider
       model = by.model
     },
+    failedOver: (by, reason) => {
+      ;(failedOver ??= []).push({ provider: by.provider, model: by.model, reason })
+    },
     end: (exit) => {
       const failure = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
       const outcome = Exit.isSuccess(exit) ? "ok" : Cause.hasInterruptsOnly(exit.cause) ? "interrupted" : "error"
@@ -79,7 +85,8 @@ export const start = (
         outputTokens,
         audioOutputSeconds: audioSeconds > 0 ? audioSeconds : undefined,
         outcome,
-        errorReason: outcome === "error" ? (failure && Option.isSome(failure) ? reasonOf(failure.value) : "defect") : undefined
+        errorReason: outcome === "error" ? (failure && Option.isSome(failure) ? reasonOf(failure.value) : "defect") : undefined,
+        ...(failedOver ? { failedOver } : {})
       }
     }
   }

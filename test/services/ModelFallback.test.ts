@@ -43,6 +43,7 @@ describe("ModelFallback", () => {
       const [first] = yield* modelCalls(session)
       assert.strictEqual(first?.model, "backup")
       assert.strictEqual(first?.outcome, "ok")
+      assert.deepStrictEqual(first?.failedOver, [{ provider: "scripted", model: "primary", reason: "InternalProviderError" }])
       // Within recoverAfter the failed model is not asked.
       yield* drive(session.run("again"))
       assert.deepStrictEqual([primary.count, backup.count], [1, 2])
@@ -81,6 +82,7 @@ describe("ModelFallback", () => {
       const [call] = yield* modelCalls(session)
       assert.strictEqual(call?.model, "primary")
       assert.strictEqual(call?.outcome, "error")
+      assert.isUndefined(call?.failedOver)
       const errors = (yield* session.eventLog).filter((e) => e.type === "error")
       assert.isTrue(errors.some((e) => e.type === "error" && e.source === "model" && e.message.includes("cut mid-answer")), JSON.stringify(errors))
     }).pipe(Effect.provide(

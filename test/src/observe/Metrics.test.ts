@@ -12,6 +12,7 @@ import { front } from "../../../examples/parallel-handoff/agents.ts"
 import { drive } from "../../../layers/testing/Drive.ts"
 import * as ScriptedModel from "../../../layers/testing/ScriptedModel.ts"
 import * as ScriptedRealtime from "../../../layers/testing/ScriptedRealtime.ts"
+import * as ModelFallback from "../../../services/ModelFallback.ts"
 import * as Metrics from "../../../src/observe/Metrics.ts"
 import * as SessionObserver from "../../../src/SessionObserver.ts"
 import { Agent, AgentSession, type SessionEvent, Tool } from "../../../src/index.ts"
@@ -92,6 +93,22 @@ describe("Metrics", () => {
       { when: { user: "fail" }, reply: { error: "the provider is down" } },
       { when: { user: "hello" }, reply: { text: "Hi." } }
     ]), observed))))
+
+  it.effect("a model a fallback left counts as an error of that model; the call is the model's that answered", () =>
+    Effect.gen(function*() {
+      const session = yield* AgentSession.start({ agent: Agent.make({ name: "a", instructions: "You are a." }) })
+      yield* drive(session.run("hello"))
+      const m = yield* scrape
+      assert.strictEqual(Prom.value(m, "baton_model_errors_total", { provider: "scripted", model: "primary", reason: "InternalProviderError" }), 1)
+      assert.strictEqual(Prom.value(m, "baton_model_calls_total", { provider: "scripted", model: "backup", kind: "llm", outcome: "ok" }), 1)
+      assert.isUndefined(Prom.value(m, "baton_model_calls_total", { provider: "scripted", model: "primary", kind: "llm", outcome: "ok" }))
+    }).pipe(withRegistry, Effect.provide(Layer.merge(
+      ModelFallback.layer([
+        ScriptedModel.layer([{ when: () => true, reply: { error: "overloaded" } }], { model: "primary" }),
+        ScriptedModel.layer([{ when: () => true, reply: { text: "Backup here." } }], { model: "backup" })
+      ]),
+      observed
+    ))))
 
   it.effect("realtime: a connection opened, then reused on the handoff; audio seconds and time to first audio per model", () => {
     const b = Agent.make({ name: "b", instructions: "You are b." })
