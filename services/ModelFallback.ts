@@ -25,23 +25,20 @@
  * ]).pipe(Layer.provide(FetchHttpClient.layer))
  * ```
  */
-import { Cause, Channel, Clock, Context, Duration, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option, Stream } from "effect"
 import { AiError, LanguageModel } from "effect/ai"
+import * as Fallback from "./Fallback.ts"
 import { ModelCall } from "./ModelCall.ts"
 import * as ModelParts from "./ModelParts.ts"
 
-export interface Options {
+export interface Options extends Fallback.Options {
   /** How long a model may take to its first part before the next is asked (default 10 s). */
   readonly attemptTimeout?: Duration.Input | undefined
-  /** How long a model that failed is passed over (default 30 s). */
-  readonly recoverAfter?: Duration.Input | undefined
 }
 
-interface Candidate {
+interface Candidate extends Fallback.Engine {
   readonly parts: ModelParts.StreamParts
   readonly info: ModelParts.ModelInfo
-  /** Passed over until then (ms, the Effect clock). */
-  downUntil: number
 }
 
 type Models<E, R> = readonly [Layer.Layer<LanguageModel.LanguageModel, E, R>, ...Array<Layer.Layer<LanguageModel.LanguageModel, E, R>>]
@@ -52,7 +49,7 @@ export const layer = <E, R>(models: Models<E, R>, options: Options = {}): Layer.
     LanguageModel.LanguageModel,
     Effect.gen(function*() {
       const attemptTimeout = Duration.fromInputUnsafe(options.attemptTimeout ?? "10 seconds")
-      const recoverAfterMs = Duration.toMillis(Duration.fromInputUnsafe(options.recoverAfter ?? "30 seconds"))
+      const recoverAfterMs = Fallback.recoverAfterMs(options)
       const candidates: Array<Candidate> = []
       for (const [i, layer] of models.entries()) {
         const built = Context.get(yield* Layer.build(layer), LanguageModel.LanguageModel)
@@ -62,10 +59,21 @@ export const layer = <E, R>(models: Models<E, R>, options: Options = {}): Layer.
             new Error(`ModelFallback: model ${i + 1} carries no part stream; use baton's model layers (OpenAiChat, ScriptedModel) or ModelParts.withParts`)
           )
         }
-        candidates.push({ parts, info: ModelParts.infoOf(built) ?? { provider: "unknown", model: `model ${i + 1}` }, downUntil: 0 })
+        const info = ModelParts.infoOf(built) ?? { provider: "unknown", model: `model ${i + 1}` }
+        candidates.push({ parts, info, name: `ModelFallback: ${info.provider}/${info.model}`, downUntil: 0 })
       }
       const streamText: ModelParts.StreamParts = (request) =>
-        Stream.fromChannel(Channel.fromTransform((_, scope) => firstAnswer(candidates, request, scope, attemptTimeout, recoverAfterMs)))
+        Stream.unwrap(Effect.map(Effect.service(ModelCall), (call) =>
+          Fallback.firstToAnswer({
+            engines: candidates,
+            attempt: (candidate) => candidate.parts(request),
+            fault,
+            noAnswer,
+            attemptTimeout,
+            recoverAfterMs,
+            answered: (candidate) => call?.served?.(candidate.info),
+            failedOver: (candidate, reason) => call?.failedOver?.(candidate.info, reason)
+          })))
       const made = yield* LanguageModel.make({
         streamText,
         generateText: (request) => streamText(request).pipe(Stream.runCollect, Effect.map(ModelParts.collectParts))
@@ -74,52 +82,12 @@ export const layer = <E, R>(models: Models<E, R>, options: Options = {}): Layer.
     })
   )
 
-const nameOf = (info: ModelParts.ModelInfo) => `${info.provider}/${info.model}`
-
-/** The pull of the first model whose answer starts; the others' attempts are closed. */
-const firstAnswer = (
-  candidates: ReadonlyArray<Candidate>,
-  request: Parameters<ModelParts.StreamParts>[0],
-  scope: Scope.Scope,
-  attemptTimeout: Duration.Duration,
-  recoverAfterMs: number
-) =>
-  Effect.gen(function*() {
-    const now = yield* Clock.currentTimeMillis
-    const order = [...candidates.filter((c) => c.downUntil <= now), ...candidates.filter((c) => c.downUntil > now)]
-    const call = yield* ModelCall
-    for (let k = 0; ; k++) {
-      const candidate = order[k]!
-      const attempt = yield* Scope.fork(scope)
-      const pull = yield* Stream.toPull(candidate.parts(request)).pipe(Scope.provide(attempt))
-      const first = yield* pull.pipe(
-        Effect.timeoutOrElse({ duration: attemptTimeout, orElse: () => Effect.fail(noAnswer(candidate, attemptTimeout)) }),
-        Effect.exit
-      )
-      if (Exit.isSuccess(first)) {
-        candidate.downUntil = 0
-        call?.served?.(candidate.info)
-        let pending: typeof first.value | undefined = first.value
-        return Effect.suspend(() => {
-          if (pending === undefined) return pull
-          const chunk = pending
-          pending = undefined
-          return Effect.succeed(chunk)
-        })
-      }
-      const error = Cause.findErrorOption(first.cause)
-      const fault = Option.isSome(error) && !Cause.isDone(error.value) && AiError.isAiError(error.value) ? error.value : undefined
-      // It ended without a part, or not with a model's fault (a defect): as it is.
-      // A refusal is the answer: the model is not down for it.
-      if (fault === undefined || fault.reason._tag === "ContentPolicyError") return Effect.failCause(first.cause)
-      candidate.downUntil = now + recoverAfterMs
-      const next = order[k + 1]
-      if (next === undefined) return Effect.failCause(first.cause)
-      call?.failedOver?.(candidate.info, fault.reason._tag)
-      yield* Scope.close(attempt, Exit.void)
-      yield* Effect.logWarning(`ModelFallback: ${nameOf(candidate.info)} failed before answering (${fault.message}); asking ${nameOf(next.info)}`)
-    }
-  })
+/** A model's fault (any `AiError` but a refusal, which is the answer): its reason. */
+const fault = (cause: Cause.Cause<AiError.AiError>): string | undefined => {
+  const error = Cause.findErrorOption(cause)
+  if (Option.isNone(error) || !AiError.isAiError(error.value)) return undefined
+  return error.value.reason._tag === "ContentPolicyError" ? undefined : error.value.reason._tag
+}
 
 /** No first part in time: a transport timeout, as the providers report theirs. */
 const noAnswer = (candidate: Candidate, timeout: Duration.Duration) =>
@@ -129,7 +97,7 @@ const noAnswer = (candidate: Candidate, timeout: Duration.Duration) =>
     reason: new AiError.NetworkError({
       reason: "TransportError",
       method: "POST",
-      url: nameOf(candidate.info),
+      url: `${candidate.info.provider}/${candidate.info.model}`,
       description: `timeout: no answer within ${Duration.format(timeout)}`
     })
   })

@@ -4,7 +4,7 @@
  * (`Vad`), speech to text (`Stt`), text to speech (`Tts`), resampling, WAV and mu-law, the
  * realtime model contract (`RealtimeModel`), where agent text goes (`TextOutput`), a model's
  * part stream (`ModelParts`), who calls a model (`ModelCall`) and models that stand in for one
- * another (`ModelFallback`).
+ * another (`ModelFallback`, `TtsFallback`).
  */
 export * as AudioFrame from "./AudioFrame.ts"
 export * as AudioInput from "./AudioInput.ts"
@@ -19,6 +19,7 @@ export * as Stt from "./Stt.ts"
 export * as TextOutput from "./TextOutput.ts"
 export * as ToolSchema from "./ToolSchema.ts"
 export * as Tts from "./Tts.ts"
+export * as TtsFallback from "./TtsFallback.ts"
 export * as Vad from "./Vad.ts"
 export * as VoiceError from "./VoiceError.ts"
 export * as Wav from "./Wav.ts"

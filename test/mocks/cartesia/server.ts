@@ -42,6 +42,8 @@ export interface CartesiaMock {
   readonly faults: CartesiaMockFaults
   /** Handshakes accepted. */
   connections: number
+  /** Handshakes refused (a wrong key, no version header). */
+  refused: number
   /** Chunks sent for contexts after their cancel. */
   lateChunks: number
 }
@@ -57,13 +59,14 @@ export const make = (options: CartesiaMockOptions = {}) =>
   Effect.acquireRelease(
     Effect.callback<{ mock: CartesiaMock; close: () => void }>((resume) => {
       const faults: CartesiaMockFaults = {}
-      const mock: CartesiaMock = { url: "", messages: [], faults, connections: 0, lateChunks: 0 }
+      const mock: CartesiaMock = { url: "", messages: [], faults, connections: 0, refused: 0, lateChunks: 0 }
       const apiKey = options.apiKey ?? "ct-test"
       const http = createServer()
       const wss = new WebSocketServer({ noServer: true })
       http.on("upgrade", (req, socket, head) => {
         const status = req.headers["x-api-key"] !== apiKey ? 401 : req.headers["cartesia-version"] === undefined ? 400 : undefined
         if (status !== undefined) {
+          mock.refused++
           const body = JSON.stringify({ error: status === 401 ? "Invalid API key" : "Cartesia-Version header is required" })
           socket.end(`HTTP/1.1 ${status} Refused\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
           return
