@@ -4,7 +4,7 @@
  * (`Vad`), speech to text (`Stt`), text to speech (`Tts`), resampling, WAV and mu-law, the
  * realtime model contract (`RealtimeModel`), where agent text goes (`TextOutput`), a model's
  * part stream (`ModelParts`), who calls a model (`ModelCall`) and models that stand in for one
- * another (`ModelFallback`, `TtsFallback`).
+ * another (`ModelFallback`, `SttFallback`, `TtsFallback`).
  */
 export * as AudioFrame from "./AudioFrame.ts"
 export * as AudioInput from "./AudioInput.ts"
@@ -16,6 +16,7 @@ export * as Mulaw from "./Mulaw.ts"
 export * as RealtimeModel from "./RealtimeModel.ts"
 export * as Resampler from "./Resampler.ts"
 export * as Stt from "./Stt.ts"
+export * as SttFallback from "./SttFallback.ts"
 export * as TextOutput from "./TextOutput.ts"
 export * as ToolSchema from "./ToolSchema.ts"
 export * as Tts from "./Tts.ts"

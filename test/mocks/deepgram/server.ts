@@ -49,6 +49,8 @@ export interface ConnectionRecord {
 export interface DeepgramMock {
   readonly url: string
   readonly connections: Array<ConnectionRecord>
+  /** Handshakes refused (a wrong key, `rejectStatus`). */
+  readonly refused: () => number
   readonly faults: DeepgramMockFaults
 }
 
@@ -85,12 +87,14 @@ export const make = (options: DeepgramMockOptions = {}) =>
       const apiKey = options.apiKey ?? "dg-test"
       const scripts = options.transcripts ?? ["hello from the deepgram mock"]
       let utterance = 0
+      let refused = 0
       const http = createServer()
       // Pongs are each connection's to send: a silent (half-open) one sends none.
       const wss = new WebSocketServer({ noServer: true, autoPong: false })
       http.on("upgrade", (req, socket, head) => {
         const status = faults.rejectStatus ?? (req.headers.authorization === `Token ${apiKey}` ? undefined : 401)
         if (status !== undefined) {
+          refused++
           const body = JSON.stringify({ err_code: status === 401 ? "INVALID_AUTH" : "ERROR", err_msg: "Invalid credentials." })
           socket.end(`HTTP/1.1 ${status} Refused\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
           return
@@ -181,7 +185,7 @@ export const make = (options: DeepgramMockOptions = {}) =>
       http.listen(0, "127.0.0.1", () => {
         const port = (http.address() as AddressInfo).port
         resume(Effect.succeed({
-          mock: { url: `ws://127.0.0.1:${port}/v1/listen`, connections, faults },
+          mock: { url: `ws://127.0.0.1:${port}/v1/listen`, connections, faults, refused: () => refused },
           close: () => {
             for (const ws of wss.clients) ws.terminate()
             wss.close()
