@@ -3,6 +3,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Layer, Schema } from "effect"
+import * as RealtimeReply from "../../src/internal/realtime/Reply.ts"
 import { drive } from "../../layers/testing/Drive.ts"
 import * as ScriptedRealtime from "../../layers/testing/ScriptedRealtime.ts"
 import * as TextCapture from "../../layers/testing/TextCapture.ts"
@@ -245,6 +246,45 @@ describe("realtime", () => {
       }),
       TextCapture.layer
     )))
+  })
+
+  it.effect("rule 8: audio sent faster than it plays: a cut keeps what played, in the history and on the server", () => {
+    const agent = Agent.make({ name: "talker", instructions: "You talk." })
+    // 10 ms of audio a word, a word every millisecond: the model is ten times faster than speech.
+    const words = Array.from({ length: 40 }, (_, i) => `w${i + 1} `)
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const text = yield* TextCapture.TextCapture
+      const session = yield* AgentSession.start({ agent })
+      yield* session.send("tell me a story")
+      yield* drive(Effect.gen(function*() {
+        while (!text.textOf("talker").includes("w20 ")) yield* Effect.sleep("1 millis")
+      }), { step: "1 millis" })
+      yield* session.interrupt
+      yield* drive(session.idle)
+      const sent = text.textOf("talker").trim().split(" ").length
+      const truncate = rt.connections[0]!.ops.find((op) => op.op === "truncate")
+      const playedMs = (truncate!.detail as { audioEndMs: number }).audioEndMs
+      // About 20 ms played of the 200 sent.
+      assert.isAbove(playedMs, 0)
+      assert.isBelow(playedMs, sent * 10 / 2)
+      const story = (yield* session.history).items.find((i) => i._tag === "Message" && i.role === "assistant")
+      assert.isTrue(story?._tag === "Message" && story.interrupted)
+      const kept = story?._tag === "Message" ? story.text : ""
+      assert.isTrue(text.textOf("talker").startsWith(kept), kept)
+      assert.isBelow(kept.split(" ").length, sent / 2, kept)
+    }).pipe(Effect.provide(Layer.mergeAll(
+      ScriptedRealtime.layer({ rules: [{ when: { user: "story" }, reply: { text: words, chunkDelay: "1 millis" } }], audio: true }),
+      TextCapture.layer
+    )))
+  })
+
+  it("heardPart: the words heard when a fraction of the audio played; a word cut in the middle is not kept", () => {
+    assert.strictEqual(RealtimeReply.heardPart("Once upon a time", 1), "Once upon a time")
+    assert.strictEqual(RealtimeReply.heardPart("Once upon a time", 0.6), "Once upon")
+    assert.strictEqual(RealtimeReply.heardPart("Once upon a time", 0.5), "Once")
+    assert.strictEqual(RealtimeReply.heardPart("Once upon a time", 0.1), "")
+    assert.strictEqual(RealtimeReply.heardPart("Once upon a time", 0), "")
   })
 
   it.effect("rule 8: interrupting a realtime reply cancels it and truncates at the audio played", () => {

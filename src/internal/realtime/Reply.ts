@@ -105,6 +105,18 @@ const awaitStart = (held: Lease, started: Deferred.Deferred<ResponseQueue, Realt
       })
     ))
 
+/**
+ * The words of `text` heard when `fraction` of its audio has played: its transcript is taken as
+ * spread evenly over the audio, and a word cut in the middle is not kept.
+ */
+export const heardPart = (text: string, fraction: number): string => {
+  if (fraction >= 1) return text
+  const end = Math.floor(text.length * Math.max(0, fraction))
+  if (end >= text.length || /\s/.test(text[end] ?? "")) return text.slice(0, end).trimEnd()
+  const space = text.lastIndexOf(" ", end)
+  return space < 0 ? "" : text.slice(0, space).trimEnd()
+}
+
 /** Plays one response: text and audio out as they come, calls collected. */
 const play = (
   actor: Actor,
@@ -119,6 +131,8 @@ const play = (
   let itemId: string | undefined
   let audioBytes = 0
   let audioRate = 24000
+  /** When the first audio went out: an output plays in real time from there. */
+  let firstAudioAt: number | undefined
   let started = false
   const open = Effect.suspend(() => {
     if (started) return Effect.void
@@ -150,6 +164,7 @@ const play = (
               itemId ??= event.itemId
               audioRate = event.sampleRate
               meter.audio(event.pcm.byteLength, event.sampleRate)
+              firstAudioAt ??= actor.core.now()
               return open.pipe(
                 Effect.andThen(audio.write(event.pcm, event.sampleRate, info)),
                 Effect.andThen(Effect.sync(() => {
@@ -175,16 +190,23 @@ const play = (
         Effect.gen(function*() {
           actor.core.emit(meter.end(exit))
           const cut = Exit.isFailure(exit)
-          if (said !== "" || (cut && itemId)) {
-            actor.commit(message("assistant", said, { agent: actor.name, interrupted: cut, ...(itemId ? { id: itemId } : {}) }))
+          // A model streams its audio faster than it plays. Cut short (the output cleared), the
+          // user heard only what played since the first audio went out: the history and the
+          // server keep that. Otherwise (a failure) what was sent still plays.
+          const interrupted = cut && Exit.hasInterrupts(exit)
+          const sentMs = durationMs(audioBytes, audioRate)
+          const playedMs = firstAudioAt === undefined ? 0 : Math.min(sentMs, actor.core.now() - firstAudioAt)
+          const kept = interrupted && sentMs > 0 && playedMs < sentMs ? heardPart(said, playedMs / sentMs) : said
+          if (kept !== "" || (cut && itemId)) {
+            actor.commit(message("assistant", kept, { agent: actor.name, interrupted: cut, ...(itemId ? { id: itemId } : {}) }))
           }
           if (started) yield* text.end(info, cut)
-          if (cut && Exit.hasInterrupts(exit)) {
+          if (interrupted) {
             // Cut short: the server stops too, and forgets what was not played.
             yield* audio.clear(info)
             if (!stoppedByServer.has(queue)) yield* held.cancelResponse(responseIds.get(queue)).pipe(Effect.ignore)
             if (itemId && audioBytes > 0 && held.capabilities.messageTruncation) {
-              yield* held.truncate(itemId, Math.round(durationMs(audioBytes, audioRate))).pipe(Effect.ignore)
+              yield* held.truncate(itemId, Math.round(playedMs)).pipe(Effect.ignore)
             }
           }
         })
