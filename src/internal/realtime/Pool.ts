@@ -96,19 +96,21 @@ const acquire = (state: State, owner: string, desired: Desired, wanted: () => bo
     if (candidate) {
       const waits = Ledger.busy(candidate.ledger)
       const settled = yield* settle(candidate)
+      if (!settled) {
+        yield* Effect.logDebug(`realtime connection ${candidate.connection.id} not reused: its server did not finish the last answer`)
+        yield* retire(state, candidate)
+      }
       if (waits) {
         // The wait may be long: the floor may have moved on (no connection for no one), or
         // another take may have had the connection first (it is never taken from its holder).
         if (!wanted()) return yield* Effect.fail(new RealtimeError({ reason: "revoked", message: `${owner} no longer wants a connection` }))
-        if (candidate.lease !== undefined || candidate.broken) return yield* acquire(state, owner, desired, wanted)
+        if (settled && (candidate.lease !== undefined || candidate.broken)) return yield* acquire(state, owner, desired, wanted)
       }
       if (settled) {
         const lease = yield* makeLease(state, candidate, owner, true)
         yield* lease.sync(desired)
         return lease
       }
-      yield* Effect.logDebug(`realtime connection ${candidate.connection.id} not reused: its server did not finish the last answer`)
-      yield* retire(state, candidate)
     }
     const entry = yield* open(state, desired)
     return yield* makeLease(state, entry, owner, false)
