@@ -2,7 +2,7 @@
  * The realtime path (rules 2, 4, 6, 7, 8; seeds 000 and 001) on an in-memory realtime model.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect, Layer, Schema } from "effect"
+import { Clock, type Duration, Effect, Layer, Schema } from "effect"
 import * as RealtimeReply from "../../src/internal/realtime/Reply.ts"
 import { drive } from "../../layers/testing/Drive.ts"
 import * as ScriptedRealtime from "../../layers/testing/ScriptedRealtime.ts"
@@ -48,6 +48,21 @@ const rules: ReadonlyArray<ScriptedModel.Rule> = [
 
 const realtime = (options: Partial<ScriptedRealtime.Options> = {}) =>
   Layer.mergeAll(ScriptedRealtime.layer({ rules, ...options }), TextCapture.layer)
+
+/** A talker asked for a story, interrupted once what it said passes `enough` (the clock moving by `step`). */
+const storyCut = (enough: (said: string) => boolean, step: Duration.Input) =>
+  Effect.gen(function*() {
+    const rt = yield* ScriptedRealtime.ScriptedRealtime
+    const text = yield* TextCapture.TextCapture
+    const session = yield* AgentSession.start({ agent: Agent.make({ name: "talker", instructions: "You talk." }) })
+    yield* session.send("tell me a story")
+    yield* drive(Effect.gen(function*() {
+      while (!enough(text.textOf("talker"))) yield* Effect.sleep(step)
+    }), { step })
+    yield* session.interrupt
+    yield* drive(session.idle)
+    return { rt, text, session }
+  })
 
 describe("realtime", () => {
   it.effect("seed 000: no event or send from the outgoing actor after the handoff; transfer back resumes", () => {
@@ -249,19 +264,10 @@ describe("realtime", () => {
   })
 
   it.effect("rule 8: audio sent faster than it plays: a cut keeps what played, in the history and on the server", () => {
-    const agent = Agent.make({ name: "talker", instructions: "You talk." })
     // 10 ms of audio a word, a word every millisecond: the model is ten times faster than speech.
     const words = Array.from({ length: 40 }, (_, i) => `w${i + 1} `)
     return Effect.gen(function*() {
-      const rt = yield* ScriptedRealtime.ScriptedRealtime
-      const text = yield* TextCapture.TextCapture
-      const session = yield* AgentSession.start({ agent })
-      yield* session.send("tell me a story")
-      yield* drive(Effect.gen(function*() {
-        while (!text.textOf("talker").includes("w20 ")) yield* Effect.sleep("1 millis")
-      }), { step: "1 millis" })
-      yield* session.interrupt
-      yield* drive(session.idle)
+      const { rt, text, session } = yield* storyCut((said) => said.includes("w20 "), "1 millis")
       const sent = text.textOf("talker").trim().split(" ").length
       const truncate = rt.connections[0]!.ops.find((op) => op.op === "truncate")
       const playedMs = (truncate!.detail as { audioEndMs: number }).audioEndMs
@@ -288,17 +294,8 @@ describe("realtime", () => {
   })
 
   it.effect("rule 8: interrupting a realtime reply cancels it and truncates at the audio played", () => {
-    const agent = Agent.make({ name: "talker", instructions: "You talk." })
     return Effect.gen(function*() {
-      const rt = yield* ScriptedRealtime.ScriptedRealtime
-      const text = yield* TextCapture.TextCapture
-      const session = yield* AgentSession.start({ agent })
-      yield* session.send("tell me a story")
-      yield* drive(Effect.gen(function*() {
-        while (text.textOf("talker").length < 6) yield* Effect.sleep("10 millis")
-      }))
-      yield* session.interrupt
-      yield* drive(session.idle)
+      const { rt, text, session } = yield* storyCut((said) => said.length >= 6, "10 millis")
       const ops = rt.connections[0]!.ops.map((op) => op.op)
       assert.include(ops, "cancelResponse")
       const truncate = rt.connections[0]!.ops.find((op) => op.op === "truncate")
