@@ -10,7 +10,7 @@ import * as TextCapture from "../../layers/testing/TextCapture.ts"
 import * as Diagnostics from "../../src/Diagnostics.ts"
 import { Agent, AgentSession, Tool } from "../../src/index.ts"
 import { assertEveryCallAnswered, assertOneFloor, eventsOfAgentAfter, handoffSeq } from "../helpers.ts"
-import type * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 
 const pair = () => {
   const counts = { greeterEnter: 0, weatherEnter: 0, greeterResume: 0 }
@@ -261,6 +261,27 @@ describe("realtime", () => {
       }),
       TextCapture.layer
     )))
+  })
+
+  it.effect("rule 7: a take that waited on a hung connection and lost the floor meanwhile still closes the hung one", () => {
+    const billing = Agent.make({ name: "billing", instructions: "You are billing.", onEnter: Agent.reply().pipe(Effect.asVoid) })
+    const desk = Agent.make({ name: "desk", instructions: "You are desk." })
+    // A text agent (a model of its own): it takes no realtime connection.
+    const clerk = Agent.make({ name: "clerk", instructions: "You are clerk.", model: ScriptedModel.layer([]) })
+    return Effect.gen(function*() {
+      const rt = yield* ScriptedRealtime.ScriptedRealtime
+      const session = yield* AgentSession.start({ agent: desk })
+      // The desk's answer to this is never started by the server.
+      yield* session.send("hello")
+      yield* drive(Effect.sleep("1 second"))
+      // Billing's take waits on the hung server; the floor moves on to the clerk meanwhile.
+      yield* session.handoff(billing)
+      yield* drive(Effect.sleep("100 millis"))
+      yield* session.handoff(clerk)
+      yield* drive(Effect.sleep("4 seconds"))
+      assert.strictEqual(rt.connections.length, 1)
+      assert.isTrue(rt.connections[0]!.closed)
+    }).pipe(Effect.provide(ScriptedRealtime.layer({ stallResponse: (n) => n === 1, rules: [] })))
   })
 
   it.effect("rule 8: audio sent faster than it plays: a cut keeps what played, in the history and on the server", () => {
