@@ -36,6 +36,12 @@ export interface Attempts<C extends Engine, A, E> {
   readonly failedOver?: ((engine: C, reason: string) => void) | undefined
 }
 
+/** The engines to try, in order: those not passed over first, then the others (a last resort). */
+export const inOrder = <C extends Engine>(engines: ReadonlyArray<C>, now: number): ReadonlyArray<C> => [
+  ...engines.filter((e) => e.downUntil <= now),
+  ...engines.filter((e) => e.downUntil > now)
+]
+
 export const recoverAfterMs = (options: Options) => Duration.toMillis(Duration.fromInputUnsafe(options.recoverAfter ?? "30 seconds"))
 
 /** The stream of the first engine whose answer starts; the other attempts are closed. */
@@ -45,8 +51,7 @@ export const firstToAnswer = <C extends Engine, A, E>(attempts: Attempts<C, A, E
 const pullOfFirst = <C extends Engine, A, E>(attempts: Attempts<C, A, E>, scope: Scope.Scope) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    const { engines } = attempts
-    const order = [...engines.filter((e) => e.downUntil <= now), ...engines.filter((e) => e.downUntil > now)]
+    const order = inOrder(attempts.engines, now)
     for (let k = 0; ; k++) {
       const engine = order[k]!
       const attempt = yield* Scope.fork(scope)

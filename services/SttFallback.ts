@@ -58,7 +58,7 @@ export const layer = <E, R>(engines: Engines<E, R>, options: Pick<Fallback.Optio
         stream: (sttOptions) =>
           Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
-            const order = [...built.filter((e) => e.downUntil <= now), ...built.filter((e) => e.downUntil > now)]
+            const order = Fallback.inOrder(built, now)
             const outer = yield* Effect.scope
             for (let k = 0; ; k++) {
               const engine = order[k]!

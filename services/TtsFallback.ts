@@ -31,7 +31,6 @@ export interface Options extends Fallback.Options {
 
 interface Engine extends Fallback.Engine {
   readonly tts: TtsService
-  readonly first: boolean
 }
 
 type Engines<E, R> = readonly [Layer.Layer<Tts, E, R>, ...Array<Layer.Layer<Tts, E, R>>]
@@ -47,12 +46,13 @@ export const layer = <E, R>(engines: Engines<E, R>, options: Options = {}): Laye
       const built: Array<Engine> = []
       for (const [i, engine] of engines.entries()) {
         const tts = Context.get(yield* Layer.build(engine), Tts)
-        built.push({ tts, first: i === 0, name: `TtsFallback: engine ${i + 1}`, downUntil: 0 })
+        built.push({ tts, name: `TtsFallback: engine ${i + 1}`, downUntil: 0 })
       }
-      const sampleRate = built[0]!.tts.sampleRate
+      const first = built[0]!
+      const sampleRate = first.tts.sampleRate
       /** An engine's audio at the first engine's rate. */
       const atRate = (engine: Engine, text: string, ttsOptions: TtsOptions | undefined): Stream.Stream<AudioFrame.AudioFrame, VoiceError> => {
-        const asked = engine.first ? ttsOptions : ttsOptions?.speed === undefined ? undefined : { speed: ttsOptions.speed }
+        const asked = engine === first ? ttsOptions : ttsOptions?.speed === undefined ? undefined : { speed: ttsOptions.speed }
         const frames = engine.tts.synthesize(text, asked)
         if (engine.tts.sampleRate === sampleRate) return frames
         return Stream.unwrap(Effect.map(resampler.make(engine.tts.sampleRate, sampleRate), (stage) =>

@@ -221,16 +221,7 @@ export const layer = (
       const streamText = (options: LanguageModel.ProviderOptions) => Stream.unwrap(answer(options))
       const made = yield* LanguageModel.make({
         streamText,
-        generateText: (options) =>
-          Stream.unwrap(answer(options)).pipe(
-            Stream.runCollect,
-            Effect.map((parts) => {
-              const text = parts.flatMap((p) => (p.type === "text-delta" ? [p.delta] : [])).join("")
-              const rest = parts.flatMap((p) => (p.type === "tool-call" || p.type === "finish" ? [p as Response.PartEncoded] : []))
-              const all: Array<Response.PartEncoded> = text ? [{ type: "text", text }, ...rest] : rest
-              return all
-            })
-          )
+        generateText: (options) => Stream.unwrap(answer(options)).pipe(Stream.runCollect, Effect.map(ModelParts.collectParts))
       })
       // baton reads the parts directly (services/ModelParts.ts); `streamText` serves everyone else.
       const model = ModelParts.withParts(made, streamText, { provider: "scripted", model: options.model ?? "scripted" })

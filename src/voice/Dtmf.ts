@@ -53,9 +53,8 @@ export const collector = (deliver: (text: string) => Effect.Effect<void>, option
         if (!KEY.test(digit)) return Effect.logWarning(`DTMF: ignored a key that is not one (${JSON.stringify(digit).slice(0, 20)})`)
         if (digit === finish) {
           // Pressed alone, the finish digit is the turn ("press pound to repeat").
-          const text = digits === "" ? digit : digits
-          digits = ""
-          return Effect.andThen(stopTimer, end(text))
+          if (digits === "") digits = digit
+          return flush
         }
         digits += digit
         if (digits.length >= maxDigits) return flush

@@ -57,7 +57,10 @@ describe("Server voice (cascaded pipeline)", () => {
       }
       // Only the weather agent speaks, once the floor has passed to it: audio back means the caller
       // was heard. Its mark follows its audio (the greeter's reply, a handoff, is marked first).
-      const afterAudio = (f: any) => f.event === "mark" && caller.frames.findIndex((m) => m.event === "media") >= 0 && caller.frames.indexOf(f) > caller.frames.findIndex((m) => m.event === "media")
+      const afterAudio = (f: { readonly event?: unknown }) => {
+        const firstMedia = caller.frames.findIndex((m) => m.event === "media")
+        return f.event === "mark" && firstMedia >= 0 && caller.frames.indexOf(f) > firstMedia
+      }
       yield* wait(() => caller.waitFor(afterAudio, "a mark after the spoken answer", 20_000))
       const media = caller.frames.filter((f) => f.event === "media")
       assert.isTrue(media.every((f) => f.streamSid === streamSid))

@@ -34,6 +34,13 @@ describe("ScriptedModel", () => {
       { when: { user: "once" }, reply: { text: "only once" }, times: 1 }
     ]))))
 
+  it.effect("generateText folds the streamed answer: its text in one part, the finish after it", () =>
+    Effect.gen(function*() {
+      const response = yield* LanguageModel.generateText({ prompt: [{ role: "user", content: "hello" }] })
+      assert.strictEqual(response.text, "Hello there.")
+      assert.strictEqual(response.finishReason, "stop")
+    }).pipe(Effect.provide(ScriptedModel.layer([{ when: { user: "hello" }, reply: { text: ["Hello ", "there."] } }]))))
+
   it.effect("with record: false it answers the same and keeps no request (load benchmarks)", () =>
     Effect.gen(function*() {
       const recorder = yield* ScriptedModel.ScriptedModel
