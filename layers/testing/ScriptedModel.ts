@@ -6,7 +6,7 @@
  * instructions, tool choice, tools and items) so tests can assert that no model call was made
  * for an agent.
  */
-import { Context, Duration, Effect, Layer, Stream } from "effect"
+import { type Array as Arr, Cause, Channel, Context, Duration, Effect, Layer, type Pull, Stream } from "effect"
 import { AiError, LanguageModel, type Prompt, type Response } from "effect/ai"
 import { ModelCall } from "../../services/ModelCall.ts"
 import * as ModelParts from "../../services/ModelParts.ts"
@@ -128,7 +128,12 @@ const describeLast = (last: LastInput) => {
   }
 }
 
-const responseParts = (response: ScriptedResponse, nextId: () => string): Stream.Stream<Response.StreamPartEncoded, AiError.AiError> => {
+type Part = Response.StreamPartEncoded
+
+/** A response's parts: all at once (no delays, no error), or a stream of them. */
+type Parts = { readonly _tag: "Chunk"; readonly parts: Arr.NonEmptyReadonlyArray<Part> } | Stream.Stream<Part, AiError.AiError>
+
+const responseParts = (response: ScriptedResponse, nextId: () => string): Parts => {
   const chunks = response.text === undefined ? [] : typeof response.text === "string" ? [response.text] : response.text
   const text: Array<Response.StreamPartEncoded> = chunks.length === 0 ? [] : [
     { type: "text-start", id: "text_0" },
@@ -148,7 +153,7 @@ const responseParts = (response: ScriptedResponse, nextId: () => string): Stream
   }
   // Without delays or errors the parts go out as one chunk (cheap: benchmarks use it).
   if (response.delay === undefined && response.chunkDelay === undefined && response.error === undefined) {
-    return Stream.fromIterable([...text, ...calls, finish])
+    return { _tag: "Chunk", parts: [...text, ...calls, finish] as unknown as Arr.NonEmptyReadonlyArray<Part> }
   }
   const paced = Stream.fromIterable(text).pipe(
     Stream.mapEffect((part, i) =>
@@ -162,6 +167,32 @@ const responseParts = (response: ScriptedResponse, nextId: () => string): Stream
   )
   const body = Stream.concat(Stream.concat(paced, failure), Stream.fromIterable([...calls, finish]))
   return response.delay === undefined ? body : Stream.unwrap(Effect.sleep(response.delay).pipe(Effect.as(body)))
+}
+
+/**
+ * The stream of an answer decided when the stream starts (the rule match reads the calling
+ * agent from the context). An answer given all at once is one chunk, pulled once: the model
+ * stands in for a provider with no latency, so it should cost what a provider's own code
+ * costs, not a stream nested in a stream (`Stream.unwrap`).
+ */
+const answerStream = <R>(answer: Effect.Effect<Parts, never, R>): Stream.Stream<Part, AiError.AiError, R> =>
+  Stream.fromChannel(
+    Channel.fromTransform((_upstream, scope) =>
+      Effect.flatMap(
+        answer,
+        (parts): Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<Part>, AiError.AiError, void>> =>
+          Stream.isStream(parts) ? Channel.toPullScoped(Stream.toChannel(parts), scope) : Effect.succeed(pullOnce(parts.parts))
+      )
+    )
+  )
+
+const pullOnce = <A>(chunk: A): Pull.Pull<A, never, void> => {
+  let pulled = false
+  return Effect.suspend(() => {
+    if (pulled) return Cause.done()
+    pulled = true
+    return Effect.succeed(chunk)
+  })
 }
 
 export interface LayerOptions {
@@ -218,10 +249,10 @@ export const layer = (
           const response = typeof rule.reply === "function" ? rule.reply(request) : rule.reply
           return responseParts(response, nextId)
         })
-      const streamText = (options: LanguageModel.ProviderOptions) => Stream.unwrap(answer(options))
+      const streamText = (options: LanguageModel.ProviderOptions) => answerStream(answer(options))
       const made = yield* LanguageModel.make({
         streamText,
-        generateText: (options) => Stream.unwrap(answer(options)).pipe(Stream.runCollect, Effect.map(ModelParts.collectParts))
+        generateText: (options) => answerStream(answer(options)).pipe(Stream.runCollect, Effect.map(ModelParts.collectParts))
       })
       // baton reads the parts directly (services/ModelParts.ts); `streamText` serves everyone else.
       const model = ModelParts.withParts(made, streamText, { provider: "scripted", model: options.model ?? "scripted" })
