@@ -8,7 +8,7 @@
  * reply step reads the provider's parts directly; any other `LanguageModel` goes through
  * `streamText` with deferred validation, which yields the same parts.
  */
-import { Context, Effect, Option, Stream, Tracer } from "effect"
+import { Context, Effect, type Fiber, Option, Stream, Tracer } from "effect"
 import type { AiError, LanguageModel, Response, Tool } from "effect/ai"
 
 const TypeId = Symbol.for("baton/ModelParts")
@@ -56,12 +56,18 @@ export const run = <E, R>(
   parts: StreamParts,
   request: Request,
   onPart: (part: Response.StreamPartEncoded) => Effect.Effect<void, E, R>
+): Effect.Effect<void, E | AiError.AiError, R> => Effect.withFiber((fiber) => runOn(fiber, parts, request, onPart))
+
+/** `run`, called on a step of `fiber` (a caller that already has its fiber saves a step). */
+export const runOn = <E, R>(
+  fiber: Fiber.Fiber<unknown, unknown>,
+  parts: StreamParts,
+  request: Request,
+  onPart: (part: Response.StreamPartEncoded) => Effect.Effect<void, E, R>
 ): Effect.Effect<void, E | AiError.AiError, R> =>
-  Effect.withFiber((fiber) =>
-    fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer
-      ? runIn(untraced, parts, request, onPart)
-      : Effect.useSpan("LanguageModel.streamText", { kind: "client" }, (span) => runIn(span, parts, request, onPart))
-  )
+  fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer
+    ? runIn(untraced, parts, request, onPart)
+    : Effect.useSpan("LanguageModel.streamText", { kind: "client" }, (span) => runIn(span, parts, request, onPart))
 
 /** The span providers get when none is built: it keeps nothing. */
 const untraced: Tracer.Span = {

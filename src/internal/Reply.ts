@@ -3,7 +3,7 @@
  * Every step first checks that the actor holds the floor, and every delivered piece of text
  * checks it again: an agent that passed the floor makes no model call and says nothing (rule 2).
  */
-import { Effect, Exit, Stream } from "effect"
+import { Context, Effect, Exit, Stream } from "effect"
 import type { LanguageModel, Response } from "effect/ai"
 import { ModelCall, type ModelCallInfo } from "../../services/ModelCall.ts"
 import * as ModelParts from "../../services/ModelParts.ts"
@@ -195,37 +195,44 @@ const generate = (
   const out = actor.core.textOutput
   actor.setState("thinking")
   const parts = ModelParts.partsOf(model)
-  const steps: Effect.Effect<void, unknown> = parts
-    ? ModelParts.run(parts, { prompt, tools: actor.definitions, toolChoice }, (part) => onPart(step, part))
-    : ModelParts.forEachPart(
-      model.streamText({
-        prompt,
-        toolkit: actor.toolkit,
-        toolChoice,
-        disableToolCallResolution: true,
-        toolCallValidation: "deferred"
-      }) as Stream.Stream<Response.StreamPart<any>, unknown>,
-      (part) => onPart(step, part)
-    )
   // A voice output plays after the text: the step ends when the words were heard (or cut).
   // Without one (text), the step is the model call alone: no extra step on the hot path.
   const drain = out.drain
-  const body = drain
-    ? steps.pipe(
-      Effect.onExit((exit) => Effect.sync(() => actor.core.emit(meter.end(exit)))),
-      Effect.andThen(Effect.suspend(() => (step.started ? drain(info) : Effect.void)))
-    )
-    : steps
-  return body.pipe(
-    // Called on the step the model call ends on.
-    Effect.onExit((exit) => {
-      if (!drain) actor.core.emit(meter.end(exit))
-      const interrupted = Exit.isFailure(exit)
-      // Cut short: the history keeps what the user heard, when the output knows it.
-      const kept = interrupted && step.started && out.heard ? out.heard(info) ?? step.text : step.text
-      if (kept !== "") actor.commit(message("assistant", kept, { agent: actor.name, interrupted }))
-      return step.started ? out.end(info, interrupted) : Effect.void
-    }),
-    Effect.provideService(ModelCall, info)
-  )
+  // Called on the step the model call ends on.
+  const ended = (exit: Exit.Exit<void, unknown>) => {
+    if (!drain) actor.core.emit(meter.end(exit))
+    const interrupted = Exit.isFailure(exit)
+    // Cut short: the history keeps what the user heard, when the output knows it.
+    const kept = interrupted && step.started && out.heard ? out.heard(info) ?? step.text : step.text
+    if (kept !== "") actor.commit(message("assistant", kept, { agent: actor.name, interrupted }))
+    return step.started ? out.end(info, interrupted) : Effect.void
+  }
+  // The call's `ModelCall` is set on the fiber on the step that starts the call and restored on
+  // the step it ends on (`provideService` would take a step of its own for each).
+  return Effect.withFiber((fiber) => {
+    const outer = fiber.context
+    fiber.setContext(Context.add(outer, ModelCall, info))
+    const steps: Effect.Effect<void, unknown> = parts
+      ? ModelParts.runOn(fiber, parts, { prompt, tools: actor.definitions, toolChoice }, (part) => onPart(step, part))
+      : ModelParts.forEachPart(
+        model.streamText({
+          prompt,
+          toolkit: actor.toolkit,
+          toolChoice,
+          disableToolCallResolution: true,
+          toolCallValidation: "deferred"
+        }) as Stream.Stream<Response.StreamPart<any>, unknown>,
+        (part) => onPart(step, part)
+      )
+    const body = drain
+      ? steps.pipe(
+        Effect.onExit((exit) => Effect.sync(() => actor.core.emit(meter.end(exit)))),
+        Effect.andThen(Effect.suspend(() => (step.started ? drain(info) : Effect.void)))
+      )
+      : steps
+    return Effect.onExit(body, (exit) => {
+      fiber.setContext(outer)
+      return ended(exit)
+    })
+  })
 }
