@@ -78,8 +78,11 @@ export class ScriptedModel extends Context.Service<ScriptedModel, ScriptedModelS
 const test = (text: string, expected: Text) =>
   typeof expected === "string" ? text.toLowerCase().includes(expected.toLowerCase()) : expected.test(text)
 
-const textOf = (content: ReadonlyArray<{ readonly type: string }>) =>
-  content.flatMap((part) => (part.type === "text" ? [(part as Prompt.TextPart).text] : [])).join("")
+const textOf = (content: ReadonlyArray<{ readonly type: string }>) => {
+  let text = ""
+  for (const part of content) if (part.type === "text") text += (part as Prompt.TextPart).text
+  return text
+}
 
 export const lastInput = (prompt: Prompt.Prompt): LastInput => {
   const messages = prompt.content
@@ -133,27 +136,49 @@ type Part = Response.StreamPartEncoded
 /** A response's parts: all at once (no delays, no error), or a stream of them. */
 type Parts = { readonly _tag: "Chunk"; readonly parts: Arr.NonEmptyReadonlyArray<Part> } | Stream.Stream<Part, AiError.AiError>
 
+/** What a response streams besides its calls, made once per response object: a test double
+ * that stands in for a provider with no latency should cost no more than one. */
+interface Fixed {
+  readonly text: ReadonlyArray<Part>
+  readonly finish: Part
+  /** The whole answer when it has no calls. */
+  readonly all: Arr.NonEmptyReadonlyArray<Part>
+}
+const fixedParts = new WeakMap<ScriptedResponse, Fixed>()
+
+const fixedOf = (response: ScriptedResponse): Fixed => {
+  let fixed = fixedParts.get(response)
+  if (fixed === undefined) {
+    const chunks = response.text === undefined ? [] : typeof response.text === "string" ? [response.text] : response.text
+    const text: Array<Part> = chunks.length === 0 ? [] : [
+      { type: "text-start", id: "text_0" },
+      ...chunks.map((delta): Part => ({ type: "text-delta", id: "text_0", delta })),
+      { type: "text-end", id: "text_0" }
+    ]
+    const finish: Part = {
+      type: "finish",
+      reason: (response.toolCalls ?? []).length > 0 ? "tool-calls" : "stop",
+      usage: { inputTokens: { total: response.usage?.inputTokens ?? 0 }, outputTokens: { total: response.usage?.outputTokens ?? 0 } }
+    }
+    fixed = { text, finish, all: [...text, finish] as unknown as Arr.NonEmptyReadonlyArray<Part> }
+    fixedParts.set(response, fixed)
+  }
+  return fixed
+}
+
 const responseParts = (response: ScriptedResponse, nextId: () => string): Parts => {
-  const chunks = response.text === undefined ? [] : typeof response.text === "string" ? [response.text] : response.text
-  const text: Array<Response.StreamPartEncoded> = chunks.length === 0 ? [] : [
-    { type: "text-start", id: "text_0" },
-    ...chunks.map((delta): Response.StreamPartEncoded => ({ type: "text-delta", id: "text_0", delta })),
-    { type: "text-end", id: "text_0" }
-  ]
-  const calls = (response.toolCalls ?? []).map((call): Response.StreamPartEncoded => ({
+  const { text, finish, all } = fixedOf(response)
+  const toolCalls = response.toolCalls ?? []
+  // Each call gets an id of its own.
+  const calls = toolCalls.length === 0 ? [] : toolCalls.map((call): Part => ({
     type: "tool-call",
     id: call.id ?? nextId(),
     name: call.name,
     params: call.arguments ?? {}
   }))
-  const finish: Response.StreamPartEncoded = {
-    type: "finish",
-    reason: calls.length > 0 ? "tool-calls" : "stop",
-    usage: { inputTokens: { total: response.usage?.inputTokens ?? 0 }, outputTokens: { total: response.usage?.outputTokens ?? 0 } }
-  }
   // Without delays or errors the parts go out as one chunk (cheap: benchmarks use it).
   if (response.delay === undefined && response.chunkDelay === undefined && response.error === undefined) {
-    return { _tag: "Chunk", parts: [...text, ...calls, finish] as unknown as Arr.NonEmptyReadonlyArray<Part> }
+    return { _tag: "Chunk", parts: calls.length === 0 ? all : [...text, ...calls, finish] as unknown as Arr.NonEmptyReadonlyArray<Part> }
   }
   const paced = Stream.fromIterable(text).pipe(
     Stream.mapEffect((part, i) =>
