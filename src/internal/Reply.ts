@@ -180,8 +180,8 @@ const startStep = (actor: Actor, speech: Speech, model: LanguageModel.LanguageMo
   const speechId = speech.handle.id
   const named = ModelParts.infoOf(model)
   const meter = ModelCallMeter.start({ speechId, agent: actor.name, kind: "llm", provider: named?.provider ?? "unknown", model: named?.model ?? "unknown" }, actor.core.now)
-  const info = { speechId, agent: actor.name, served: meter.served, failedOver: meter.failedOver }
-  return { actor, info, meter, calls: [], text: "", started: false }
+  // The meter is the call's ModelCallInfo too (speech, agent, served, failedOver).
+  return { actor, info: meter, meter, calls: [], text: "", started: false }
 }
 
 /** One model step: streams the text out as it arrives and collects the tool calls in `step`. */

@@ -35,59 +35,90 @@ export const reasonOf = (error: unknown): string => {
   return typeof e._tag === "string" ? e._tag : error instanceof Error ? error.name : "unknown"
 }
 
-export const start = (
-  base: { readonly agent: string; readonly speechId: string; readonly kind: "llm" | "realtime"; readonly provider: string; readonly model: string },
-  now: () => number
-): Meter => {
-  const startedAt = now()
-  let firstTextMs: number | undefined
-  let firstAudioMs: number | undefined
-  let inputTokens: number | undefined
-  let outputTokens: number | undefined
-  let audioSeconds = 0
-  let provider = base.provider
-  let failedOver: Array<{ readonly provider: string; readonly model: string; readonly reason: string }> | undefined
-  let model = base.model
-  return {
-    text: () => {
-      firstTextMs ??= now() - startedAt
-    },
-    audio: (bytes, sampleRate) => {
-      firstAudioMs ??= now() - startedAt
-      audioSeconds += bytes / 2 / sampleRate
-    },
-    usage: (usage) => {
-      if (usage?.inputTokens !== undefined) inputTokens = (inputTokens ?? 0) + usage.inputTokens
-      if (usage?.outputTokens !== undefined) outputTokens = (outputTokens ?? 0) + usage.outputTokens
-    },
-    model: (id) => {
-      if (id) model = id
-    },
-    served: (by) => {
-      provider = by.provider
-      model = by.model
-    },
-    failedOver: (by, reason) => {
-      ;(failedOver ??= []).push({ provider: by.provider, model: by.model, reason })
-    },
-    end: (exit) => {
-      const failure = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
-      const outcome = Exit.isSuccess(exit) ? "ok" : Cause.hasInterruptsOnly(exit.cause) ? "interrupted" : "error"
-      return {
-        type: "model_call",
-        ...base,
-        provider,
-        model,
-        startedAt,
-        firstTextMs,
-        firstAudioMs,
-        inputTokens,
-        outputTokens,
-        audioOutputSeconds: audioSeconds > 0 ? audioSeconds : undefined,
-        outcome,
-        errorReason: outcome === "error" ? (failure && Option.isSome(failure) ? reasonOf(failure.value) : "defect") : undefined,
-        ...(failedOver ? { failedOver } : {})
-      }
+type Base = { readonly agent: string; readonly speechId: string; readonly kind: "llm" | "realtime"; readonly provider: string; readonly model: string }
+
+/**
+ * A meter is also the call's `ModelCallInfo` (agent, speech, `served`, `failedOver`), so a model
+ * step makes one object for both. Methods, not closures: one is made on every model call; call
+ * them on the meter (`meter.text()`), as `ModelFallback` does.
+ */
+class CallMeter implements Meter {
+  readonly agent: string
+  readonly speechId: string
+  private readonly base: Base
+  private readonly now: () => number
+  private readonly startedAt: number
+  private firstTextMs: number | undefined = undefined
+  private firstAudioMs: number | undefined = undefined
+  private inputTokens: number | undefined = undefined
+  private outputTokens: number | undefined = undefined
+  private audioSeconds = 0
+  private provider: string
+  private modelName: string
+  private failures: Array<{ readonly provider: string; readonly model: string; readonly reason: string }> | undefined = undefined
+
+  constructor(base: Base, now: () => number) {
+    this.agent = base.agent
+    this.speechId = base.speechId
+    this.base = base
+    this.now = now
+    this.startedAt = now()
+    this.provider = base.provider
+    this.modelName = base.model
+  }
+
+  text(): void {
+    this.firstTextMs ??= this.now() - this.startedAt
+  }
+
+  audio(bytes: number, sampleRate: number): void {
+    this.firstAudioMs ??= this.now() - this.startedAt
+    this.audioSeconds += bytes / 2 / sampleRate
+  }
+
+  usage(usage: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined } | undefined): void {
+    if (usage?.inputTokens !== undefined) this.inputTokens = (this.inputTokens ?? 0) + usage.inputTokens
+    if (usage?.outputTokens !== undefined) this.outputTokens = (this.outputTokens ?? 0) + usage.outputTokens
+  }
+
+  model(id: string | undefined): void {
+    if (id) this.modelName = id
+  }
+
+  served(by: { readonly provider: string; readonly model: string }): void {
+    this.provider = by.provider
+    this.modelName = by.model
+  }
+
+  failedOver(by: { readonly provider: string; readonly model: string }, reason: string): void {
+    ;(this.failures ??= []).push({ provider: by.provider, model: by.model, reason })
+  }
+
+  end(exit: Exit.Exit<unknown, unknown>): Fields {
+    const outcome = Exit.isSuccess(exit) ? "ok" : Cause.hasInterruptsOnly(exit.cause) ? "interrupted" : "error"
+    let errorReason: string | undefined
+    if (outcome === "error" && Exit.isFailure(exit)) {
+      const failure = Cause.findErrorOption(exit.cause)
+      errorReason = Option.isSome(failure) ? reasonOf(failure.value) : "defect"
     }
+    const fields: Fields = {
+      type: "model_call",
+      agent: this.base.agent,
+      speechId: this.base.speechId,
+      kind: this.base.kind,
+      provider: this.provider,
+      model: this.modelName,
+      startedAt: this.startedAt,
+      firstTextMs: this.firstTextMs,
+      firstAudioMs: this.firstAudioMs,
+      inputTokens: this.inputTokens,
+      outputTokens: this.outputTokens,
+      audioOutputSeconds: this.audioSeconds > 0 ? this.audioSeconds : undefined,
+      outcome,
+      errorReason
+    }
+    return this.failures ? { ...fields, failedOver: this.failures } : fields
   }
 }
+
+export const start = (base: Base, now: () => number): Meter & { readonly agent: string; readonly speechId: string } => new CallMeter(base, now)
