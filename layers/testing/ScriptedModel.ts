@@ -8,7 +8,7 @@
  */
 import { type Array as Arr, Cause, Channel, Context, Duration, Effect, Layer, type Pull, Stream } from "effect"
 import { AiError, LanguageModel, type Prompt, type Response } from "effect/ai"
-import { ModelCall } from "../../services/ModelCall.ts"
+import { ModelCall, type ModelCallInfo } from "../../services/ModelCall.ts"
 import * as ModelParts from "../../services/ModelParts.ts"
 
 export type Text = string | RegExp
@@ -200,14 +200,13 @@ const responseParts = (response: ScriptedResponse, nextId: () => string): Parts 
  * stands in for a provider with no latency, so it should cost what a provider's own code
  * costs, not a stream nested in a stream (`Stream.unwrap`).
  */
-const answerStream = <R>(answer: Effect.Effect<Parts, never, R>): Stream.Stream<Part, AiError.AiError, R> =>
+const answerStream = (answer: (call: ModelCallInfo | undefined) => Parts): Stream.Stream<Part, AiError.AiError> =>
   Stream.fromChannel(
     Channel.fromTransform((_upstream, scope) =>
-      Effect.flatMap(
-        answer,
-        (parts): Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<Part>, AiError.AiError, void>> =>
-          Stream.isStream(parts) ? Channel.toPullScoped(Stream.toChannel(parts), scope) : Effect.succeed(pullOnce(parts.parts))
-      )
+      Effect.withFiber((fiber): Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<Part>, AiError.AiError, void>> => {
+        const parts = answer(fiber.getRef(ModelCall))
+        return Stream.isStream(parts) ? Channel.toPullScoped(Stream.toChannel(parts), scope) : Effect.succeed(pullOnce(parts.parts))
+      })
     )
   )
 
@@ -244,36 +243,39 @@ export const layer = (
       const used = rules.map(() => 0)
       let calls = 0
       const nextId = () => `call_${++calls}`
-      const answer = (options: LanguageModel.ProviderOptions) =>
-        Effect.map(Effect.service(ModelCall), (info) => {
-          const first = options.prompt.content[0]
-          const request: RecordedRequest = {
-            index: seen++,
-            agent: info?.agent,
-            instructions: first?.role === "system" ? first.content : undefined,
-            toolChoice: options.toolChoice,
-            tools: options.tools.map((tool) => tool.name),
-            prompt: options.prompt,
-            last: lastInput(options.prompt)
-          }
-          if (record) requests.push(request)
-          const index = rules.findIndex((rule, i) => (rule.times === undefined || used[i]! < rule.times) && matches(rule.when, request))
-          if (index < 0) {
-            return Stream.fail(
-              AiError.make({
-                module: "ScriptedModel",
-                method: "streamText",
-                reason: new AiError.InvalidRequestError({
-                  description: `no scripted response for ${request.agent ?? "?"} after ${describeLast(request.last)}`
-                })
+      const answer = (options: LanguageModel.ProviderOptions) => (info: ModelCallInfo | undefined): Parts => {
+        const first = options.prompt.content[0]
+        const request: RecordedRequest = {
+          index: seen++,
+          agent: info?.agent,
+          instructions: first?.role === "system" ? first.content : undefined,
+          toolChoice: options.toolChoice,
+          tools: options.tools.map((tool) => tool.name),
+          prompt: options.prompt,
+          last: lastInput(options.prompt)
+        }
+        if (record) requests.push(request)
+        let index = -1
+        for (let i = 0; i < rules.length && index < 0; i++) {
+          const rule = rules[i]!
+          if ((rule.times === undefined || used[i]! < rule.times) && matches(rule.when, request)) index = i
+        }
+        if (index < 0) {
+          return Stream.fail(
+            AiError.make({
+              module: "ScriptedModel",
+              method: "streamText",
+              reason: new AiError.InvalidRequestError({
+                description: `no scripted response for ${request.agent ?? "?"} after ${describeLast(request.last)}`
               })
-            )
-          }
-          used[index]!++
-          const rule = rules[index]!
-          const response = typeof rule.reply === "function" ? rule.reply(request) : rule.reply
-          return responseParts(response, nextId)
-        })
+            })
+          )
+        }
+        used[index]!++
+        const rule = rules[index]!
+        const response = typeof rule.reply === "function" ? rule.reply(request) : rule.reply
+        return responseParts(response, nextId)
+      }
       const streamText = (options: LanguageModel.ProviderOptions) => answerStream(answer(options))
       const made = yield* LanguageModel.make({
         streamText,
