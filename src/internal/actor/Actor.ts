@@ -183,7 +183,9 @@ export const make = (core: SessionCore, agent: Agent, initial: ChatContext, opti
 /** The tools an actor offers its model: its agent's, a task's extras, the session's, and the
  * controls of cancellable background calls (the first of a name wins). Plain loops: a handoff
  * builds an actor on its path. */
-const toolsOf = (core: SessionCore, agent: Agent, extraTools: ReadonlyArray<Tool>, owner: Background.Owner) => {
+const toolsOf = (core: SessionCore, agent: Agent, extraTools: ReadonlyArray<Tool>, owner: Background.Owner): Tools => {
+  // An agent that only talks (a greeter, the end of a transfer) shares one empty set.
+  if (agent.tools.length === 0 && extraTools.length === 0 && core.sessionTools.length === 0) return noTools
   const named = new Map<string, Tool>()
   const sessionTools = new Set<Tool>()
   let cancellable = false
@@ -218,6 +220,24 @@ const toolsOf = (core: SessionCore, agent: Agent, extraTools: ReadonlyArray<Tool
   return { named, sessionTools, toolkit, definitions }
 }
 
+interface Tools {
+  readonly named: ReadonlyMap<string, Tool>
+  readonly sessionTools: ReadonlySet<Tool>
+  readonly toolkit: Toolkit.WithHandler<any>
+  readonly definitions: ReadonlyArray<AiTool.Any>
+}
+
+const noTools: Tools = {
+  named: new Map(),
+  sessionTools: new Set(),
+  toolkit: { tools: {}, handle: () => Effect.die(new Error("baton runs tool calls itself")) },
+  definitions: []
+}
+
+/** The hook lane of a new actor: nothing to wait for (one done Deferred serves every actor). */
+const laneDone = Deferred.makeUnsafe<void>()
+Deferred.doneUnsafe(laneDone, Effect.void)
+
 /** The actor's record: its state, and the few closures others call (send, holdsFloor, ...). */
 const build = (
   core: SessionCore,
@@ -235,8 +255,6 @@ const build = (
     report: (delivery) => actor.send({ _tag: "Background", delivery })
   }
   const { named, sessionTools, toolkit, definitions } = toolsOf(core, agent, options.extraTools ?? [], owner)
-  const lane = Deferred.makeUnsafe<void>()
-  Deferred.doneUnsafe(lane, Effect.void)
   const holdsFloor = () => core.holder() === actor
   const inner: ActorInner = {
     mailbox,
@@ -245,7 +263,7 @@ const build = (
     owner,
     deliveryHost: undefined,
     inputHoldingHooks: 0,
-    lane,
+    lane: laneDone,
     state: "initializing",
     model: core.defaultModel,
     startsNext: false,
