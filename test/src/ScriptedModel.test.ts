@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
-import { LanguageModel } from "effect/ai"
+import { LanguageModel, Prompt, type Response } from "effect/ai"
 import { TestClock } from "effect/testing"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import * as ModelParts from "../../services/ModelParts.ts"
 
 describe("ScriptedModel", () => {
   it.effect("answers by the last input, records requests, and waits under TestClock", () =>
@@ -57,4 +58,28 @@ describe("ScriptedModel", () => {
       { when: { user: "hello" }, reply: { text: "Hi!" } },
       { when: { user: "once" }, reply: { text: "only once" }, times: 1 }
     ], { record: false }))))
+
+  it.effect("a response answered again streams the same parts, each tool call with an id of its own", () =>
+    Effect.gen(function*() {
+      // The provider's own parts, as baton reads them (`LanguageModel.streamText` would want a
+      // toolkit to decode the call).
+      const parts = ModelParts.partsOf(yield* LanguageModel.LanguageModel)!
+      const ask = Effect.suspend(() => {
+        const got: Array<Response.StreamPartEncoded> = []
+        return ModelParts.run(parts, { prompt: Prompt.make("call it"), tools: [], toolChoice: "auto" }, (part) =>
+          Effect.sync(() => {
+            got.push(part)
+          })).pipe(Effect.as(got))
+      })
+      const first = yield* ask
+      const second = yield* ask
+      const summary = (parts: ReadonlyArray<Response.StreamPartEncoded>) =>
+        parts.map((p) => (p.type === "tool-call" ? `call ${p.name}` : p.type === "finish" ? `finish ${p.reason}` : p.type))
+      assert.deepStrictEqual(summary(first), summary(second))
+      assert.deepStrictEqual(summary(first).filter((p) => p.startsWith("call") || p.startsWith("finish")), ["call lookup", "finish tool-calls"])
+      const ids = [...first, ...second].flatMap((p) => (p.type === "tool-call" ? [p.id] : []))
+      assert.strictEqual(new Set(ids).size, 2)
+    }).pipe(Effect.provide(ScriptedModel.layer([
+      { when: { user: "call it" }, reply: { text: "Looking.", toolCalls: [{ name: "lookup" }] } }
+    ]))))
 })
