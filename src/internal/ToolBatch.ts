@@ -107,9 +107,9 @@ const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effec
     return Effect.succeed({ _tag: "Error", output: `Unknown tool "${call.name}". Available tools: ${available}.` })
   }
   const owner = actor.ownerOf(tool)
-  const call_ = (): Call => ({ actor, speech, call, tool, owner, first: Deferred.makeUnsafe(), answer: undefined, token: { held: true }, background: undefined, fiber: undefined })
+  const newCall = (): Call => ({ actor, speech, call, tool, owner, first: Deferred.makeUnsafe(), answer: undefined, token: { held: true }, background: undefined, fiber: undefined })
   // Nothing of this owner running in the background (most calls): the call starts on this step.
-  if (owner.running.size === 0) return runHandler(call_())
+  if (owner.running.size === 0) return runHandler(newCall())
   const running = [...owner.running.values()].filter((b) => b.name === tool.name)
   const duplicate = running.length > 0 ? tool.options.onDuplicate ?? "allow" : "allow"
   if (duplicate === "reject") {
@@ -122,7 +122,7 @@ const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effec
   const replaced = duplicate === "replace"
     ? Effect.forEach(running, (earlier) => Background.cancel(earlier, `replaced by a newer call (${call.callId})`), { discard: true })
     : Effect.void
-  return Effect.andThen(replaced, Effect.suspend(() => runHandler(call_())))
+  return Effect.andThen(replaced, Effect.suspend(() => runHandler(newCall())))
 }
 
 /** One call of a tool: answered by its result, or by its first progress report (then it goes on
