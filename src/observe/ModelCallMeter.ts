@@ -47,7 +47,7 @@ type Base = { readonly agent: string; readonly speechId: string; readonly kind: 
 class CallMeter implements Meter {
   readonly agent: string
   readonly speechId: string
-  private readonly base: Base
+  private readonly kind: Base["kind"]
   private readonly now: () => number
   private readonly startedAt: number
   private firstTextMs: number | undefined = undefined
@@ -62,7 +62,7 @@ class CallMeter implements Meter {
   constructor(base: Base, now: () => number) {
     this.agent = base.agent
     this.speechId = base.speechId
-    this.base = base
+    this.kind = base.kind
     this.now = now
     this.startedAt = now()
     this.provider = base.provider
@@ -105,9 +105,9 @@ class CallMeter implements Meter {
     }
     const fields: Fields = {
       type: "model_call",
-      agent: this.base.agent,
-      speechId: this.base.speechId,
-      kind: this.base.kind,
+      agent: this.agent,
+      speechId: this.speechId,
+      kind: this.kind,
       provider: this.provider,
       model: this.modelName,
       startedAt: this.startedAt,

@@ -23,6 +23,7 @@ import type * as RealtimeReply from "../realtime/Reply.ts"
 import type { HandoffOutcome, Handover, SessionCore } from "../SessionCore.ts"
 import * as Speeches from "../Speeches.ts"
 import * as Tasks from "../Tasks.ts"
+import { toolsOf } from "./ActorTools.ts"
 import * as Handlers from "./Handlers.ts"
 import type { HeldInput } from "./Input.ts"
 import * as Lifecycle from "./Lifecycle.ts"
@@ -179,60 +180,6 @@ export const make = (core: SessionCore, agent: Agent, initial: ChatContext, opti
       )
     }
   )
-
-/** The tools an actor offers its model: its agent's, a task's extras, the session's, and the
- * controls of cancellable background calls (the first of a name wins). Plain loops: a handoff
- * builds an actor on its path. */
-const toolsOf = (core: SessionCore, agent: Agent, extraTools: ReadonlyArray<Tool>, owner: Background.Owner): Tools => {
-  // An agent that only talks (a greeter, the end of a transfer) shares one empty set.
-  if (agent.tools.length === 0 && extraTools.length === 0 && core.sessionTools.length === 0) return noTools
-  const named = new Map<string, Tool>()
-  const sessionTools = new Set<Tool>()
-  let cancellable = false
-  // `session`: the session's tools, which also take a name held by the very same tool (given to
-  // both the agent and the session, it runs as the session's).
-  const add = (tools: ReadonlyArray<Tool>, session?: Set<Tool>) => {
-    for (const tool of tools) {
-      const holder = named.get(tool.name)
-      if (holder !== undefined && !(session && holder === tool)) continue
-      named.set(tool.name, tool)
-      session?.add(tool)
-      if (tool.options.cancellable) cancellable = true
-    }
-  }
-  add(agent.tools)
-  add(extraTools)
-  add(core.sessionTools, sessionTools)
-  if (cancellable) {
-    const running = () => [...owner.running.values(), ...core.sessionOwner.running.values()]
-    add(Background.controlTools(running, core.now))
-  }
-  const definitions: Array<AiTool.Any> = []
-  const byName: Record<string, AiTool.Any> = {}
-  for (const tool of named.values()) {
-    definitions.push(tool.definition)
-    byName[tool.name] = tool.definition
-  }
-  const toolkit: Toolkit.WithHandler<any> = {
-    tools: byName,
-    handle: () => Effect.die(new Error("baton runs tool calls itself"))
-  }
-  return { named, sessionTools, toolkit, definitions }
-}
-
-interface Tools {
-  readonly named: ReadonlyMap<string, Tool>
-  readonly sessionTools: ReadonlySet<Tool>
-  readonly toolkit: Toolkit.WithHandler<any>
-  readonly definitions: ReadonlyArray<AiTool.Any>
-}
-
-const noTools: Tools = {
-  named: new Map(),
-  sessionTools: new Set(),
-  toolkit: { tools: {}, handle: () => Effect.die(new Error("baton runs tool calls itself")) },
-  definitions: []
-}
 
 /** The hook lane of a new actor: nothing to wait for (one done Deferred serves every actor). */
 const laneDone = Deferred.makeUnsafe<void>()
