@@ -190,7 +190,13 @@ const finished = (c: Call, result: CallResult) => {
   c.actor.core.background.release()
 }
 
-/** Runs the handler in its own fiber (in the owner's Scope) and waits for what answers the call. */
+/**
+ * Calls the handler and waits for what answers the call. Arguments decoded on this step (most
+ * are) let the handler be called here, and an effect it returns already done (a transfer, a
+ * constant, a failure) settles the call on this step: no fiber would have anything to run. Any
+ * other effect runs in a fiber of its own, in the owner's Scope, where it can go on in the
+ * background once it reports progress.
+ */
 const runHandler = (c: Call): Effect.Effect<CallResult> => {
   const { actor, call, tool } = c
   const core = actor.core
@@ -207,8 +213,25 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
     if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
     finished(c, result)
   }
-  const body = Tool.decodeArguments(tool, call.arguments).pipe(
-    Effect.flatMap((params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>)),
+  const settleNow = (exit: Exit.Exit<unknown, unknown>) => {
+    settle(exit)
+    return Effect.succeed(c.answer!)
+  }
+  const decoded = Tool.decodeArguments(tool, call.arguments)
+  let handled: Effect.Effect<unknown, unknown>
+  if (Exit.isExit(decoded)) {
+    if (Exit.isFailure(decoded)) return settleNow(decoded)
+    try {
+      handled = tool.handler(decoded.value, context) as Effect.Effect<unknown, unknown>
+    } catch (defect) {
+      // As a throw inside the handler's fiber would end: a defect.
+      return settleNow(Exit.die(defect))
+    }
+    if (Exit.isExit(handled)) return settleNow(handled)
+  } else {
+    handled = Effect.flatMap(decoded, (params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>))
+  }
+  const body = handled.pipe(
     // The handler's end is classified on the step it ends on.
     Effect.matchCause({
       onFailure: (cause) => settle(Exit.failCause(cause)),

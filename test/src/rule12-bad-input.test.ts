@@ -38,12 +38,15 @@ const rules: ReadonlyArray<ScriptedModel.Rule> = [
   { when: { user: "broken json" }, reply: { toolCalls: [{ name: "order", arguments: "{\"item\": \"apples\", quant" }] } },
   { when: { user: "unknown tool" }, reply: { toolCalls: [{ name: "refund_everything", arguments: {} }] } },
   { when: { user: "failing tools" }, reply: { toolCalls: [{ name: "check_stock" }, { name: "explode" }, { name: "die" }] } },
+  { when: { user: "explode alone" }, reply: { toolCalls: [{ name: "explode" }] } },
+  { when: { user: "check stock alone" }, reply: { toolCalls: [{ name: "check_stock" }] } },
   { when: { user: "model error" }, reply: { text: "Let me", error: "upstream overloaded" } },
   { when: { user: "good order" }, reply: { toolCalls: [{ name: "order", arguments: { item: "pears", quantity: 3 } }] } },
   { when: { toolOutput: "Invalid arguments" }, reply: { text: "The quantity must be positive." } },
   { when: { toolOutput: "not valid JSON" }, reply: { text: "Let me try that again." } },
   { when: { toolOutput: "Unknown tool" }, reply: { text: "I can't do refunds." } },
   { when: { toolOutput: "unavailable" }, reply: { text: "Some systems are down." } },
+  { when: { toolOutput: "explode failed unexpectedly" }, reply: { text: "That tool is broken." } },
   { when: { toolOutput: "ordered 3 x pears" }, reply: { text: "Three pears ordered." } }
 ]
 
@@ -86,6 +89,23 @@ describe("rule 12: bad input is an answer, not a crash", () => {
       assert.isTrue(errors.every((e) => e.type === "error" && e.source === "tool" && e.recoverable))
       assert.include(errors.map((e) => (e.type === "error" ? e.message : "")).join("\n"), "bug in the tool")
       result.expect.containsMessage({ content: "Some systems are down." })
+    }).pipe(Effect.provide(ScriptedModel.layer(rules))))
+
+  // A lone call whose handler is done as it returns settles without a fiber of its own: a throw
+  // or a failure there is the same answer as in a batch.
+  it.effect("rule 12: a lone tool call that throws or fails as it is called gets the same error output and event", () =>
+    Effect.gen(function*() {
+      const session = yield* AgentSession.start({ agent })
+      const thrown = yield* session.run("explode alone")
+      thrown.expect.containsFunctionCallOutput({ name: "explode", isError: true, output: "explode failed unexpectedly." })
+      thrown.expect.containsMessage({ content: "That tool is broken." })
+      const thrownErrors = thrown.sessionEvents.filter((e) => e.type === "error")
+      assert.strictEqual(thrownErrors.length, 1)
+      assert.include(thrownErrors[0]!.type === "error" ? thrownErrors[0]!.message : "", "bug in the tool")
+      const failed = yield* session.run("check stock alone")
+      failed.expect.containsFunctionCallOutput({ name: "check_stock", isError: true, output: "InventoryDown: inventory service unavailable" })
+      failed.expect.containsMessage({ content: "Some systems are down." })
+      assert.deepStrictEqual(failed.sessionEvents.filter((e) => e.type === "error").map((e) => e.type === "error" && e.source), ["tool"])
     }).pipe(Effect.provide(ScriptedModel.layer(rules))))
 
   it.effect("rule 12: a model error ends the reply, keeps what was said, and the session goes on", () =>
