@@ -2,8 +2,7 @@
  * An actor's hooks (onEnter, onResume, onExit) run one after the other, in the order their
  * messages came: the hook lane. An onExit never starts before the onEnter it follows has ended,
  * or has started waiting for a task (it may wait for the floor to come back: the onExit must not
- * wait for that). Each hook is a fiber in the actor's Scope holding a work token (rule 10); an
- * absent hook with nothing to wait for is no fiber at all.
+ * wait for that). Each hook is a fiber in the actor's Scope holding a work token (rule 10).
  */
 import { Cause, Context, Deferred, Effect } from "effect"
 import type { Agent } from "../../Agent.ts"
@@ -28,10 +27,6 @@ export const run = (
   options: HookOptions = {}
 ): Effect.Effect<void> => {
   const inner = actor.inner
-  // No hook and nothing to wait for (most agents have no onExit, many no onEnter): a fiber
-  // would have nothing to run. `after` runs on the loop's step, as the fiber's first step would
-  // have run it, and the loop's own pass after this message stands for `HookEnded`.
-  if (hook === undefined && Deferred.isDoneUnsafe(inner.lane) && allDone(options.waitFor)) return options.after ?? Effect.void
   const work = actor.core.work
   const previous = inner.lane
   const done = Deferred.makeUnsafe<void>()
@@ -61,11 +56,6 @@ export const run = (
     Context.add(Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, { held: true }), HookLane, letNextGo)).pipe(
       Diagnostics.startIn(actor.scope, { startImmediately: true })
     )
-}
-
-const allDone = (deferreds: ReadonlyArray<Deferred.Deferred<void>> | undefined): boolean => {
-  for (const deferred of deferreds ?? []) if (!Deferred.isDoneUnsafe(deferred)) return false
-  return true
 }
 
 /** After the hook: the loop hears it ended, `after` runs, and last the lane and the work token
