@@ -53,10 +53,23 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
       // Alone, the call runs on the speech's fiber and the speech's token is its token while it
       // runs (`runOne`'s accounting, which nets to this); one finalizer gives it back and
       // settles the call or records the cut.
-      const settles = Effect.onExit(Effect.suspend(() => {
-        speech.holdsToken = false
-        return execute(actor, speech, calls[0]!)
-      }), (exit) => {
+      speech.holdsToken = false
+      let running: Effect.Effect<CallResult>
+      try {
+        running = execute(actor, speech, calls[0]!)
+      } catch (defect) {
+        speech.holdsToken = true
+        throw defect
+      }
+      // Answered as it was called (most calls): settled on this step.
+      const answered = Exit.isExit(running) ? (running as Exit.Exit<CallResult>) : undefined
+      if (answered && Exit.isSuccess(answered)) {
+        speech.holdsToken = true
+        settled[0] = answered.value
+        finishOrder.push(0)
+        return concluded
+      }
+      const settles = Effect.onExit(running, (exit) => {
         speech.holdsToken = true
         if (Exit.isSuccess(exit)) {
           settled[0] = exit.value
@@ -107,7 +120,7 @@ const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effec
     return Effect.succeed({ _tag: "Error", output: `Unknown tool "${call.name}". Available tools: ${available}.` })
   }
   const owner = actor.ownerOf(tool)
-  const newCall = (): Call => ({ actor, speech, call, tool, owner, first: Deferred.makeUnsafe(), answer: undefined, token: { held: true }, background: undefined, fiber: undefined })
+  const newCall = (): Call => ({ actor, speech, call, tool, owner, first: undefined, answer: undefined, token: { held: true }, background: undefined, fiber: undefined })
   // Nothing of this owner running in the background (most calls): the call starts on this step.
   if (owner.running.size === 0) return runHandler(newCall())
   const running = [...owner.running.values()].filter((b) => b.name === tool.name)
@@ -133,8 +146,9 @@ interface Call {
   readonly call: FunctionCall
   readonly tool: Tool.Tool
   readonly owner: Background.Owner
-  /** What answers the call in the batch: the result, or the first report. */
-  readonly first: Deferred.Deferred<CallResult>
+  /** What the batch waits on for the call's answer: made only when it has to wait (a call
+   * answered as it started, most are, needs none). */
+  first: Deferred.Deferred<CallResult> | undefined
   /** `first`'s value once it is done. */
   answer: CallResult | undefined
   readonly token: WorkTokenCell
@@ -179,7 +193,7 @@ const progress = (c: Call, text: string) => {
 const answer = (c: Call, result: CallResult) => {
   if (c.answer !== undefined) return
   c.answer = result
-  Deferred.doneUnsafe(c.first, Exit.succeed(result))
+  if (c.first) Deferred.doneUnsafe(c.first, Exit.succeed(result))
 }
 
 /** The call's end: its result answers it, or (in the background) is reported. */
@@ -250,7 +264,7 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
       if (c.background) c.background.fiber = handler
       // A handler that answered as it started (most do): no wait.
       if (c.answer !== undefined) return Effect.succeed(c.answer)
-      return Deferred.await(c.first).pipe(
+      return Deferred.await(c.first = Deferred.makeUnsafe()).pipe(
         // The batch is cut (the session closes): a call still in the foreground goes with it.
         Effect.onInterrupt(() => (c.background ? Effect.void : Fiber.interrupt(handler)))
       )
