@@ -51,7 +51,8 @@ export const wake = (work: Work, handover: Handover, deferred: Deferred.Deferred
 
 /**
  * Completes the task `actor` runs. From a tool call, the floor returns to the caller once the
- * whole batch has settled (the first completion in call order wins); elsewhere, at once.
+ * whole batch has settled (the first completion in call order wins); elsewhere (a hook,
+ * another flow), as soon as the actor has cut what it was saying (its `Complete` message).
  */
 export const complete = (actor: Actor, result: TaskResult): Effect.Effect<void, TaskError> =>
   Effect.gen(function*() {
@@ -63,7 +64,8 @@ export const complete = (actor: Actor, result: TaskResult): Effect.Effect<void, 
       if (!actor.completions.has(call.callId)) actor.completions.set(call.callId, result)
       return
     }
-    // The floor goes back: nothing new starts here (held input goes to the caller).
+    // The floor goes back: nothing new starts here (held input goes to the caller), and what
+    // the task is saying ends before the floor moves (the actor's `Complete`).
     Lifecycle.startPassing(actor)
-    actor.core.send({ _tag: "CompleteTask", actor, result })
+    actor.send({ _tag: "Complete", result })
   })

@@ -7,7 +7,7 @@ import { Effect, Schema } from "effect"
 import { drive } from "../../layers/testing/Drive.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent, AgentSession, AgentTask, Tool } from "../../src/index.ts"
-import { assertEveryCallAnswered, assertOneFloor } from "../helpers.ts"
+import { assertEveryCallAnswered, assertOneFloor, eventsOfAgentAfter } from "../helpers.ts"
 
 describe("rule 5: hooks exactly once", () => {
   it.effect("rule 5: onEnter once per activation, onExit once per passing, resume does not rerun onEnter", () => {
@@ -175,6 +175,43 @@ describe("rule 6: return resumes", () => {
       { when: { instructions: "ask to verify" }, reply: { text: "Please verify." } },
       { when: { user: "no thanks", agent: "verify" }, reply: { toolCalls: [{ name: "give_up" }] } },
       { when: { toolOutput: "not verified", agent: "main" }, reply: { text: "Sorry, I could not verify you." } }
+    ])))
+  })
+
+  // Found by the simulation (seed 3824686: a task group completing from its onEnter while an
+  // app's `say` played on it). Completing from a hook is completing from outside a tool call.
+  it.effect("rule 2: a task completed by its own hook while it speaks ends its words before the floor returns", () => {
+    const chatty: AgentTask.AgentTask<string> = AgentTask.make<string>({
+      name: "chatty",
+      instructions: "Chat.",
+      onEnter: Effect.gen(function*() {
+        yield* Agent.reply({ instructions: "ramble" })
+        yield* Effect.sleep("100 millis")
+        yield* AgentTask.complete(chatty, "enough")
+      })
+    })
+    const main: Agent.Agent = Agent.make({
+      name: "main",
+      instructions: "Main.",
+      tools: [Tool.make("chat", { description: "chat", handler: () => AgentTask.run(chatty) })]
+    })
+    return Effect.gen(function*() {
+      const session = yield* AgentSession.start({ agent: main })
+      const result = yield* drive(session.run("let's chat"))
+      result.expect.containsAgentHandoff({ from: "chatty", to: "main", kind: "return" })
+      result.expect.containsFunctionCallOutput({ name: "chat", output: "enough" })
+      const events = yield* session.eventLog
+      // What chatty said up to the return is recorded, cut, before the floor went back.
+      const returned = events.find((e) => e.type === "agent_handoff" && e.from === "chatty" && e.to === "main")!.seq
+      const cut = events.find((e) => e.type === "conversation_item_added" && e.agent === "chatty" && e.item._tag === "Message")
+      assert.isTrue(cut?.type === "conversation_item_added" && cut.item._tag === "Message" && cut.item.interrupted && cut.item.text.length > 0)
+      assert.isBelow(cut!.seq, returned)
+      assert.deepStrictEqual(eventsOfAgentAfter(events, "chatty", returned), [])
+      assertOneFloor(events)
+    }).pipe(Effect.provide(ScriptedModel.layer([
+      { when: { user: "let's chat", agent: "main" }, reply: { toolCalls: [{ name: "chat" }] } },
+      { when: { instructions: "ramble", agent: "chatty" }, reply: { text: ["one ", "two ", "three ", "four ", "five ", "six ", "seven ", "eight"], chunkDelay: "40 millis" } },
+      { when: { toolOutput: "enough", agent: "main" }, reply: { text: "Back to me." } }
     ])))
   })
 })

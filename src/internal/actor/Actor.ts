@@ -91,6 +91,8 @@ export type ActorMessage =
     readonly reply: Deferred.Deferred<HandoffOutcome>
   }
   | { readonly _tag: "Return"; readonly merge: ChatContext; readonly role: TaskRole; readonly result: TaskResult }
+  /** This task completes from outside a tool call (its own hook, another flow). */
+  | { readonly _tag: "Complete"; readonly result: TaskResult }
   | { readonly _tag: "SpeechEnded"; readonly speech: Speech.Speech }
   | { readonly _tag: "HookEnded"; readonly holdsInput: boolean }
   | { readonly _tag: "Background"; readonly delivery: Background.Delivery }
@@ -292,6 +294,8 @@ const rejectLate = (actor: Actor, msg: ActorMessage) => {
       return core.send({ _tag: "Handoff", from: undefined, target: msg.target, options: msg.options, reply: msg.reply })
     case "Return":
       return Tasks.wake(core.work, msg.role.handover, msg.role.result, msg.result)
+    case "Complete":
+      return core.send({ _tag: "CompleteTask", actor, result: msg.result })
     case "Background":
       // Recorded after what the actor had pending (at close, in the finalizer's flush).
       actor.inner.pending.push(msg.delivery)

@@ -106,6 +106,20 @@ const release: Handler<"Release"> = (actor, msg) => {
   )
 }
 
+/** A task completed from outside a tool call: what it is saying ends (and is recorded) before
+ * the floor goes back, as for a handoff asked from outside. */
+const complete: Handler<"Complete"> = (actor, msg) => {
+  Lifecycle.startPassing(actor)
+  return Effect.andThen(
+    actor.speeches.interruptCurrent(true),
+    Effect.sync(() => {
+      const current = actor.speeches.current()
+      if (current?.phase === "tools") current.skipFollowUp = true
+      actor.core.send({ _tag: "CompleteTask", actor, result: msg.result })
+    })
+  )
+}
+
 const handlers: { readonly [K in ActorMessage["_tag"]]: Handler<K> } = {
   UserInput: (actor, msg) => Input.userInput(actor, msg.text, msg.itemId),
   Kick: () => Effect.void,
@@ -122,6 +136,7 @@ const handlers: { readonly [K in ActorMessage["_tag"]]: Handler<K> } = {
   Deactivate: deactivate,
   Lend: lend,
   Release: release,
+  Complete: complete,
   Return: (actor, msg) =>
     Effect.sync(() => {
       actor.chat = actor.chat.merge(msg.merge)
