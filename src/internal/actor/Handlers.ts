@@ -11,6 +11,7 @@ import * as Background from "../Background.ts"
 import * as RealtimeBinding from "../realtime/Binding.ts"
 import * as Reply from "../Reply.ts"
 import * as Tasks from "../Tasks.ts"
+import type { SessionMessage } from "../SessionCore.ts"
 import type { Actor, ActorMessage } from "./Actor.ts"
 import * as Hooks from "./Hooks.ts"
 import * as Input from "./Input.ts"
@@ -92,30 +93,19 @@ const lend: Handler<"Lend"> = (actor) => {
   return Effect.void
 }
 
-/** A handoff asked from outside: what this actor is saying ends (and is recorded) before the
- * floor moves. */
-const release: Handler<"Release"> = (actor, msg) => {
+/**
+ * The floor leaves this actor at its own flow's request, from outside a tool batch (a handoff
+ * asked from outside, a task completed by its hook): what it is saying ends (and is recorded)
+ * before `passes` asks the session to move the floor.
+ */
+const passFloor = (actor: Actor, passes: SessionMessage): Effect.Effect<void> => {
   Lifecycle.startPassing(actor)
   return Effect.andThen(
     actor.speeches.interruptCurrent(true),
     Effect.sync(() => {
       const current = actor.speeches.current()
       if (current?.phase === "tools") current.skipFollowUp = true
-      actor.core.send({ _tag: "Handoff", from: actor, target: msg.target, options: msg.options, reply: msg.reply })
-    })
-  )
-}
-
-/** A task completed from outside a tool call: what it is saying ends (and is recorded) before
- * the floor goes back, as for a handoff asked from outside. */
-const complete: Handler<"Complete"> = (actor, msg) => {
-  Lifecycle.startPassing(actor)
-  return Effect.andThen(
-    actor.speeches.interruptCurrent(true),
-    Effect.sync(() => {
-      const current = actor.speeches.current()
-      if (current?.phase === "tools") current.skipFollowUp = true
-      actor.core.send({ _tag: "CompleteTask", actor, result: msg.result })
+      actor.core.send(passes)
     })
   )
 }
@@ -135,8 +125,8 @@ const handlers: { readonly [K in ActorMessage["_tag"]]: Handler<K> } = {
   Activate: activate,
   Deactivate: deactivate,
   Lend: lend,
-  Release: release,
-  Complete: complete,
+  Release: (actor, msg) => passFloor(actor, { _tag: "Handoff", from: actor, target: msg.target, options: msg.options, reply: msg.reply }),
+  Complete: (actor, msg) => passFloor(actor, { _tag: "CompleteTask", actor, result: msg.result }),
   Return: (actor, msg) =>
     Effect.sync(() => {
       actor.chat = actor.chat.merge(msg.merge)
