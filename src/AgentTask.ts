@@ -94,9 +94,9 @@ const checkOwner = (task: Agent) =>
 
 /**
  * Completes `task` with `value`, from one of its own tools or hooks. Returns a tool result the
- * task's model does not reply to (the floor goes back to the caller). From a tool, the floor
- * goes back once the tool's batch has settled; from a hook, once what the task was saying has
- * been cut and recorded.
+ * task's model does not reply to (the floor goes back to the caller). From a tool in its batch,
+ * the floor goes back once the batch has settled; from a hook, or a tool that reported progress
+ * and went on in the background, once what the task was saying has been cut and recorded.
  */
 export const complete: <A>(task: AgentTask<A>, value: A) => Effect.Effect<NoReply, TaskError, CurrentAgent> = Effect.fn(
   "AgentTask.complete"

@@ -16,8 +16,11 @@ export const WorkToken = Context.Reference<WorkTokenCell>("baton/WorkToken", { d
 /** In a hook: lets the next hook of the actor's lane start (called when the hook waits for a task). */
 export const HookLane = Context.Reference<(() => void) | undefined>("baton/HookLane", { defaultValue: () => undefined })
 
-/** The tool call a fiber runs for, if any. */
-export const CurrentCall = Context.Reference<{ readonly actor: Actor; readonly callId: string } | undefined>(
+/** The tool call a fiber runs for, if any; `foreground`: its batch has not heard from it yet
+ * (before a progress report moves it to the background, the batch will read what it asks). */
+export const CurrentCall = Context.Reference<
+  { readonly actor: Actor; readonly callId: string; readonly foreground: () => boolean } | undefined
+>(
   "baton/CurrentCall",
   { defaultValue: () => undefined }
 )

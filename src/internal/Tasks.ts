@@ -50,9 +50,10 @@ export const wake = (work: Work, handover: Handover, deferred: Deferred.Deferred
 }
 
 /**
- * Completes the task `actor` runs. From a tool call, the floor returns to the caller once the
- * whole batch has settled (the first completion in call order wins); elsewhere (a hook,
- * another flow), as soon as the actor has cut what it was saying (its `Complete` message).
+ * Completes the task `actor` runs. From a tool call still in its batch, the floor returns to
+ * the caller once the whole batch has settled (the first completion in call order wins);
+ * elsewhere (a hook, a call gone to the background, another flow), as soon as the actor has cut
+ * what it was saying (its `Complete` message).
  */
 export const complete = (actor: Actor, result: TaskResult): Effect.Effect<void, TaskError> =>
   Effect.gen(function*() {
@@ -60,7 +61,9 @@ export const complete = (actor: Actor, result: TaskResult): Effect.Effect<void, 
       return yield* new TaskError({ task: actor.name, reason: "invalid", message: `${actor.name} is not running as a task` })
     }
     const call = yield* CurrentCall
-    if (call && call.actor === actor) {
+    // A call still in its batch: the batch applies it once all its calls have settled. A call
+    // gone to the background (it reported progress) completes the task as any other flow.
+    if (call && call.actor === actor && call.foreground()) {
       if (!actor.completions.has(call.callId)) actor.completions.set(call.callId, result)
       return
     }

@@ -257,7 +257,11 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
   )
   // The fiber's services, one context for the three.
   return forkBodyWith(body, (outer) =>
-    Context.add(Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, c.token), CurrentCall, { actor, callId: call.callId })).pipe(
+    Context.add(Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, c.token), CurrentCall, {
+      actor,
+      callId: call.callId,
+      foreground: () => c.background === undefined
+    })).pipe(
     Effect.forkIn(c.owner.scope, { startImmediately: true }),
     Effect.flatMap((handler) => {
       c.fiber = Diagnostics.counted(handler)

@@ -322,4 +322,52 @@ describe("long-running tools", () => {
       { when: { toolOutput: "order confirmed" }, reply: { text: "Your order is confirmed." } }
     ])))
   })
+
+  it.effect("a task's tool that went to the background completes the task when it finishes", () => {
+    const lookup: AgentTask.AgentTask<string> = AgentTask.make<string>({
+      name: "lookup",
+      instructions: "Look it up.",
+      tools: [Tool.make("search", {
+        description: "search, slowly",
+        handler: (_, { progress }) =>
+          progress("Searching, please hold on").pipe(
+            Effect.andThen(Effect.sleep("2 seconds")),
+            Effect.andThen(AgentTask.complete(lookup, "found it in the archive"))
+          )
+      })],
+      onEnter: Agent.reply({ instructions: "start searching" }).pipe(Effect.asVoid)
+    })
+    const main: Agent.Agent = Agent.make({
+      name: "main",
+      instructions: "Main.",
+      tools: [Tool.make("find", { description: "find", handler: () => AgentTask.run(lookup) })]
+    })
+    return Effect.gen(function*() {
+      const session = yield* AgentSession.start({ agent: main })
+      const result = yield* drive(session.run("find it", { waitForBackground: true }))
+      result.expect.containsAgentHandoff({ from: "main", to: "lookup", kind: "task" })
+      result.expect.containsMessage({ agent: "lookup", content: "Searching now." })
+      // Before, the completion waited for a batch that had already concluded: the task never
+      // returned.
+      result.expect.containsAgentHandoff({ from: "lookup", to: "main", kind: "return" })
+      result.expect.containsFunctionCallOutput({ name: "find", output: "found it in the archive" })
+      result.expect.containsMessage({ agent: "main", content: "Found it." })
+      assert.strictEqual((yield* session.currentAgent)?.name, "main")
+      // The search's own output ("lookup completed.") is recorded when its fiber ends, after
+      // the return; lookup says nothing more.
+      const history = yield* session.history
+      assertEveryCallAnswered(history)
+      const events = yield* session.eventLog
+      const returned = events.find((e) => e.type === "agent_handoff" && e.from === "lookup" && e.to === "main")!.seq
+      assert.deepStrictEqual(
+        eventsOfAgentAfter(events, "lookup", returned).filter((e) => e.type !== "conversation_item_added" || e.item._tag === "Message"),
+        []
+      )
+    }).pipe(Effect.provide(scripted([
+      { when: { user: "find it", agent: "main" }, reply: { toolCalls: [{ name: "find" }] } },
+      { when: { instructions: "start searching", agent: "lookup" }, reply: { toolCalls: [{ name: "search" }] } },
+      { when: { toolOutput: "Searching", agent: "lookup" }, reply: { text: "Searching now." } },
+      { when: { toolOutput: "found it", agent: "main" }, reply: { text: "Found it." } }
+    ])))
+  })
 })
