@@ -6,7 +6,7 @@
  * (rule 2).
  */
 import { Cause, Context, Deferred, Effect, Exit, Layer, Queue, Scope } from "effect"
-import { LanguageModel, type Tool as AiTool, type Toolkit } from "effect/ai"
+import { LanguageModel, type Tool as AiTool } from "effect/ai"
 import type { Agent } from "../../Agent.ts"
 import type { ChatContext, ChatItem } from "../../ChatContext.ts"
 import type { AgentHandle, ReplyOptions, SayOptions, TaskResult } from "../../CurrentAgent.ts"
@@ -23,7 +23,7 @@ import type * as RealtimeReply from "../realtime/Reply.ts"
 import type { HandoffOutcome, Handover, SessionCore } from "../SessionCore.ts"
 import * as Speeches from "../Speeches.ts"
 import * as Tasks from "../Tasks.ts"
-import { toolsOf } from "./ActorTools.ts"
+import { type ActorToolkit, toolsOf } from "./ActorTools.ts"
 import * as Handlers from "./Handlers.ts"
 import type { HeldInput } from "./Input.ts"
 import * as Lifecycle from "./Lifecycle.ts"
@@ -106,7 +106,7 @@ export interface Actor {
   readonly handle: AgentHandle
   readonly task: TaskRole | undefined
   readonly tools: ReadonlyMap<string, Tool>
-  readonly toolkit: Toolkit.WithHandler<any>
+  readonly toolkit: ActorToolkit
   /** The toolkit's definitions, in order (what a model request lists). */
   readonly definitions: ReadonlyArray<AiTool.Any>
   /** Where it is in its life; written only by the transitions in Lifecycle.ts. */

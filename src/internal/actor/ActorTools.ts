@@ -9,8 +9,11 @@ import type { Tool } from "../../Tool.ts"
 import * as Background from "../Background.ts"
 import type { SessionCore } from "../SessionCore.ts"
 
+/** What a non-baton `LanguageModel` is given: the definitions by name, no handlers of its own. */
+export type ActorToolkit = Toolkit.WithHandler<Record<string, AiTool.Any>>
+
 /** The toolkit a non-baton `LanguageModel` is given: definitions only (baton runs the calls). */
-const toolkitOf = (tools: Record<string, AiTool.Any>): Toolkit.WithHandler<any> => ({
+const toolkitOf = (tools: Record<string, AiTool.Any>): ActorToolkit => ({
   tools,
   handle: () => Effect.die(new Error("baton runs tool calls itself"))
 })
@@ -54,7 +57,7 @@ export const toolsOf = (core: SessionCore, agent: Agent, extraTools: ReadonlyArr
 export interface Tools {
   readonly named: ReadonlyMap<string, Tool>
   readonly sessionTools: ReadonlySet<Tool>
-  readonly toolkit: Toolkit.WithHandler<any>
+  readonly toolkit: ActorToolkit
   readonly definitions: ReadonlyArray<AiTool.Any>
 }
 
