@@ -9,23 +9,21 @@
  *   reply on the outgoing agent, whatever its sibling calls returned (rule 2);
  * - bad arguments, unknown tools, failures and defects are answers the model can act on (rule 12).
  */
-import { Cause, Context, Deferred, Effect, Exit, Fiber } from "effect"
+import { Cause, Deferred, Effect, Exit } from "effect"
 import type { Actor } from "./actor/Actor.ts"
-import { CurrentCall, forkBodyWith, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
 import type { Agent } from "../Agent.ts"
-import * as Background from "./Background.ts"
-import { type CallResult, cancelled, classify } from "./CallResult.ts"
+import type { CallResult } from "./CallResult.ts"
 import * as Diagnostics from "../Diagnostics.ts"
 import * as Faults from "../Faults.ts"
 import { ProtocolFaults } from "../Faults.ts"
 import { functionCall, type FunctionCall, type FunctionCallOutput, functionCallOutput, type OutputStatus } from "../ChatContext.ts"
-import { CurrentAgent, type TaskResult } from "../CurrentAgent.ts"
+import type { TaskResult } from "../CurrentAgent.ts"
 import type * as Handoff from "../Handoff.ts"
 import type { PendingCall } from "./Reply.ts"
 import type { HandoffOutcome } from "./SessionCore.ts"
 import type { Speech } from "../Speech.ts"
-import * as Tool from "../Tool.ts"
 import * as Lifecycle from "./actor/Lifecycle.ts"
+import { execute } from "./ToolCall.ts"
 
 /** What the speech does next: reply to the outputs, stop, or stop because the floor passed. */
 export type Next = "reply" | "done" | "passed"
@@ -112,169 +110,6 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
       Effect.andThen(concluded)
     )
   })
-
-const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effect<CallResult> => {
-  const tool = actor.tools.get(call.name)
-  if (!tool) {
-    const available = [...actor.tools.keys()].join(", ") || "none"
-    return Effect.succeed({ _tag: "Error", output: `Unknown tool "${call.name}". Available tools: ${available}.` })
-  }
-  const owner = actor.ownerOf(tool)
-  const newCall = (): Call => ({ actor, speech, call, tool, owner, first: undefined, answer: undefined, token: { held: true }, background: undefined, fiber: undefined })
-  // Nothing of this owner running in the background (most calls): the call starts on this step.
-  if (owner.running.size === 0) return runHandler(newCall())
-  const running = [...owner.running.values()].filter((b) => b.name === tool.name)
-  const duplicate = running.length > 0 ? tool.options.onDuplicate ?? "allow" : "allow"
-  if (duplicate === "reject") {
-    const ids = running.map((b) => b.callId).join(", ")
-    return Effect.succeed({
-      _tag: "Error",
-      output: `${tool.name} is already running (call ${ids}); wait for its result${tool.options.cancellable ? " or cancel it" : ""}.`
-    })
-  }
-  const replaced = duplicate === "replace"
-    ? Effect.forEach(running, (earlier) => Background.cancel(earlier, `replaced by a newer call (${call.callId})`), { discard: true })
-    : Effect.void
-  return Effect.andThen(replaced, Effect.suspend(() => runHandler(newCall())))
-}
-
-/** One call of a tool: answered by its result, or by its first progress report (then it goes on
- * in the background, owned by `owner`). */
-interface Call {
-  readonly actor: Actor
-  readonly speech: Speech
-  readonly call: FunctionCall
-  readonly tool: Tool.Tool
-  readonly owner: Background.Owner
-  /** What the batch waits on for the call's answer: made only when it has to wait (a call
-   * answered as it started, most are, needs none). */
-  first: Deferred.Deferred<CallResult> | undefined
-  /** `first`'s value once it is done. */
-  answer: CallResult | undefined
-  readonly token: WorkTokenCell
-  background: Background.BackgroundCall | undefined
-  fiber: Fiber.Fiber<unknown, unknown> | undefined
-}
-
-/** A progress report: the first answers the call and moves it to the background. */
-const progress = (c: Call, text: string) => {
-  const { actor, call, owner } = c
-  const core = actor.core
-  if (c.background) return owner.report({ _tag: "Progress", call: c.background, text })
-  const started: Background.BackgroundCall = {
-    callId: call.callId,
-    name: call.name,
-    arguments: call.arguments,
-    tool: c.tool,
-    startedAt: core.now(),
-    owner,
-    fiber: c.fiber,
-    updates: 0,
-    cancelReason: undefined,
-    answered: false
-  }
-  c.background = started
-  owner.running.set(call.callId, started)
-  core.background.acquire()
-  c.token.held = false
-  answer(c, {
-    _tag: "Progress",
-    output: text,
-    answered: () => {
-      started.answered = true
-      // What it reported meanwhile may be told now.
-      if (owner.kind === "agent") actor.send({ _tag: "Kick" })
-      else core.holder()?.send({ _tag: "Kick" })
-    }
-  })
-}
-
-/** The call's answer, once: as the Deferred keeps its first value, so does `answer`. */
-const answer = (c: Call, result: CallResult) => {
-  if (c.answer !== undefined) return
-  c.answer = result
-  if (c.first) Deferred.doneUnsafe(c.first, Exit.succeed(result))
-}
-
-/** The call's end: its result answers it, or (in the background) is reported. */
-const finished = (c: Call, result: CallResult) => {
-  if (!c.background) return answer(c, result)
-  c.owner.running.delete(c.background.callId)
-  c.owner.report({ _tag: "Final", call: c.background, result })
-  c.actor.core.background.release()
-}
-
-/**
- * Calls the handler and waits for what answers the call. Arguments decoded on this step (most
- * are) let the handler be called here, and an effect it returns already done (a transfer, a
- * constant, a failure) settles the call on this step: no fiber would have anything to run. Any
- * other effect runs in a fiber of its own, in the owner's Scope, where it can go on in the
- * background once it reports progress.
- */
-const runHandler = (c: Call): Effect.Effect<CallResult> => {
-  const { actor, call, tool } = c
-  const core = actor.core
-  const context: Tool.ToolContext<unknown> = {
-    call: { id: call.callId, name: call.name, arguments: call.arguments },
-    agent: actor.agent,
-    session: core.session(),
-    userdata: core.userdata,
-    speech: c.speech.handle,
-    progress: (text) => Effect.sync(() => progress(c, text))
-  }
-  const settle = (exit: Exit.Exit<unknown, unknown>) => {
-    const { result, event } = classify(tool.name, exit)
-    if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
-    finished(c, result)
-  }
-  const settleNow = (exit: Exit.Exit<unknown, unknown>) => {
-    settle(exit)
-    return Effect.succeed(c.answer!)
-  }
-  const decoded = Tool.decodeArguments(tool, call.arguments)
-  let handled: Effect.Effect<unknown, unknown>
-  if (Exit.isExit(decoded)) {
-    if (Exit.isFailure(decoded)) return settleNow(decoded)
-    try {
-      handled = tool.handler(decoded.value, context) as Effect.Effect<unknown, unknown>
-    } catch (defect) {
-      // As a throw inside the handler's fiber would end: a defect.
-      return settleNow(Exit.die(defect))
-    }
-    if (Exit.isExit(handled)) return settleNow(handled)
-  } else {
-    handled = Effect.flatMap(decoded, (params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>))
-  }
-  const body = handled.pipe(
-    // The handler's end is classified on the step it ends on.
-    Effect.matchCause({
-      onFailure: (cause) => settle(Exit.failCause(cause)),
-      onSuccess: (value) => settle(Exit.succeed(value))
-    }),
-    Effect.onInterrupt(() =>
-      Effect.sync(() => finished(c, c.background ? Background.interrupted(c.background) : cancelled(`${tool.name} was cancelled.`)))
-    )
-  )
-  // The fiber's services, one context for the three.
-  return forkBodyWith(body, (outer) =>
-    Context.add(Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, c.token), CurrentCall, {
-      actor,
-      callId: call.callId,
-      foreground: () => c.background === undefined
-    })).pipe(
-    Effect.forkIn(c.owner.scope, { startImmediately: true }),
-    Effect.flatMap((handler) => {
-      c.fiber = Diagnostics.counted(handler)
-      if (c.background) c.background.fiber = handler
-      // A handler that answered as it started (most do): no wait.
-      if (c.answer !== undefined) return Effect.succeed(c.answer)
-      return Deferred.await(c.first = Deferred.makeUnsafe()).pipe(
-        // The batch is cut (the session closes): a call still in the foreground goes with it.
-        Effect.onInterrupt(() => (c.background ? Effect.void : Fiber.interrupt(handler)))
-      )
-    })
-  )
-}
 
 interface Resolved {
   readonly outputs: ReadonlyArray<FunctionCallOutput>

@@ -323,7 +323,7 @@ describe("long-running tools", () => {
     ])))
   })
 
-  it.effect("a task's tool that went to the background completes the task when it finishes", () => {
+  it.effect("rule 6, rule 9: a task's tool that went to the background completes the task when it finishes (the caller resumes)", () => {
     const lookup: AgentTask.AgentTask<string> = AgentTask.make<string>({
       name: "lookup",
       instructions: "Look it up.",
