@@ -328,6 +328,27 @@ describe("OpenAI Realtime mock: protocol", () => {
       expect(conn.session().audio.output.voice).toBe("cedar")
     }))
 
+  it.live("tool_choice is none, auto, required or an object: any other string is refused, in session.update and response.create", () =>
+    Effect.gen(function*() {
+      const mock = yield* OpenAIRealtimeMock.make()
+      const { client } = yield* open(mock)
+      const conn = yield* mock.awaitConnection(0)
+      yield* client.send({ type: "session.update", event_id: "u1", session: { type: "realtime", tool_choice: "get_time" } })
+      expect((yield* client.waitFor("error")).error).toMatchObject({
+        code: "invalid_value",
+        param: "session.tool_choice",
+        message: "Invalid value: 'get_time'. Supported values are: 'none', 'auto', 'required'.",
+        event_id: "u1"
+      })
+      expect(conn.session().tool_choice).toBe("auto")
+      yield* client.send({ type: "response.create", event_id: "r1", response: { tool_choice: "whatever" } })
+      expect((yield* client.waitFor("error")).error).toMatchObject({ code: "invalid_value", param: "response.tool_choice", event_id: "r1" })
+      for (const choice of ["none", "required", { type: "function", name: "get_time" }] as const) {
+        yield* client.send({ type: "session.update", session: { type: "realtime", tool_choice: choice } })
+        expect((yield* client.waitFor("session.updated")).session.tool_choice).toEqual(choice)
+      }
+    }))
+
   it.live("server VAD: appended speech then silence gives speech_started/stopped, committed, user item, transcription, auto-response", () =>
     Effect.gen(function*() {
       const mock = yield* OpenAIRealtimeMock.make({ transcribe: () => "what is the weather" })

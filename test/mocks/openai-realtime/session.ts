@@ -78,8 +78,9 @@ export const checkModalities = (value: unknown, param: string): Check<ReadonlyAr
 }
 
 /** Accepts the GA object form and bare strings (LiveKit JS sends a bare function name). */
-export const checkToolChoice = (value: unknown, param: string): Check<ToolChoice | string> => {
-  if (Predicate.isString(value) && value.length > 0) return ok(value)
+/** `none`, `auto`, `required` or an object (docs/protocols.md 1.2); a bare function name is refused. */
+export const checkToolChoice = (value: unknown, param: string): Check<ToolChoice> => {
+  if (value === "none" || value === "auto" || value === "required") return ok(value)
   if (Predicate.isObject(value)) {
     if (value.type === "function" && Predicate.isString(value.name)) return ok({ type: "function", name: value.name })
     if (value.type === "mcp" && Predicate.isString(value.server_label)) return ok(value as ToolChoice)

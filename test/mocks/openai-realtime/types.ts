@@ -79,7 +79,7 @@ export interface SessionConfig {
   readonly output_modalities: ReadonlyArray<"audio" | "text">
   readonly instructions: string
   readonly tools: ReadonlyArray<FunctionTool>
-  readonly tool_choice: ToolChoice | string
+  readonly tool_choice: ToolChoice
   readonly max_output_tokens: number | "inf"
   readonly tracing: unknown
   readonly truncation: unknown
@@ -165,7 +165,7 @@ export interface ScriptContext {
   /** Effective values (per-response overrides applied). */
   readonly instructions: string
   readonly tools: ReadonlyArray<FunctionTool>
-  readonly toolChoice: ToolChoice | string
+  readonly toolChoice: ToolChoice
   readonly outputModalities: ReadonlyArray<"audio" | "text">
   readonly conversationMode: "auto" | "none"
   readonly metadata: Readonly<Record<string, string>> | null
