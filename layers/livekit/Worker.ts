@@ -7,6 +7,8 @@
  * - Keepalive: `WorkerPing` every `pingIntervalMs`; the server's `WorkerPong` gives the round trip.
  * - Load: jobs / `maxJobs` and event-loop lag / `maxLagMs`, the larger; reported every
  *   `statusIntervalMs`; a job is refused while full, lagging or draining.
+ * - Assignment: only of a job this worker accepted, and never while draining; any other is not
+ *   started (no room joined) and the server hears `JS_FAILED` with the reason.
  * - The server going away: running jobs go on (they talk to their rooms, not to the dispatch);
  *   the worker reconnects with exponential backoff and registers again. A connection that went
  *   silent without a close is found by WebSocket pings (`liveness`) and counts as gone.
@@ -56,7 +58,7 @@ export interface WorkerState {
   readonly load: number
   /** The round trip of the last ping answered (ms). */
   readonly pingMs: number | undefined
-  /** Problems with what the server sent (malformed frames), most recent last. */
+  /** Problems with what the server sent (malformed frames, assignments refused), most recent last. */
   readonly problems: ReadonlyArray<string>
 }
 
@@ -96,6 +98,29 @@ export const make = Effect.fn("LiveKit.Worker")(function*(options: WorkerOptions
   const sendStatus = Effect.suspend(() => send(Protocol.workerStatus(full(), load(), jobs.size)))
   /** The periodic status: then the lag histogram starts over, so load is about the last interval. */
   const statusTick = Effect.andThen(sendStatus, Effect.sync(() => lag.reset()))
+
+  /** Jobs this worker said it would take, by id, and when: only these may be assigned (for a minute). */
+  const awaiting = new Map<string, number>()
+  /** Why an assignment is not started, or undefined when it is one this worker accepted. */
+  const assignmentRefusal = (jobId: string): string | undefined => {
+    const acceptedAt = awaiting.get(jobId)
+    awaiting.delete(jobId)
+    for (const [id, at] of awaiting) if (Date.now() - at > 60_000) awaiting.delete(id)
+    if (draining) return `the worker is draining: job ${jobId} is not started`
+    if (jobs.has(jobId)) return `job ${jobId} is already running here`
+    if (acceptedAt === undefined) return `an assignment for job ${jobId}, which this worker did not accept`
+    return undefined
+  }
+  /** Never started: the server hears it failed (UpdateJobStatus JS_FAILED with the reason), unless
+   * it is a second assignment of a job running here (that job's status stays its own). */
+  const refuseAssignment = (jobId: string, reason: string) =>
+    Effect.gen(function*() {
+      const running = jobs.has(jobId)
+      if (running) reason = `a second assignment of job ${jobId}, already running here`
+      problems.push(reason)
+      yield* Effect.logWarning(`livekit worker: refused ${reason}`)
+      if (!running) yield* send(Protocol.jobStatus(jobId, Protocol.JobStatus.JS_FAILED, reason))
+    })
 
   // Jobs live in their own Scope, closed after the drain (finalizers run last-added first).
   const jobsScope = yield* Scope.fork(workerScope)
@@ -142,13 +167,17 @@ export const make = Effect.fn("LiveKit.Worker")(function*(options: WorkerOptions
           const job = msg.value.job
           if (!job) return
           const ok = !full()
-          if (ok) accepted++
-          else refused++
+          if (ok) {
+            accepted++
+            awaiting.set(job.id, Date.now())
+          } else refused++
           return yield* send(Protocol.availability(job.id, ok, agentName))
         }
         case "assignment": {
           const job = msg.value.job
           if (!job) return
+          const refusal = assignmentRefusal(job.id)
+          if (refusal !== undefined) return yield* refuseAssignment(job.id, refusal)
           return yield* startJob({ id: job.id, roomName: job.room?.name ?? "", url: msg.value.url || options.url, token: Redacted.make(msg.value.token) })
         }
         case "pong":

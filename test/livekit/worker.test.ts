@@ -6,7 +6,7 @@
  */
 import { JobStatus, JobType, WorkerStatus } from "@livekit/protocol"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { Effect, Exit, Fiber, Layer, Redacted, Scope } from "effect"
 import type { Room } from "../../layers/livekit/Room.ts"
 import * as Worker from "../../layers/livekit/Worker.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
@@ -56,7 +56,7 @@ const runningJob = Effect.gen(function*() {
   yield* promise(() => server.offer("J_1"))
   yield* promise(() => server.assign("J_1"))
   yield* until("the room joined", () => rooms.rooms.get("room-J_1")?.joined === true)
-  return { server, worker, scope, room: rooms.rooms.get("room-J_1")! }
+  return { server, worker, scope, rooms, room: rooms.rooms.get("room-J_1")! }
 })
 
 describe("LiveKit worker (fake dispatch server)", () => {
@@ -164,6 +164,43 @@ describe("LiveKit worker (fake dispatch server)", () => {
       server.terminate("J_1")
       yield* until("the job ended", () => worker.state().jobs === 0 && !room.joined)
       yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.scoped, Effect.provide(model)), 30_000)
+
+  it.live("issue 33 item 4: an assignment for a job the worker did not accept is refused (JS_FAILED with the reason), never started", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })
+      const rooms = yield* MemoryRoom.make
+      const { worker, scope } = yield* startWorker(server, rooms.layer)
+      yield* worker.registered
+      yield* promise(() => server.assign("J_9")) // never offered, never accepted
+      const status = yield* promise(() => server.waitFor((m) => m.case === "updateJob" && m.value.jobId === "J_9", "a status for J_9"))
+      assert.strictEqual(status.value.status, JobStatus.JS_FAILED)
+      assert.match(status.value.error, /did not accept/)
+      assert.isUndefined(rooms.rooms.get("room-J_9"))
+      assert.strictEqual(worker.state().jobs, 0)
+      assert.match(worker.state().problems.at(-1)!, /J_9/)
+      // an accepted one still runs
+      yield* promise(() => server.offer("J_1"))
+      yield* promise(() => server.assign("J_1"))
+      yield* until("the room joined", () => rooms.rooms.get("room-J_1")?.joined === true)
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.scoped, Effect.provide(model)), 30_000)
+
+  it.live("issue 33 item 4: an assignment arriving while the worker drains is refused (JS_FAILED), never started, even for a job it accepted", () =>
+    Effect.gen(function*() {
+      const { server, worker, scope, rooms } = yield* runningJob
+      const answer = yield* promise(() => server.offer("J_2"))
+      assert.isTrue(answer.value.available)
+      // J_1 keeps the drain waiting (up to drainSeconds) while J_2's assignment arrives
+      const closing = yield* Effect.forkDetach(Scope.close(scope, Exit.void))
+      yield* until("draining", () => worker.state().draining)
+      yield* promise(() => server.assign("J_2"))
+      const status = yield* promise(() => server.waitFor((m) => m.case === "updateJob" && m.value.jobId === "J_2", "a status for J_2"))
+      assert.strictEqual(status.value.status, JobStatus.JS_FAILED)
+      assert.match(status.value.error, /draining/)
+      assert.isFalse(server.received.some((m) => m.case === "updateJob" && m.value.jobId === "J_2" && m.value.status === JobStatus.JS_RUNNING))
+      assert.isUndefined(rooms.rooms.get("room-J_2"))
+      yield* Fiber.join(closing)
     }).pipe(Effect.scoped, Effect.provide(model)), 30_000)
 
   it.live("drain: closing the worker says it is full, lets a job finish within the deadline, then closes it", () =>
