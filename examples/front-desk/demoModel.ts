@@ -23,6 +23,11 @@ export const demoPhrases = [
 export interface DemoOptions {
   /** Streams replies word by word with this delay between words (default: all at once). */
   readonly chunkDelay?: Duration.Input
+  /**
+   * Keep every request with its whole prompt in the `ScriptedModel` recorder (default false: a
+   * served model holds nothing per request; tests that read `requests` turn it on).
+   */
+  readonly record?: boolean
 }
 
 interface Reply {
@@ -143,7 +148,7 @@ export const respond = (request: ScriptedModel.RecordedRequest): Reply => {
 
 const words = (text: string): ReadonlyArray<string> => text.match(/\S+\s*/g) ?? []
 
-/** The demo model as a `LanguageModel` layer (plus the `ScriptedModel` recorder, for tests). */
+/** The demo model as a `LanguageModel` layer (plus the `ScriptedModel` recorder, empty unless `record`). */
 export const layer = (options: DemoOptions = {}): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel.ScriptedModel> =>
   ScriptedModel.layer([
     {
@@ -158,4 +163,4 @@ export const layer = (options: DemoOptions = {}): Layer.Layer<LanguageModel.Lang
         }
       }
     }
-  ])
+  ], { record: options.record ?? false })

@@ -78,7 +78,7 @@ describe("example: front desk on the demo model", () => {
       }
       assertEveryCallAnswered(yield* session.history)
       assertOneFloor(yield* session.eventLog)
-    }).pipe(Effect.provide(DemoModel.layer())))
+    }).pipe(Effect.provide(DemoModel.layer({ record: true }))))
 
   it.effect("a booking asked for in one line is recorded at once", () =>
     Effect.gen(function*() {

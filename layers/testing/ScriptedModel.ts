@@ -4,7 +4,7 @@
  * response may stream text, make one or several parallel tool calls, wait (`Effect.sleep`, so
  * it runs under `TestClock`) or fail. Every request is recorded (which agent asked, with which
  * instructions, tool choice, tools and items) so tests can assert that no model call was made
- * for an agent.
+ * for an agent; a model that serves (the demo behind `baton serve`) turns recording off.
  */
 import { type Array as Arr, Cause, Channel, Context, Duration, Effect, Layer, type Pull, Stream } from "effect"
 import { AiError, LanguageModel, type Prompt, type Response } from "effect/ai"
@@ -221,9 +221,10 @@ const pullOnce = <A>(chunk: A): Pull.Pull<A, never, void> => {
 
 export interface LayerOptions {
   /**
-   * Keep every request with its whole prompt (default true). Load and long-session benchmarks
-   * turn it off: a recorded prompt holds the whole history, so recording grows with the square
-   * of a session's length. Off, `requests` stays empty.
+   * Keep every request with its whole prompt (default true, for tests). A served model, load and
+   * long-session benchmarks turn it off: a recorded prompt holds the whole history, so recording
+   * grows with the square of a session's length and is never given back. Off, `requests` stays
+   * empty.
    */
   readonly record?: boolean
   /** The model name it reports (`model_call` events, metrics; default "scripted"). */
