@@ -9,8 +9,8 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Clock, Context, Data, Duration, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
-import { RtcNode } from "../layers/rtc/RtcNode.ts"
 import { Resampler } from "../services/Resampler.ts"
+import * as SincResampler from "../services/SincResampler.ts"
 import type { Agent } from "../src/index.ts"
 import type { ServerOptions } from "./Config.ts"
 import * as Connection from "./Connection.ts"
@@ -41,7 +41,7 @@ const refuse = (status: number, reason: "full" | "draining" | "unauthorized" | "
   ServiceMetrics.refuse(reason).pipe(Effect.as(HttpServerResponse.text(message, { status })))
 
 /** Why a request may not open a session, or undefined when it may. */
-const checkAccess = (options: ServerOptions, request: HttpServerRequest.HttpServerRequest, nowMs: number) => {
+const checkAccess = (options: ServerOptions, request: HttpServerRequest.HttpServerRequest, route: Token.Route, nowMs: number) => {
   const origin = request.headers["origin"]
   if (options.allowedOrigins.length > 0 && origin !== undefined && !options.allowedOrigins.includes(origin)) {
     return { status: 403, reason: "origin" as const, message: `origin ${origin} is not allowed` }
@@ -51,8 +51,7 @@ const checkAccess = (options: ServerOptions, request: HttpServerRequest.HttpServ
   const bearer = request.headers["authorization"]?.match(/^Bearer\s+(.+)$/i)?.[1]
   const given = url.searchParams.get("token") ?? bearer
   if (given === undefined || given === null) return { status: 401, reason: "unauthorized" as const, message: "a token is required (?token= or Authorization: Bearer)" }
-  if (Token.isSecret(options.token.value, given)) return undefined
-  const verdict = Token.verify(options.token.value, given, nowMs)
+  const verdict = Token.verify(options.token.value, given, route, nowMs)
   return verdict === "ok" ? undefined : { status: 401, reason: "unauthorized" as const, message: `token ${verdict}` }
 }
 
@@ -68,10 +67,10 @@ const routes = (options: ServeOptions, registry: Registry.Registry) =>
       resampler,
       realtimeInputRate: options.realtimeInputRate ?? 24_000
     }
-    const upgradeTo = (serveSocket: typeof Connection.serve) =>
+    const upgradeTo = (route: Token.Route, serveSocket: typeof Connection.serve) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const denied = checkAccess(options, request, yield* Clock.currentTimeMillis)
+        const denied = checkAccess(options, request, route, yield* Clock.currentTimeMillis)
         if (denied) return yield* refuse(denied.status, denied.reason, denied.message)
         const admission = registry.admit()
         if (admission === "full") return yield* refuse(503, "full", `the service holds ${options.maxSessions} sessions, its limit`)
@@ -96,10 +95,12 @@ const routes = (options: ServeOptions, registry: Registry.Registry) =>
       if (bearer === undefined || !Token.isSecret(options.token.value, bearer)) {
         return yield* refuse(401, "unauthorized", "POST /token needs Authorization: Bearer <BATON_TOKEN>")
       }
-      return json(Token.mint(options.token.value, options.tokenTtlSeconds, yield* Clock.currentTimeMillis))
+      const route = new URL(request.url, "http://local").searchParams.get("route") ?? "ws"
+      if (!Token.isRoute(route)) return json({ error: `no route "${route}" takes tokens (expected ${Token.routes.join(" or ")})` }, 400)
+      return json(Token.mint(options.token.value, options.tokenTtlSeconds, yield* Clock.currentTimeMillis, route))
     }))
-    yield* router.add("GET", "/ws", upgradeTo(Connection.serve))
-    yield* router.add("GET", "/twilio", upgradeTo(Twilio.serve))
+    yield* router.add("GET", "/ws", upgradeTo("ws", Connection.serve))
+    yield* router.add("GET", "/twilio", upgradeTo("twilio", Twilio.serve))
   }))
 
 const loopback = (host: string) => host === "127.0.0.1" || host === "localhost" || host === "::1"
@@ -128,7 +129,8 @@ export const layer = (options: ServeOptions) =>
             : {})
         }
       })),
-      Layer.provide(Resampler.layer.pipe(Layer.provide(RtcNode.layer)))
+      // in TypeScript: serving needs none of the optional peers (no @livekit/rtc-node)
+      Layer.provide(SincResampler.layer)
     )
   }))
 
