@@ -15,71 +15,94 @@ import * as GeminiLiveMock from "../mocks/gemini-live/index.ts"
 import { GeminiPlan } from "../mocks/gemini-live/index.ts"
 import { type AudioEncoding, PCM16_16K, PCM16_24K, synthesize } from "../mocks/shared/audio.ts"
 
-describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)", () => {
-  it.live("the user's speech reaches the holder's connection; the server's own answer is played and recorded", () =>
-    Effect.gen(function*() {
-      const mock = yield* OpenAIRealtimeMock.make({
-        transcribe: () => "what is the weather",
-        script: () => Plan.say("It is sunny today.")
-      })
-      const agent = Agent.make({ name: "voice", instructions: "You answer by voice." })
-      yield* Effect.gen(function*() {
-        const text = yield* TextCapture.TextCapture
-        const session = yield* AgentSession.start({ agent })
-        yield* session.idle
-        for (let i = 0; i < 5; i++) yield* session.pushAudio(synthesize(PCM16_24K, 100))
-        // server_vad ends the turn after 500 ms of silence (its default).
-        for (let i = 0; i < 8; i++) yield* session.pushAudio(synthesize(PCM16_24K, 100, { kind: "silence" }))
-        // Wait for the answer the server started by itself.
-        yield* until(() => text.textOf("voice").includes("It is sunny today."))
-        yield* session.idle
-        const history = yield* session.history
-        const said = history.items.flatMap((i) => (i._tag === "Message" ? [`${i.role}: ${i.text}`] : []))
-        assert.include(said, "user: what is the weather")
-        assert.include(said, "assistant: It is sunny today.")
-        const events = yield* session.eventLog
-        assert.isTrue(events.some((e) => e.type === "user_state_changed" && e.state === "speaking"))
-        assert.isFalse(events.some((e) => e.type === "error"))
-        assert.strictEqual(mock.connectionCount(), 1)
-      }).pipe(
-        Effect.provide(Layer.mergeAll(
-          OpenAiRealtime.layer({
-            url: mock.url,
-            apiKey: Redacted.make("sk-test-voice"),
-            inputTranscription: { model: "gpt-4o-mini-transcribe" }
-          }),
-          TextCapture.layer
-        )),
-        Effect.scoped
-      )
-    }).pipe(Effect.scoped), 30_000)
+/**
+ * OpenAI transcribes the user's audio asynchronously with the answer: the transcript may come
+ * before the response, just after `response.created`, or after `response.done` (issue 40 item 2).
+ * The spoken-turn tests run with each.
+ */
+const TRANSCRIPT_ORDERS = [
+  ["beforeResponse", "transcript before the response"],
+  ["afterResponseCreated", "transcript after response.created"],
+  ["afterResponseDone", "transcript after response.done"]
+] as const
 
-  it.live("rule 12: a turn the server cannot transcribe is reported as a recoverable error; its answer still plays; no empty user message", () =>
-    Effect.gen(function*() {
-      const mock = yield* OpenAIRealtimeMock.make({
-        transcribe: () => ({ error: { type: "transcription_error", code: "audio_unintelligible", message: "The audio could not be transcribed." } }),
-        script: () => Plan.say("Could you say that again?")
-      })
-      yield* Effect.gen(function*() {
-        const text = yield* TextCapture.TextCapture
-        const session = yield* AgentSession.start({ agent: Agent.make({ name: "voice", instructions: "You answer by voice." }) })
-        yield* session.idle
-        yield* speak(session, PCM16_24K, 8)
-        yield* until(() => text.textOf("voice").includes("Could you say that again?"))
-        yield* session.idle
-        const events = yield* session.eventLog
-        const errors = events.flatMap((e) => (e.type === "error" ? [e] : []))
-        assert.strictEqual(errors.length, 1)
-        assert.match(errors[0]!.message, /could not be transcribed \(audio_unintelligible\): The audio could not be transcribed\./)
-        assert.isTrue(errors[0]!.recoverable)
-        const history = yield* session.history
-        const said = history.items.flatMap((i) => (i._tag === "Message" ? [`${i.role}: ${i.text}`] : []))
-        assert.deepStrictEqual(said, ["assistant: Could you say that again?"])
-      }).pipe(
-        Effect.provide(Layer.mergeAll(OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice") }), TextCapture.layer)),
-        Effect.scoped
-      )
-    }).pipe(Effect.scoped), 30_000)
+/**
+ * KNOWN BUG (issue 40 item 2): a transcript that comes after `response.done` is committed after
+ * the answer, so the history reads assistant then user (the server's conversation has the user
+ * item first). The tests that check the order are expected to fail in that case until the
+ * runtime places the words at their item's position; `fails` turns red once it does.
+ */
+const orderTest = (order: typeof TRANSCRIPT_ORDERS[number][0]) => (order === "afterResponseDone" ? it.live.fails : it.live)
+
+describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)", () => {
+  for (const [order, label] of TRANSCRIPT_ORDERS) {
+    orderTest(order)(`the user's speech reaches the holder's connection; the server's own answer is played and recorded (${label})`, () =>
+      Effect.gen(function*() {
+        const mock = yield* OpenAIRealtimeMock.make({
+          transcribe: () => "what is the weather",
+          transcriptOrder: order,
+          script: () => Plan.say("It is sunny today.")
+        })
+        const agent = Agent.make({ name: "voice", instructions: "You answer by voice." })
+        yield* Effect.gen(function*() {
+          const text = yield* TextCapture.TextCapture
+          const session = yield* AgentSession.start({ agent })
+          yield* session.idle
+          for (let i = 0; i < 5; i++) yield* session.pushAudio(synthesize(PCM16_24K, 100))
+          // server_vad ends the turn after 500 ms of silence (its default).
+          for (let i = 0; i < 8; i++) yield* session.pushAudio(synthesize(PCM16_24K, 100, { kind: "silence" }))
+          // Wait for the answer the server started by itself.
+          yield* until(() => text.textOf("voice").includes("It is sunny today."))
+          yield* session.idle
+          const history = yield* session.history
+          const said = history.items.flatMap((i) => (i._tag === "Message" ? [`${i.role}: ${i.text}`] : []))
+          // The user's words before the answer, whenever the transcript came.
+          assert.deepStrictEqual(said, ["user: what is the weather", "assistant: It is sunny today."])
+          const events = yield* session.eventLog
+          assert.isTrue(events.some((e) => e.type === "user_state_changed" && e.state === "speaking"))
+          assert.isFalse(events.some((e) => e.type === "error"))
+          assert.strictEqual(mock.connectionCount(), 1)
+        }).pipe(
+          Effect.provide(Layer.mergeAll(
+            OpenAiRealtime.layer({
+              url: mock.url,
+              apiKey: Redacted.make("sk-test-voice"),
+              inputTranscription: { model: "gpt-4o-mini-transcribe" }
+            }),
+            TextCapture.layer
+          )),
+          Effect.scoped
+        )
+      }).pipe(Effect.scoped), 30_000)
+
+    it.live(`rule 12: a turn the server cannot transcribe is reported as a recoverable error; its answer still plays; no empty user message (${label})`, () =>
+      Effect.gen(function*() {
+        const mock = yield* OpenAIRealtimeMock.make({
+          transcriptOrder: order,
+          transcribe: () => ({ error: { type: "transcription_error", code: "audio_unintelligible", message: "The audio could not be transcribed." } }),
+          script: () => Plan.say("Could you say that again?")
+        })
+        yield* Effect.gen(function*() {
+          const text = yield* TextCapture.TextCapture
+          const session = yield* AgentSession.start({ agent: Agent.make({ name: "voice", instructions: "You answer by voice." }) })
+          yield* session.idle
+          yield* speak(session, PCM16_24K, 8)
+          yield* until(() => text.textOf("voice").includes("Could you say that again?"))
+          yield* session.idle
+          const events = yield* session.eventLog
+          const errors = events.flatMap((e) => (e.type === "error" ? [e] : []))
+          assert.strictEqual(errors.length, 1)
+          assert.match(errors[0]!.message, /could not be transcribed \(audio_unintelligible\): The audio could not be transcribed\./)
+          assert.isTrue(errors[0]!.recoverable)
+          const history = yield* session.history
+          const said = history.items.flatMap((i) => (i._tag === "Message" ? [`${i.role}: ${i.text}`] : []))
+          assert.deepStrictEqual(said, ["assistant: Could you say that again?"])
+        }).pipe(
+          Effect.provide(Layer.mergeAll(OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice") }), TextCapture.layer)),
+          Effect.scoped
+        )
+      }).pipe(Effect.scoped), 30_000)
+  }
 
   it.live("rule 12: a connection that drops mid-answer: what was played stays, interrupted; a recoverable error; the answer is asked again on a fresh connection that has the conversation", () =>
     Effect.gen(function*() {
@@ -175,26 +198,29 @@ describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)"
       )
     }).pipe(Effect.scoped), 30_000)
 
-  it.live("barge-in: the user speaking over the answer cuts it; history keeps what was played; the next turn is answered", () =>
-    Effect.gen(function*() {
-      let turns = 0
-      let answers = 0
-      const mock = yield* OpenAIRealtimeMock.make({
-        transcribe: () => (++turns === 1 ? "tell me a long story" : "stop please"),
-        script: () => (++answers === 1 ? Plan.say(STORY, { deltaIntervalMs: 40 }) : Plan.say("Okay, I stop."))
-      })
-      yield* Effect.gen(function*() {
-        const history = yield* bargeIn(PCM16_24K, 6)
-        // The server forgot what was not played: the cut item is truncated at the played position.
-        const server = yield* mock.awaitConnection(0)
-        const truncate = server.clientEvents().find((e) => e.type === "conversation.item.truncate")
-        assert.strictEqual(truncate?.item_id, history.items.find((i) => i._tag === "Message" && i.interrupted)?.id)
-        assert.strictEqual(mock.connectionCount(), 1)
-      }).pipe(
-        Effect.provide(Layer.mergeAll(OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice") }), TextCapture.layer)),
-        Effect.scoped
-      )
-    }).pipe(Effect.scoped), 30_000)
+  for (const [order, label] of TRANSCRIPT_ORDERS) {
+    orderTest(order)(`barge-in: the user speaking over the answer cuts it; history keeps what was played; the next turn is answered (${label})`, () =>
+      Effect.gen(function*() {
+        let turns = 0
+        let answers = 0
+        const mock = yield* OpenAIRealtimeMock.make({
+          transcriptOrder: order,
+          transcribe: () => (++turns === 1 ? "tell me a long story" : "stop please"),
+          script: () => (++answers === 1 ? Plan.say(STORY, { deltaIntervalMs: 40 }) : Plan.say("Okay, I stop."))
+        })
+        yield* Effect.gen(function*() {
+          const history = yield* bargeIn(PCM16_24K, 6)
+          // The server forgot what was not played: the cut item is truncated at the played position.
+          const server = yield* mock.awaitConnection(0)
+          const truncate = server.clientEvents().find((e) => e.type === "conversation.item.truncate")
+          assert.strictEqual(truncate?.item_id, history.items.find((i) => i._tag === "Message" && i.interrupted)?.id)
+          assert.strictEqual(mock.connectionCount(), 1)
+        }).pipe(
+          Effect.provide(Layer.mergeAll(OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test-voice") }), TextCapture.layer)),
+          Effect.scoped
+        )
+      }).pipe(Effect.scoped), 30_000)
+  }
 
   it.live("barge-in on Gemini Live: the server's `interrupted` ends the answer as interrupted; the next turn is answered", () =>
     Effect.gen(function*() {

@@ -387,6 +387,26 @@ describe("OpenAI Realtime mock: protocol", () => {
       expect(events.at(-1)!.response.output[0].content[0].text).toBe("You said: what is the weather")
     }))
 
+  it.live("transcriptOrder: the input transcript of an answered turn comes right after response.created, or after response.done", () =>
+    Effect.gen(function*() {
+      for (const [order, after] of [["afterResponseCreated", "response.created"], ["afterResponseDone", "response.done"]] as const) {
+        const mock = yield* OpenAIRealtimeMock.make({ transcribe: () => "what is the weather", transcriptOrder: order })
+        const { client } = yield* open(mock)
+        yield* client.send({
+          type: "session.update",
+          session: { type: "realtime", output_modalities: ["text"], audio: { input: { transcription: { model: "gpt-4o-mini-transcribe" } } } }
+        })
+        yield* client.until("session.updated")
+        const conn = yield* mock.awaitConnection(0)
+        yield* conn.perform({ type: "userSpeaks", durationMs: 600 })
+        const events = yield* client.until("conversation.item.input_audio_transcription.completed")
+        const types = squash(typesOf(events))
+        expect(types.indexOf("conversation.item.input_audio_transcription.delta"), order).toBe(types.indexOf(after) + 1)
+        expect(types.filter((t) => t.startsWith("response.")).at(-1), order).toBe(after)
+        expect(events.at(-1)).toMatchObject({ transcript: "what is the weather", item_id: events.find((e) => e.type === "conversation.item.done")!.item.id })
+      }
+    }))
+
   it.live("manual turn (turn_detection null): commit acks with committed + item, never a response; short commits fail; clear", () =>
     Effect.gen(function*() {
       const mock = yield* OpenAIRealtimeMock.make()

@@ -59,7 +59,7 @@ export class InputAudio {
       if (ev.type === "speech_started") this.speechStarted(ev.atMs, td)
       else {
         this.speechStopped(Math.min(this.cursorMs, ev.atMs + settings.silenceMs))
-        this.commitBuffer(undefined)
+        this.commitBuffer(undefined, td.create_response)
         if (td.create_response) startResponse(this.state, "server_vad", undefined, null)
       }
     }
@@ -88,7 +88,7 @@ export class InputAudio {
     if (ms < 100) return this.state.error(Errors.commitEmpty(ms), eventId)
     const stop = this.vad?.flush()
     if (stop !== undefined) this.speechStopped(this.cursorMs)
-    this.commitBuffer(undefined)
+    this.commitBuffer(undefined, false)
   }
 
   clear(): void {
@@ -111,11 +111,12 @@ export class InputAudio {
     const start = this.push(synthesize(this.encoding, durationMs))
     this.speechStarted(start, td)
     this.speechStopped(this.cursorMs)
-    this.commitBuffer(transcript)
+    this.commitBuffer(transcript, td?.create_response ?? false)
     if (td?.create_response) startResponse(this.state, "server_vad", undefined, null)
   }
 
-  private commitBuffer(hint: string | undefined): void {
+  /** `answered`: an automatic response follows (the transcript may then come after its events). */
+  private commitBuffer(hint: string | undefined, answered: boolean): void {
     const itemId = this.pendingItemId ?? makeId("item")
     this.pendingItemId = undefined
     const audio = this.reset()
@@ -137,10 +138,10 @@ export class InputAudio {
     this.state.emit({ type: "input_audio_buffer.committed", previous_item_id: previous, item_id: itemId })
     this.state.emit({ type: "conversation.item.added", previous_item_id: previous, item: entry.item })
     this.state.emit({ type: "conversation.item.done", previous_item_id: previous, item: entry.item })
-    this.transcribe(entry, hint)
+    this.transcribe(entry, hint, answered)
   }
 
-  private transcribe(entry: Entry, hint: string | undefined): void {
+  private transcribe(entry: Entry, hint: string | undefined, answered: boolean): void {
     if (this.state.session.audio.input.transcription === null) return
     const o = this.state.ctx.options
     const audioMs = Math.round(audioLength(entry, this.bufferedBytesPerMs()))
@@ -170,8 +171,11 @@ export class InputAudio {
       if (stored !== undefined) stored.item = { ...stored.item, content: [{ type: "input_audio", transcript: result }] }
     }
     const delay = o.transcriptionDelayMs ?? 0
-    if (delay > 0) this.state.conn.later(delay, run)
-    else run()
+    const later = delay > 0 ? () => this.state.conn.later(delay, run) : run
+    const order = o.transcriptOrder ?? "beforeResponse"
+    if (answered && order !== "beforeResponse") {
+      this.state.after(order === "afterResponseCreated" ? "response.created" : "response.done", later)
+    } else later()
   }
 
   private bufferedBytesPerMs(): number {

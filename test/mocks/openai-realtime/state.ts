@@ -50,6 +50,7 @@ export class RealtimeState implements ProtocolSession<ClientEvent, ErrorSpec, Op
   defaultResponse: ResponseRunner | undefined
   assistantAudioPresent = false
   responseCount = 0
+  private afterEvent: Array<{ readonly type: string; readonly run: () => void }> = []
   readonly host: ResponseHost
 
   constructor(conn: OpenAIConnection, ctx: ServerContext) {
@@ -66,7 +67,7 @@ export class RealtimeState implements ProtocolSession<ClientEvent, ErrorSpec, Op
     )
     this.input = new InputAudio(this)
     this.host = {
-      emit: (event) => conn.send(event),
+      emit: (event) => this.emit(event),
       isOpen: () => conn.isOpen,
       pause: (ms) => conn.pause(ms),
       close: (code, reason, abrupt) => (abrupt ? conn.terminate() : conn.close(code ?? 1011, reason ?? "")),
@@ -83,7 +84,19 @@ export class RealtimeState implements ProtocolSession<ClientEvent, ErrorSpec, Op
   }
 
   emit(event: object): boolean {
-    return this.conn.send(event)
+    const sent = this.conn.send(event)
+    const type = (event as { readonly type?: unknown }).type
+    const due = this.afterEvent.filter((w) => w.type === type)
+    if (due.length > 0) {
+      this.afterEvent = this.afterEvent.filter((w) => w.type !== type)
+      for (const w of due) w.run()
+    }
+    return sent
+  }
+
+  /** Runs `run` right after the next server event of this `type` is sent. */
+  after(type: string, run: () => void): void {
+    this.afterEvent.push({ type, run })
   }
 
   /** An `error` event; `eventId` is the client `event_id` it answers (null if none). */

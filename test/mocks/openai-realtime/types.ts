@@ -239,6 +239,13 @@ export interface OpenAIRealtimeMockOptions extends CommonMockOptions<ClientEvent
   readonly transcribe?: (input: TranscribeInput) => string | { readonly error: ErrorSpec }
   /** Delay of the input transcription events after the user item (default 0). */
   readonly transcriptionDelayMs?: number
+  /**
+   * Where the input transcription of a turn that the server answers by itself goes: before the
+   * automatic response (default), right after its `response.created`, or after its `response.done`.
+   * OpenAI runs transcription asynchronously with the response, so any of them can happen.
+   * `transcriptionDelayMs` then counts from that event.
+   */
+  readonly transcriptOrder?: "beforeResponse" | "afterResponseCreated" | "afterResponseDone"
   /** Send `error` session_expired + close 1000 this long after connect (default: never). */
   readonly sessionExpiresAfterMs?: number
 }
