@@ -1,37 +1,51 @@
 /**
- * Short-lived access tokens for `/ws`: `<expiry seconds>.<HMAC-SHA256 of it, base64url>`, signed
- * with the service's shared secret. A browser gets one from `POST /token` (which needs the secret
- * itself) and never holds the secret. Comparison is constant-time.
+ * Short-lived access tokens for the session routes: `<route>.<expiry seconds>.<HMAC-SHA256 of
+ * "<route>.<expiry>", base64url>`, signed with the service's shared secret. A browser gets one
+ * from `POST /token` (which needs the secret itself) and never holds the secret. A token is
+ * exact (nothing before or after it, the one encoding of its signature), opens only the route
+ * it was minted for, and may be used again until it expires. The secret itself is never a
+ * token. Comparisons are constant-time, whatever the lengths.
  */
-import { createHmac, timingSafeEqual } from "node:crypto"
+import { createHash, createHmac, timingSafeEqual } from "node:crypto"
 import { Redacted } from "effect"
+
+/** The routes a token may open. */
+export const routes = ["ws", "twilio"] as const
+export type Route = typeof routes[number]
+
+export const isRoute = (name: string): name is Route => (routes as ReadonlyArray<string>).includes(name)
 
 const sign = (secret: Redacted.Redacted<string>, payload: string) =>
   createHmac("sha256", Redacted.value(secret)).update(payload).digest("base64url")
 
-export const mint = (secret: Redacted.Redacted<string>, ttlSeconds: number, nowMs: number): { token: string; expiresAt: number } => {
+export const mint = (
+  secret: Redacted.Redacted<string>,
+  ttlSeconds: number,
+  nowMs: number,
+  route: Route = "ws"
+): { token: string; route: Route; expiresAt: number } => {
   const expiresAt = Math.floor(nowMs / 1000) + ttlSeconds
-  const payload = String(expiresAt)
-  return { token: `${payload}.${sign(secret, payload)}`, expiresAt }
+  const payload = `${route}.${expiresAt}`
+  return { token: `${payload}.${sign(secret, payload)}`, route, expiresAt }
 }
 
-export type Verdict = "ok" | "malformed" | "bad signature" | "expired"
+export type Verdict = "ok" | "malformed" | "bad signature" | "expired" | "for another route"
 
-export const verify = (secret: Redacted.Redacted<string>, token: string, nowMs: number): Verdict => {
-  const dot = token.indexOf(".")
-  if (dot <= 0) return "malformed"
-  const payload = token.slice(0, dot)
-  const expiresAt = Number(payload)
-  if (!/^\d+$/.test(payload) || !Number.isSafeInteger(expiresAt)) return "malformed"
-  const given = Buffer.from(token.slice(dot + 1), "base64url")
-  const expected = Buffer.from(sign(secret, payload), "base64url")
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return "bad signature"
-  return expiresAt * 1000 < nowMs ? "expired" : "ok"
+/** A SHA-256 signature in base64url is 43 characters, its last one carrying 4 bits. */
+const shape = /^([a-z]+)\.(\d{1,15})\.([A-Za-z0-9_-]{43})$/
+
+export const verify = (secret: Redacted.Redacted<string>, token: string, route: Route, nowMs: number): Verdict => {
+  const parts = shape.exec(token)
+  if (parts === null || !isRoute(parts[1]!)) return "malformed"
+  const [, scope, expiry, signature] = parts as unknown as [string, Route, string, string]
+  // Compared as text: the one encoding of the signature is accepted, never one base64 decodes alike.
+  if (!timingSafeEqual(Buffer.from(signature), Buffer.from(sign(secret, `${scope}.${expiry}`)))) return "bad signature"
+  if (scope !== route) return "for another route"
+  return Number(expiry) * 1000 < nowMs ? "expired" : "ok"
 }
 
-/** The shared secret itself also opens the door (for servers calling the service directly). */
-export const isSecret = (secret: Redacted.Redacted<string>, candidate: string): boolean => {
-  const a = Buffer.from(Redacted.value(secret))
-  const b = Buffer.from(candidate)
-  return a.length === b.length && timingSafeEqual(a, b)
-}
+const digest = (text: string) => createHash("sha256").update(text).digest()
+
+/** Whether `candidate` is the shared secret (for `POST /token` only): no early answer on length. */
+export const isSecret = (secret: Redacted.Redacted<string>, candidate: string): boolean =>
+  timingSafeEqual(digest(Redacted.value(secret)), digest(candidate))
