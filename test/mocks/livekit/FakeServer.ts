@@ -5,6 +5,11 @@
  * (`AvailabilityRequest`), assign them (`JobAssignment` with a room token), terminate them, send
  * malformed frames, and restart (drop every connection and listen again on the same port).
  * Every message a worker sends is recorded, decoded.
+ *
+ * As LiveKit does: `RegisterWorkerResponse` carries the server's `serverInfo`; a job carries the
+ * agent name it was dispatched to and its dispatch id; a job is offered to one worker registered
+ * under that agent name (none registered: the offer waits, and `offer` says so when it times
+ * out); `JobAssignment` carries the URL the worker joins the room at.
  */
 import {
   AvailabilityRequest,
@@ -14,6 +19,8 @@ import {
   JobType,
   RegisterWorkerResponse,
   Room,
+  ServerInfo,
+  ServerInfo_Edition,
   ServerMessage,
   WorkerMessage,
   WorkerPong
@@ -38,10 +45,13 @@ export interface FakeServer {
   readonly connections: () => number
   /** Resolves with the first received message (already or to come) that matches. */
   readonly waitFor: (match: (m: Received) => boolean, what: string, ms?: number) => Promise<Received>
-  /** Offers a job; resolves with the worker's availability answer. */
-  readonly offer: (jobId: string, roomName?: string) => Promise<Received>
-  /** Assigns a job with a room token for `identity`. */
-  readonly assign: (jobId: string, roomName?: string) => Promise<void>
+  /**
+   * Offers a job to one worker registered under `agentName` (default: the name the first worker
+   * registered with); resolves with its availability answer.
+   */
+  readonly offer: (jobId: string, roomName?: string, agentName?: string) => Promise<Received>
+  /** Assigns a job (to the worker it was offered to) with a room token and the room's URL. */
+  readonly assign: (jobId: string, roomName?: string, agentName?: string) => Promise<void>
   readonly terminate: (jobId: string) => void
   readonly sendRaw: (bytes: Uint8Array) => void
   /** Drops every worker connection and stops listening for `downMs`, then listens again on the same port. */
@@ -54,7 +64,12 @@ export interface FakeServer {
 export interface Options {
   readonly apiKey: string
   readonly apiSecret: string
+  /** `JobAssignment.url` (default: this server's own URL). */
+  readonly roomUrl?: string
 }
+
+/** What this fake says it is (`RegisterWorkerResponse.serverInfo`). */
+export const SERVER_INFO = { edition: ServerInfo_Edition.Standard, version: "1.9.0", protocol: 16, agentProtocol: 1, nodeId: "ND_fake" } as const
 
 export const make = (options: Options): Effect.Effect<FakeServer, never, Scope.Scope> =>
   Effect.acquireRelease(Effect.promise(() => start(options)), (s) => Effect.promise(() => s.stop()))
@@ -66,6 +81,12 @@ const start = async (options: Options) => {
   const listeners: Array<() => void> = []
   const sockets = new Set<WebSocket>()
   const silent = new Set<WebSocket>()
+  /** The agent name each registered connection gave, in the order they registered. */
+  const registered = new Map<WebSocket, string>()
+  /** The worker each job was offered to (its assignment goes there). */
+  const offeredTo = new Map<string, WebSocket>()
+  const waiting: Array<() => void> = []
+  let nextWorker = 0
   let connectionCount = 0
   let workers = 0
   let port = 0
@@ -74,8 +95,21 @@ const start = async (options: Options) => {
 
   const send = (msg: ServerMessage["message"]) => {
     const bytes = new ServerMessage({ message: msg }).toBinary()
-    for (const ws of sockets) if (ws.readyState === WebSocket.OPEN && !silent.has(ws)) ws.send(bytes)
+    for (const ws of sockets) sendTo(ws, bytes)
   }
+  const sendTo = (ws: WebSocket, bytes: Uint8Array) => {
+    if (ws.readyState === WebSocket.OPEN && !silent.has(ws)) ws.send(bytes)
+  }
+  /** The next worker (round robin) registered under `agentName`, once there is one. */
+  const workerFor = (agentName: string): Promise<WebSocket> =>
+    new Promise((resolve) => {
+      const pick = () => {
+        const candidates = [...registered].filter(([ws, name]) => name === agentName && ws.readyState === WebSocket.OPEN && !silent.has(ws))
+        if (candidates.length === 0) return void waiting.push(pick)
+        resolve(candidates[nextWorker++ % candidates.length]![0])
+      }
+      pick()
+    })
 
   const listen = () =>
     new Promise<void>((resolve) => {
@@ -103,7 +137,10 @@ const start = async (options: Options) => {
   const serve = (ws: WebSocket) => {
     const connection = ++connectionCount
     sockets.add(ws)
-    ws.on("close", () => sockets.delete(ws))
+    ws.on("close", () => {
+      sockets.delete(ws)
+      registered.delete(ws)
+    })
     // A worker that drops the connection (its pings found it silent) resets it: not an error here.
     ws.on("error", () => {})
     ws.on("ping", (data) => {
@@ -116,7 +153,10 @@ const start = async (options: Options) => {
       received.push({ case: msg.message.case, value: msg.message.value, connection })
       for (const l of listeners.splice(0)) l()
       if (msg.message.case === "register") {
-        ws.send(new ServerMessage({ message: { case: "register", value: new RegisterWorkerResponse({ workerId: `W_${++workers}` }) } }).toBinary())
+        registered.set(ws, msg.message.value.agentName)
+        const answer = new RegisterWorkerResponse({ workerId: `W_${++workers}`, serverInfo: new ServerInfo(SERVER_INFO) })
+        ws.send(new ServerMessage({ message: { case: "register", value: answer } }).toBinary())
+        for (const w of waiting.splice(0)) w()
       }
       if (msg.message.case === "ping") {
         const pong = new WorkerPong({ lastTimestamp: msg.message.value.timestamp, timestamp: BigInt(Date.now()) })
@@ -140,7 +180,9 @@ const start = async (options: Options) => {
       check()
     })
 
-  const job = (jobId: string, roomName: string) => new Job({ id: jobId, type: JobType.JT_ROOM, room: new Room({ name: roomName, sid: `RM_${roomName}` }) })
+  const job = (jobId: string, roomName: string, agentName: string) =>
+    new Job({ id: jobId, dispatchId: `AD_${jobId}`, agentName, type: JobType.JT_ROOM, room: new Room({ name: roomName, sid: `RM_${roomName}` }) })
+  const defaultAgent = () => registered.values().next().value ?? ""
 
   const server: FakeServer & { stop: () => Promise<void> } = {
     get url() {
@@ -150,14 +192,30 @@ const start = async (options: Options) => {
     refusedTokens,
     connections: () => sockets.size,
     waitFor,
-    offer: (jobId, roomName = `room-${jobId}`) => {
-      send({ case: "availability", value: new AvailabilityRequest({ job: job(jobId, roomName) }) })
-      return waitFor((m) => m.case === "availability" && m.value.jobId === jobId, `availability for ${jobId}`)
+    offer: (jobId, roomName = `room-${jobId}`, agentName = defaultAgent()) => {
+      void workerFor(agentName).then((ws) => {
+        offeredTo.set(jobId, ws)
+        const request = new AvailabilityRequest({ job: job(jobId, roomName, agentName) })
+        sendTo(ws, new ServerMessage({ message: { case: "availability", value: request } }).toBinary())
+      })
+      return waitFor(
+        (m) => m.case === "availability" && m.value.jobId === jobId,
+        `availability for ${jobId} (a worker registered as agent ${JSON.stringify(agentName)})`
+      )
     },
-    assign: async (jobId, roomName = `room-${jobId}`) => {
+    assign: async (jobId, roomName = `room-${jobId}`, agentName = defaultAgent()) => {
       const token = new AccessToken(options.apiKey, options.apiSecret, { identity: `agent-${jobId}` })
       token.addGrant({ roomJoin: true, room: roomName, agent: true })
-      send({ case: "assignment", value: new JobAssignment({ job: job(jobId, roomName), token: await token.toJwt() }) })
+      const assignment = new JobAssignment({
+        job: job(jobId, roomName, agentName),
+        url: options.roomUrl ?? server.url,
+        token: await token.toJwt()
+      })
+      const message = new ServerMessage({ message: { case: "assignment", value: assignment } })
+      const to = offeredTo.get(jobId)
+      // A job never offered goes to every worker (a misbehaving server, as some tests want).
+      if (to === undefined) send(message.message)
+      else sendTo(to, message.toBinary())
     },
     terminate: (jobId) => send({ case: "termination", value: new JobTermination({ jobId }) }),
     sendRaw: (bytes) => {
