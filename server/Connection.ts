@@ -103,9 +103,9 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
     yield* writer.write(new Socket.CloseEvent(1000, reason.slice(0, 100))).pipe(Effect.ignore)
   }
   yield* Effect.logDebug(`session ${session.id} ended: ${reason}`)
-}, (effect, _socket, ctx) =>
+}, (effect) =>
   Effect.scoped(effect).pipe(
-    Effect.ensuring(Effect.sync(() => ctx.registry.release()).pipe(Effect.andThen(ServiceMetrics.sessionClosed)))
+    Effect.ensuring(ServiceMetrics.sessionClosed)
   ))
 
 const inputError = (message: string): ServerFrame => ({ type: "error", source: "input", message, recoverable: true })

@@ -1,7 +1,8 @@
 /**
  * The sessions a process holds: how many are open, the limit, and the drain. Admission reserves a
- * slot before the WebSocket upgrade (so the limit answers 503, not a half-open socket); each
- * connection registers a closer the drain completes when its deadline passes.
+ * slot before the WebSocket upgrade (so the limit answers 503, not a half-open socket), held as
+ * one resource until the session ends (`session`); each connection registers a closer the drain
+ * completes when its deadline passes.
  */
 import { Deferred, Effect, Option } from "effect"
 
@@ -68,3 +69,24 @@ export const make = (maxSessions: number): Effect.Effect<Registry> =>
         })
     }
   })
+
+/** How one upgrade request becomes a session in a slot of the registry. */
+export interface InSlot<S, A, E1, E2, R1, R2> {
+  /** The answer when no slot is free, or the service is draining. */
+  readonly refused: (why: "full" | "draining") => Effect.Effect<A>
+  /** The WebSocket upgrade. */
+  readonly upgrade: Effect.Effect<S, E1, R1>
+  /** The session on the upgraded socket, until it ends. */
+  readonly serve: (socket: S) => Effect.Effect<A, E2, R2>
+}
+
+/**
+ * Admits, upgrades and serves with the slot as one resource: taken at admission, given back once
+ * however the rest ends (the upgrade failing, the session ending, an interruption at any step).
+ */
+export const session = <S, A, E1, E2, R1, R2>(registry: Registry, steps: InSlot<S, A, E1, E2, R1, R2>): Effect.Effect<A, E1 | E2, R1 | R2> =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => registry.admit()),
+    (admission) => (admission === "ok" ? Effect.flatMap(steps.upgrade, steps.serve) : steps.refused(admission)),
+    (admission) => (admission === "ok" ? Effect.sync(() => registry.release()) : Effect.void)
+  )

@@ -72,12 +72,14 @@ const routes = (options: ServeOptions, registry: Registry.Registry) =>
         const request = yield* HttpServerRequest.HttpServerRequest
         const denied = checkAccess(options, request, route, yield* Clock.currentTimeMillis)
         if (denied) return yield* refuse(denied.status, denied.reason, denied.message)
-        const admission = registry.admit()
-        if (admission === "full") return yield* refuse(503, "full", `the service holds ${options.maxSessions} sessions, its limit`)
-        if (admission === "draining") return yield* refuse(503, "draining", "the service is shutting down")
-        const socket = yield* request.upgrade.pipe(Effect.tapError(() => Effect.sync(() => registry.release())))
-        yield* serveSocket(socket, ctx)
-        return HttpServerResponse.empty()
+        return yield* Registry.session(registry, {
+          refused: (why) =>
+            why === "full"
+              ? refuse(503, "full", `the service holds ${options.maxSessions} sessions, its limit`)
+              : refuse(503, "draining", "the service is shutting down"),
+          upgrade: request.upgrade,
+          serve: (socket) => serveSocket(socket, ctx).pipe(Effect.as(HttpServerResponse.empty()))
+        })
       })
 
     yield* router.add("GET", "/", Effect.succeed(HttpServerResponse.html(page({ model: options.modelDescription ?? "" }))))

@@ -126,7 +126,7 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
   )
   yield* writer.write(new Socket.CloseEvent(1000, reason.slice(0, 100))).pipe(Effect.ignore)
   yield* Effect.logDebug(`twilio session ${session.id} ended: ${reason}`)
-}, (effect, _socket, ctx) =>
+}, (effect) =>
   Effect.scoped(effect).pipe(
-    Effect.ensuring(Effect.sync(() => ctx.registry.release()).pipe(Effect.andThen(ServiceMetrics.sessionClosed)))
+    Effect.ensuring(ServiceMetrics.sessionClosed)
   ))
