@@ -15,6 +15,7 @@ import type { Agent } from "../src/index.ts"
 import * as Timeline from "../src/Timeline.ts"
 import type { ServerOptions } from "./Config.ts"
 import * as Line from "./Line.ts"
+import { idleReason, pullWithin } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 import type { Registry } from "./Registry.ts"
 import { type ClientMessage, encode, parseClientFrame, type ServerFrame } from "./Wire.ts"
@@ -86,11 +87,10 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
 
   yield* send({ type: "ready", sessionId: session.id, agent: ctx.agent.name, audio: line.audio, inputSampleRate: inputRate })
 
-  const idle = ctx.options.idleSeconds > 0 ? ctx.options.idleSeconds * 1000 : undefined
   const readLoop = Effect.gen(function*() {
     while (true) {
-      const pulled = idle === undefined ? Option.some(yield* reader.pull) : yield* Effect.timeoutOption(reader.pull, idle)
-      if (Option.isNone(pulled)) return `no message for ${ctx.options.idleSeconds} s`
+      const pulled = yield* pullWithin(reader.pull, ctx.options.idleSeconds)
+      if (Option.isNone(pulled)) return idleReason(ctx.options.idleSeconds)
       for (const frame of pulled.value) yield* onFrame(frame)
     }
   })

@@ -8,6 +8,7 @@
  * phone line's stream (Twilio sends audio every 20 ms) stays however its pongs are handled.
  */
 import { WebSocket } from "@effect/platform-node/NodeWS"
+import { Duration, Effect, Option } from "effect"
 import { type Liveness, watch } from "../layers/shared/Liveness.ts"
 
 /** The class of the server's sockets (ws's `WebSocket` server option): each is pinged from its handshake on. */
@@ -17,3 +18,14 @@ export const pingedSockets = (liveness: Liveness): typeof WebSocket =>
     // sets the socket on this same turn, and the pings start once it is open.
     protected readonly pinged: void = watch(this, liveness)
   }
+
+/** Why a connection that went quiet was closed. */
+export const idleReason = (idleSeconds: number): string => `no message for ${idleSeconds} s`
+
+/**
+ * One pull of a client's frames, or none when nothing came for `idleSeconds` (0: waits for ever).
+ * Every route reads through it, so a client that answers pings but says nothing (a silent phone
+ * stream, an idle tab) gives its slot back after `BATON_IDLE_S`.
+ */
+export const pullWithin = <A, E, R>(pull: Effect.Effect<A, E, R>, idleSeconds: number): Effect.Effect<Option.Option<A>, E, R> =>
+  idleSeconds > 0 ? Effect.timeoutOption(pull, Duration.seconds(idleSeconds)) : Effect.map(pull, Option.some)

@@ -8,7 +8,7 @@
  * realtime model to the cascaded voice pipeline (Line.ts); the agents' audio comes back resampled
  * to 8 kHz µ-law.
  */
-import { Deferred, Effect, Schema, Stream } from "effect"
+import { Deferred, Effect, Option, Schema, Stream } from "effect"
 import { Socket } from "effect/socket"
 import * as AudioFrame from "../services/AudioFrame.ts"
 import type { AudioOutputService } from "../services/AudioOutput.ts"
@@ -17,6 +17,7 @@ import * as Dtmf from "../src/voice/Dtmf.ts"
 import type { ResamplerStage } from "../services/Resampler.ts"
 import type { ConnectionContext } from "./Connection.ts"
 import * as Line from "./Line.ts"
+import { idleReason, pullWithin } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 
 const PHONE_RATE = 8000
@@ -46,7 +47,7 @@ const parse = (text: string): TwilioMessage | string => {
   return result._tag === "Success" ? result.success : `not a Media Streams message: ${String(result.failure).split("\n")[0]}`
 }
 
-/** Serves one Twilio stream until `stop`, the socket closing, or the drain. */
+/** Serves one Twilio stream until `stop`, the socket closing, `idleSeconds` without a message, or the drain. */
 export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket, ctx: ConnectionContext) {
   // Taking the reader completes the upgrade; writes wait for it, so it comes first.
   const reader = yield* socket.reader
@@ -107,7 +108,9 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
 
   const readLoop = Effect.gen(function*() {
     while (true) {
-      for (const frame of yield* reader.pull) {
+      const pulled = yield* pullWithin(reader.pull, ctx.options.idleSeconds)
+      if (Option.isNone(pulled)) return idleReason(ctx.options.idleSeconds)
+      for (const frame of pulled.value) {
         ServiceMetrics.frameIn(typeof frame === "string" ? "text" : "binary")
         if (typeof frame !== "string") continue
         const message = parse(frame)
