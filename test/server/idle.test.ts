@@ -45,7 +45,7 @@ describe("Server idle timeout", () => {
       const streamSid = "MZ00000000000000000000000000000009"
       caller.sendJson({ event: "connected", protocol: "Call", version: "1.0.0" })
       caller.sendJson({ event: "start", streamSid, start: { streamSid, mediaFormat: { encoding: "audio/x-mulaw", sampleRate: 8000, channels: 1 } } })
-      const closed = yield* wait(() => Promise.race([caller.closed, new Promise<undefined>((r) => setTimeout(r, 5000))]))
+      const closed = yield* wait(() => Promise.race([caller.closed, new Promise<undefined>((r) => setTimeout(() => r(undefined), 5000))]))
       assert.deepStrictEqual(closed, { code: 1000, reason: idleReason(1) })
       yield* wait(async () => {
         for (let i = 0; i < 200 && server.state.registry.open() > 0; i++) await new Promise((r) => setTimeout(r, 10))
