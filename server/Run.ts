@@ -2,15 +2,74 @@
  * Runs the service as a process: serves and prints where. When the process is asked to stop
  * (SIGTERM or SIGINT: `NodeRuntime.runMain` interrupts the main fiber), the drain runs before the
  * server closes: no new sessions, open ones may finish for `drainSeconds`, the rest get a `close`
- * event; then the process exits 0.
+ * event; then the process exits 0. A second signal during the drain closes every session at once
+ * (each gets its `close` event) and the process exits.
  */
-import { Effect, Option } from "effect"
+import { Clock, Deferred, Effect, Option, type Scope } from "effect"
+import { HttpServer } from "effect/http"
 import { RealtimeModel } from "../services/RealtimeModel.ts"
 import * as VoicePipeline from "../src/voice/VoicePipeline.ts"
-import { HttpServer } from "effect/http"
+import type * as Registry from "./Registry.ts"
 import * as Server from "./Server.ts"
 
-export const run = (options: Server.ServeOptions) =>
+/**
+ * Signals this close after the first are the same request to stop: Ctrl-C under `npm start`
+ * reaches the process twice within milliseconds (from the terminal, and forwarded by npm).
+ */
+export const sameSignalMs = 1000
+
+/** Calls `listener` on each stop signal until the returned function is called. */
+export type SignalSource = (listener: () => void) => () => void
+
+/** SIGINT and SIGTERM of this process. */
+export const processSignals: SignalSource = (listener) => {
+  process.on("SIGINT", listener)
+  process.on("SIGTERM", listener)
+  return () => {
+    process.off("SIGINT", listener)
+    process.off("SIGTERM", listener)
+  }
+}
+
+/**
+ * Completes when a stop signal arrives `sameSignalMs` or more after the first one: the request
+ * not to wait. Listens for as long as the Scope is open.
+ */
+export const secondSignal = (signals: SignalSource): Effect.Effect<Deferred.Deferred<void>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const urgent = yield* Deferred.make<void>()
+    const clock = yield* Clock.Clock
+    let first: number | undefined
+    const onSignal = () => {
+      const now = clock.currentTimeMillisUnsafe()
+      if (first === undefined) first = now
+      else if (now - first >= sameSignalMs) Deferred.doneUnsafe(urgent, Effect.void)
+    }
+    yield* Effect.acquireRelease(Effect.sync(() => signals(onSignal)), (stop) => Effect.sync(stop))
+    return urgent
+  })
+
+/**
+ * The drain: open sessions may finish for `drainSeconds`, unless `urgent` completes first, which
+ * closes them all at once.
+ */
+export const drain = (registry: Registry.Registry, drainSeconds: number, urgent: Deferred.Deferred<void>) =>
+  Effect.gen(function*() {
+    const before = registry.open()
+    yield* Effect.log(`stopping: draining ${before} session(s), up to ${drainSeconds} s (signal again to close them now)`)
+    const waited = yield* Effect.raceFirst(
+      registry.drain(drainSeconds * 1000).pipe(Effect.map(Option.some)),
+      Deferred.await(urgent).pipe(Effect.as(Option.none()))
+    )
+    const { finished, closed } = Option.isSome(waited) ? waited.value : yield* Effect.gen(function*() {
+      yield* Effect.log(`second signal: closing ${registry.open()} session(s) now`)
+      const { closed } = yield* registry.drain(0)
+      return { finished: before - closed, closed }
+    })
+    yield* Effect.log(`drained: ${finished} finished, ${closed} closed`)
+  })
+
+export const run = (options: Server.ServeOptions, signals: SignalSource = processSignals) =>
   Effect.gen(function*() {
     const server = yield* HttpServer.HttpServer
     const { registry } = yield* Server.ServerState
@@ -26,12 +85,8 @@ export const run = (options: Server.ServeOptions) =>
         ? "  voice: the cascaded pipeline (VAD, speech to text, text to speech)"
         : "  voice: off (text only)"
     )
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function*() {
-        yield* Effect.log(`stopping: draining ${registry.open()} session(s), up to ${options.drainSeconds} s`)
-        const { finished, closed } = yield* registry.drain(options.drainSeconds * 1000)
-        yield* Effect.log(`drained: ${finished} finished, ${closed} closed`)
-      })
-    )
+    // listening from the start, so that the first signal (which interrupts this fiber) is counted
+    const urgent = yield* secondSignal(signals)
+    yield* Effect.addFinalizer(() => drain(registry, options.drainSeconds, urgent))
     return yield* Effect.never
   }).pipe(Effect.scoped, Effect.provide(Server.layer(options)))
