@@ -4,6 +4,7 @@
  * agent's audio gap-free and drops it at once on `clear`, and shows the transcript, who holds the
  * floor and every event as it arrives (a live handoff timeline).
  */
+import { createHash } from "node:crypto"
 
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c]!)
@@ -119,3 +120,24 @@ $("talk").onpointerup = () => { state.sending = $("openMic").checked }
 </body>
 </html>
 `
+
+const hashesOf = (html: string, tag: "script" | "style") =>
+  [...html.matchAll(new RegExp(`<${tag}(?:\\s[^>]*)?>([\\s\\S]*?)</${tag}>`, "g"))]
+    .map((match) => `'sha256-${createHash("sha256").update(match[1]!).digest("base64")}'`)
+    .join(" ")
+
+/**
+ * The page's Content-Security-Policy: its own inline script and style (by hash, so nothing
+ * injected into it runs), the microphone worklet it builds (`blob:`), WebSockets to its own
+ * origin; no other source, no framing, no form posts.
+ */
+export const contentSecurityPolicy = (html: string): string =>
+  [
+    "default-src 'none'",
+    `script-src ${hashesOf(html, "script")} blob:`,
+    `style-src ${hashesOf(html, "style")}`,
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'"
+  ].join("; ")

@@ -5,6 +5,7 @@
  * `Server.run` adds the signals (SIGTERM drains, then exits 0).
  */
 import { createServer } from "node:http"
+import { isIPv4 } from "node:net"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Clock, Context, Data, Duration, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -16,7 +17,7 @@ import type { ServerOptions } from "./Config.ts"
 import * as Connection from "./Connection.ts"
 import { pingedSockets } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
-import { page } from "./Page.ts"
+import { contentSecurityPolicy, page } from "./Page.ts"
 import * as Registry from "./Registry.ts"
 import * as Token from "./Token.ts"
 import * as Twilio from "./Twilio.ts"
@@ -82,7 +83,9 @@ const routes = (options: ServeOptions, registry: Registry.Registry) =>
         })
       })
 
-    yield* router.add("GET", "/", Effect.succeed(HttpServerResponse.html(page({ model: options.modelDescription ?? "" }))))
+    const html = page({ model: options.modelDescription ?? "" })
+    const csp = contentSecurityPolicy(html)
+    yield* router.add("GET", "/", Effect.sync(() => HttpServerResponse.html(html).pipe(HttpServerResponse.setHeader("content-security-policy", csp))))
     yield* router.add("GET", "/health", Effect.sync(() =>
       json({ status: registry.draining() ? "draining" : "ok", sessions: registry.open(), total: registry.total(), draining: registry.draining() },
         registry.draining() ? 503 : 200)))
@@ -105,7 +108,13 @@ const routes = (options: ServeOptions, registry: Registry.Registry) =>
     yield* router.add("GET", "/twilio", upgradeTo("twilio", Twilio.serve))
   }))
 
-const loopback = (host: string) => host === "127.0.0.1" || host === "localhost" || host === "::1"
+/** Whether `host` is this machine only: `localhost`, `::1` or any of 127.0.0.0/8 (also as `::ffff:127.x.y.z`). */
+export const isLoopback = (host: string): boolean => {
+  const bare = host.replace(/^\[(.*)\]$/, "$1").toLowerCase()
+  if (bare === "localhost" || bare === "::1") return true
+  const v4 = bare.replace(/^::ffff:/, "")
+  return isIPv4(v4) && v4.startsWith("127.")
+}
 
 /** Without a shared secret the service must not face a network: a non-loopback HOST is refused. */
 export class UnsafeHost extends Data.TaggedError("UnsafeHost")<{ readonly message: string }> {}
@@ -113,7 +122,7 @@ export class UnsafeHost extends Data.TaggedError("UnsafeHost")<{ readonly messag
 /** Serves on `options.host:options.port` until the Layer's Scope closes. */
 export const layer = (options: ServeOptions) =>
   Layer.unwrap(Effect.gen(function*() {
-    if (Option.isNone(options.token) && !loopback(options.host)) {
+    if (Option.isNone(options.token) && !isLoopback(options.host)) {
       return yield* new UnsafeHost({
         message: `HOST=${options.host} without BATON_TOKEN would let anyone who reaches it talk to your agents: set BATON_TOKEN, or leave HOST at 127.0.0.1`
       })

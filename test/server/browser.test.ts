@@ -76,16 +76,24 @@ describe("the playground page in Chromium", () => {
       const page = yield* Effect.promise(() => browser.newPage())
       const pageErrors: Array<string> = []
       page.on("pageerror", (e) => pageErrors.push(e.message))
+      // The page runs under its Content-Security-Policy: anything it blocks is reported here.
+      page.on("console", (m) => m.text().includes("Content Security Policy") && pageErrors.push(m.text()))
+      // Polled from outside the page (waitForFunction evaluates strings inside it, which the CSP forbids).
+      const until = (expression: string, timeout = 10_000) =>
+        Effect.promise(async () => {
+          for (const end = Date.now() + timeout; !(await page.evaluate(expression));) {
+            if (Date.now() > end) throw new Error(`timed out waiting for ${expression}`)
+            await new Promise((r) => setTimeout(r, 50))
+          }
+        })
       yield* Effect.promise(() => page.goto(server.url))
       assert.match(yield* Effect.promise(() => page.content()), /^<!DOCTYPE html>/i)
-      yield* Effect.promise(() => page.waitForFunction(`document.getElementById("status").textContent.includes("voice on")`))
+      yield* until(`document.getElementById("status").textContent.includes("voice on")`)
       yield* Effect.promise(() => page.check("#openMic"))
-      yield* Effect.promise(() => page.waitForFunction(`document.getElementById("floor").textContent === "weather"`, undefined, { timeout: 20_000 }))
-      yield* Effect.promise(() =>
-        page.waitForFunction(`document.getElementById("transcript").textContent.includes("Weather desk here")`, undefined, { timeout: 20_000 })
-      )
-      yield* Effect.promise(() => page.waitForFunction(`window.baton.played > 0`, undefined, { timeout: 20_000 }))
-      yield* Effect.promise(() => page.waitForFunction(`document.querySelector("#timeline svg") !== null`, undefined, { timeout: 20_000 }))
+      yield* until(`document.getElementById("floor").textContent === "weather"`, 20_000)
+      yield* until(`document.getElementById("transcript").textContent.includes("Weather desk here")`, 20_000)
+      yield* until(`window.baton.played > 0`, 20_000)
+      yield* until(`document.querySelector("#timeline svg") !== null`, 20_000)
       const shown = (yield* Effect.promise(() =>
         page.evaluate(`({ transcript: document.getElementById("transcript").textContent, heard: window.baton.heard, played: window.baton.played })`)
       )) as { transcript: string; heard: number; played: number }
