@@ -2,8 +2,9 @@
  * `baton worker`: a LiveKit agent worker for the front desk demo, or the entry agent of
  * `--agents`, with the server from `LIVEKIT_URL`, `LIVEKIT_API_KEY` and `LIVEKIT_API_SECRET`.
  * Each job joins its room through @livekit/rtc-node. SIGTERM or Ctrl-C drains (BATON_DRAIN_S).
+ * Loaded by `cli/main.ts` only when the settings are there: it imports the optional LiveKit peers.
  */
-import { Config, Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { greeter, makeFrontDesk } from "../examples/front-desk/agents.ts"
 import * as DemoModel from "../examples/front-desk/demoModel.ts"
 import * as RtcRoom from "../layers/livekit/RtcRoom.ts"
@@ -12,6 +13,7 @@ import { RtcNode } from "../layers/rtc/RtcNode.ts"
 import * as Agents from "./Agents.ts"
 import * as Models from "./Models.ts"
 import { voiceLayer, type VoiceMode } from "./Serve.ts"
+import type { WorkerSettings } from "./WorkerSettings.ts"
 
 export interface WorkerFlags {
   readonly agents: Option.Option<string>
@@ -20,22 +22,9 @@ export interface WorkerFlags {
   readonly voice: VoiceMode
 }
 
-const settings = Effect.gen(function*() {
-  const url = yield* Config.NonEmptyString("LIVEKIT_URL")
-  const apiKey = yield* Config.NonEmptyString("LIVEKIT_API_KEY")
-  const apiSecret = yield* Config.Redacted("LIVEKIT_API_SECRET")
-  const drainSeconds = yield* Config.Int("BATON_DRAIN_S").pipe(Config.withDefault(30))
-  return { url, apiKey, apiSecret, drainSeconds }
-}).pipe(
-  Effect.mapError(() => ({
-    _tag: "WorkerConfig" as const,
-    message: "set LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET (for a local server: livekit-server --dev, with devkey / secret)"
-  }))
-)
-
-export const worker = (flags: WorkerFlags) =>
+/** Runs the worker on `server` (read by `WorkerSettings.settings` before this module is loaded). */
+export const worker = (flags: WorkerFlags, server: WorkerSettings) =>
   Effect.gen(function*() {
-    const server = yield* settings
     const { agent, userdata, model } = yield* Option.match(flags.agents, {
       onNone: () =>
         Effect.map(Models.openAiConfigured, (real) => ({

@@ -16,11 +16,13 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Effect, Exit, Runtime } from "effect"
 import { Argument, Command, Flag, GlobalFlag } from "effect/cli"
+import { importPeer } from "../layers/rtc/RtcNode.ts"
 import { console as consoleMode } from "./Console.ts"
 import * as Logging from "./Logging.ts"
 import { serve } from "./Serve.ts"
 import { sim } from "./Sim.ts"
 import { timeline } from "./Timeline.ts"
+import * as WorkerSettings from "./WorkerSettings.ts"
 
 const VERSION = "0.1.0"
 
@@ -106,8 +108,13 @@ const workerCommand = Command.make("worker", {
   agentName: Flag.String("agent-name").pipe(Flag.withDescription("take only jobs dispatched to this name (default: automatic dispatch to every room)"), Flag.optional),
   maxJobs: Flag.Int("max-jobs").pipe(Flag.withDescription("jobs at once before the worker says it is full (default 500)"), Flag.optional),
   voice
-  // loaded on use: its LiveKit packages are optional peers of the package
-}, (flags) => oneLine(withLogging(Effect.flatMap(Effect.promise(() => import("./LiveKitWorker.ts")), (m) => m.worker(flags))))).pipe(
+}, (flags) =>
+  oneLine(withLogging(Effect.gen(function*() {
+    const server = yield* WorkerSettings.settings
+    // loaded on use: its LiveKit packages are optional peers of the package
+    const { worker } = yield* importPeer(() => import("./LiveKitWorker.ts"), "baton worker", WorkerSettings.peers)
+    return yield* worker(flags, server)
+  })))).pipe(
   Command.withDescription("Take jobs from a LiveKit server (LIVEKIT_URL, LIVEKIT_API_KEY, LIVEKIT_API_SECRET) and talk in its rooms.")
 )
 

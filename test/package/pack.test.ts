@@ -2,15 +2,18 @@
  * baton as a user gets it: `npm pack` (which builds dist/), the tarball installed into an empty
  * project next to its peers only, a plain-JavaScript program run with plain `node` on the built
  * files (two agents, a handoff, the scripted model from /testing), a TypeScript file type-checked
- * against the shipped .d.ts, and the `baton` bin answering `--help` and running the demo console.
- * A broken export map, a missing file in `files`, or a .d.ts that does not resolve fails here.
+ * against the shipped .d.ts, and the `baton` bin answering `--help`, running the demo console,
+ * serving a `/ws` turn and refusing `worker` in one line, with none of the optional peers installed
+ * (issue 33 item 7). A broken export map, a missing file in `files`, a .d.ts that does not resolve,
+ * or an optional peer loaded where it is not needed fails here.
  */
-import { execFileSync, spawnSync } from "node:child_process"
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { execFileSync, spawn, spawnSync } from "node:child_process"
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import WebSocket from "ws"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 const HERE = fileURLToPath(new URL(".", import.meta.url))
@@ -56,8 +59,63 @@ afterAll(() => {
   if (project !== "") rmSync(project, { recursive: true, force: true })
 })
 
-const node = (args: ReadonlyArray<string>, input?: string) =>
-  spawnSync(process.execPath, args, { cwd: project, env: userEnv(), encoding: "utf8", timeout: 60_000, ...(input !== undefined ? { input } : {}) })
+const node = (args: ReadonlyArray<string>, input?: string, env: NodeJS.ProcessEnv = {}) =>
+  spawnSync(process.execPath, args, {
+    cwd: project,
+    env: { ...userEnv(), ...env },
+    encoding: "utf8",
+    timeout: 60_000,
+    ...(input !== undefined ? { input } : {})
+  })
+
+const bin = () => join(project, "node_modules", ".bin", "baton")
+
+/** The README's agents module, written into the project, so that the README stays true. */
+const writeReadmeAgents = () => {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8")
+  const block = readme.slice(readme.indexOf("here `agents.mjs`:")).match(/```js\n([\s\S]*?)```/)
+  assert.isNotNull(block, "the README has the agents.mjs example")
+  writeFileSync(join(project, "agents.mjs"), block![1]!)
+}
+
+/** `baton serve --agents ./agents.mjs` on a free port; resolves with its URL once it serves. */
+const serveReadmeAgents = async () => {
+  writeReadmeAgents()
+  const child = spawn(process.execPath, [bin(), "serve", "--agents", "./agents.mjs"], {
+    cwd: project,
+    env: { ...userEnv(), PORT: "0", BATON_DRAIN_S: "1" },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout.on("data", (d) => (out += String(d)))
+  child.stderr.on("data", (d) => (out += String(d)))
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  for (let i = 0; i < 600 && !/voice: /.test(out) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
+  const url = out.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/)?.[1]
+  return { child, url, output: () => out, exited }
+}
+
+/** One `/ws` session: says `text`, collects the agents' words until `until` is among them. */
+const turn = (url: string, text: string, until: string) =>
+  new Promise<{ said: string; frames: Array<{ type: string }> }>((resolve, reject) => {
+    const socket = new WebSocket(`${url.replace("http", "ws")}/ws`)
+    const frames: Array<any> = []
+    let said = ""
+    const timer = setTimeout(() => (socket.close(), reject(new Error(`no answer: ${JSON.stringify(frames)}`))), 30_000)
+    socket.on("error", reject)
+    socket.on("message", (data, isBinary) => {
+      if (isBinary) return
+      const frame = JSON.parse(String(data))
+      frames.push(frame)
+      if (frame.type === "ready") socket.send(JSON.stringify({ type: "user_text", text }))
+      if (frame.type === "agent_text") said += frame.delta
+      if (said.includes(until)) {
+        clearTimeout(timer)
+        socket.close()
+        resolve({ said, frames })
+      }
+    })
+  })
 
 describe("the package, installed from its tarball", () => {
   it("ships the built files and no tests, bench or simulation", () => {
@@ -100,34 +158,61 @@ describe("the package, installed from its tarball", () => {
   })
 
   it("installs the baton command: --help lists the modes, and the demo console answers", () => {
-    const bin = join(project, "node_modules", ".bin", "baton")
-    const help = node([bin, "--help"])
+    const help = node([bin(), "--help"])
     assert.strictEqual(help.status, 0, help.stderr)
     for (const mode of ["console", "serve", "worker", "timeline", "sim"]) assert.match(help.stdout, new RegExp(`^\\s+${mode}\\s`, "m"))
-    const chat = node([bin, "console"], "What's the weather in Paris?\n")
+    const chat = node([bin(), "console"], "What's the weather in Paris?\n")
     assert.strictEqual(chat.status, 0, chat.stderr)
     assert.include(chat.stdout, "── floor: greeter → weather")
     assert.include(chat.stdout, "[weather]")
-    const sim = node([bin, "sim"])
+    const sim = node([bin(), "sim"])
     assert.strictEqual(sim.status, 2)
     assert.include(sim.stderr, "ships with the baton repository")
   })
 
   it("runs the README's agents module with baton console --agents, and refuses a module without an agent in one line", () => {
-    // the module as the README shows it, so that the README stays true
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8")
-    const block = readme.slice(readme.indexOf("here `agents.mjs`:")).match(/```js\n([\s\S]*?)```/)
-    assert.isNotNull(block, "the README has the agents.mjs example")
-    writeFileSync(join(project, "agents.mjs"), block![1]!)
-    const bin = join(project, "node_modules", ".bin", "baton")
-    const chat = node([bin, "console", "--agents", "./agents.mjs"], "What's the weather in Paris?\n")
+    writeReadmeAgents()
+    const chat = node([bin(), "console", "--agents", "./agents.mjs"], "What's the weather in Paris?\n")
     assert.strictEqual(chat.status, 0, chat.stdout + chat.stderr)
     assert.include(chat.stdout, "baton · agents.mjs")
     assert.include(chat.stdout, "── floor: greeter → weather")
     assert.include(chat.stdout, "[weather] It is sunny in Paris.")
     writeFileSync(join(project, "empty.mjs"), "export const nothing = 1\n")
-    const refused = node([bin, "console", "--agents", "./empty.mjs"], "hi\n")
+    const refused = node([bin(), "console", "--agents", "./empty.mjs"], "hi\n")
     assert.strictEqual(refused.status, 1)
     assert.strictEqual(refused.stderr, "baton: --agents ./empty.mjs: export the entry agent as `agent` (or as the default export), made with Agent.make\n")
+  })
+
+  it("issue 33 item 7: with no optional peer installed, baton serve --agents answers a /ws turn", async () => {
+    for (const peer of ["@livekit/rtc-node", "@livekit/protocol", "livekit-server-sdk", "koffi", "onnxruntime-node"]) {
+      assert.isFalse(existsSync(join(project, "node_modules", peer)), `${peer} is installed in the consumer`)
+    }
+    const served = await serveReadmeAgents()
+    try {
+      assert.isDefined(served.url, served.output())
+      const { said, frames } = await turn(served.url!, "What's the weather in Paris?", "It is sunny in Paris.")
+      assert.include(said, "It is sunny in Paris.")
+      assert.isTrue(frames.some((f) => f.type === "agent_handoff"), JSON.stringify(frames))
+      served.child.kill("SIGTERM")
+      assert.strictEqual(await served.exited, 0, served.output())
+      assert.notMatch(served.output(), /Cannot find package|at .*\.js:\d+/)
+    } finally {
+      served.child.kill("SIGKILL")
+    }
+  }, 90_000)
+
+  it("issue 33 item 7: baton worker without LiveKit settings prints one line and exits 1; with them, one line naming the npm install", () => {
+    const unset = node([bin(), "worker"], undefined, { LIVEKIT_URL: "", LIVEKIT_API_KEY: "", LIVEKIT_API_SECRET: "" })
+    assert.strictEqual(unset.status, 1, unset.stdout + unset.stderr)
+    assert.strictEqual(
+      unset.stderr,
+      "baton: set LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET (for a local server: livekit-server --dev, with devkey / secret)\n"
+    )
+    const set = node([bin(), "worker"], undefined, { LIVEKIT_URL: "ws://127.0.0.1:9", LIVEKIT_API_KEY: "devkey", LIVEKIT_API_SECRET: "secret" })
+    assert.strictEqual(set.status, 1, set.stdout + set.stderr)
+    assert.match(
+      set.stderr,
+      /^baton: baton worker needs @livekit\/[a-z-]+, which is not installed: npm install @livekit\/rtc-node @livekit\/protocol livekit-server-sdk\n$/
+    )
   })
 })
