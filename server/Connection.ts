@@ -14,6 +14,7 @@ import type { TextOutputService } from "../services/TextOutput.ts"
 import type { Agent } from "../src/index.ts"
 import * as Timeline from "../src/Timeline.ts"
 import type { ServerOptions } from "./Config.ts"
+import { turnGate, turnRefusal } from "./Limits.ts"
 import * as Line from "./Line.ts"
 import { idleReason, pullWithin } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
@@ -46,7 +47,14 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
   const session = line.session
   yield* ServiceMetrics.sessionOpened
 
-  yield* session.events.pipe(Stream.runForEach(send), Effect.forkScoped)
+  // The turns this client has waiting and how fast it sends them (Limits.ts); events say when one is taken.
+  const turns = yield* turnGate(ctx.options)
+  yield* session.events.pipe(Stream.runForEach((event) => Effect.andThen(Effect.sync(() => turns.observe(event)), send(event))), Effect.forkScoped)
+  const takeTurn = (text: string) =>
+    Effect.flatMap(turns.offer, (verdict) =>
+      verdict === "ok"
+        ? session.send(text).pipe(Effect.catch((e) => send(inputError(e.message))))
+        : send(inputError(turnRefusal(verdict, ctx.options))))
   let inputRate = 16_000
   const pushAudio = (bytes: Uint8Array) =>
     bytes.byteLength % 2 !== 0
@@ -62,7 +70,7 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
           ? send(inputError(`a user_text of ${message.text.length} characters is over the limit of ${ctx.options.maxTextChars}`))
           : message.text.trim() === ""
           ? send(inputError("user_text is empty"))
-          : session.send(message.text).pipe(Effect.catch((e) => send(inputError(e.message))))
+          : takeTurn(message.text)
       case "interrupt":
         return session.interrupt
       case "timeline":

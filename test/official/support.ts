@@ -115,11 +115,16 @@ export const inbox = <A>(): Inbox<A> => {
  * into a file next to this one, compiles it with the project's TypeScript, and returns the
  * diagnostics (empty: every frame is a `Type`).
  */
+/** An SDK type as JSON carries it: a string enum is its values (`${E}`), everything else as is. */
+const WIRE = `type Wire<T> = T extends string ? \`\${T}\` : T extends ReadonlyArray<infer U> ? ReadonlyArray<Wire<U>> : T extends object ? { [K in keyof T]: Wire<T[K]> } : T`
+
 export const typeCheckFrames = async (
   frames: ReadonlyArray<unknown>,
   wire: {
     readonly module: string
     readonly type: string
+    /** The type the frames must have, when not `type` itself (e.g. `Omit<type, "getter">`). */
+    readonly as?: string
     /** Fields that are `null` are left out (an SDK whose types model nullable fields as optional). */
     readonly nullAsAbsent?: boolean
   }
@@ -130,7 +135,7 @@ export const typeCheckFrames = async (
   try {
     const replacer = wire.nullAsAbsent ? (_key: string, value: unknown) => (value === null ? undefined : value) : undefined
     const body = frames.map((f, i) => `  /* ${i} */ ${JSON.stringify(f, replacer)}`).join(",\n")
-    writeFileSync(file, `import type { ${wire.type} } from "${wire.module}"\nexport const frames: ReadonlyArray<${wire.type}> = [\n${body}\n]\n`)
+    writeFileSync(file, `import type { ${wire.type} } from "${wire.module}"\n${WIRE}\nexport const frames: ReadonlyArray<Wire<${wire.as ?? wire.type}>> = [\n${body}\n]\n`)
     const program = ts.createProgram([file], {
       strict: true,
       noEmit: true,

@@ -76,8 +76,9 @@ export interface GeminiLiveMock extends ServerHandle<GeminiClientMessage, CloseS
   readonly invalidateResumptionHandle: (handle?: string) => Effect.Effect<void>
 }
 
+/** The SDK joins its base URL (which ends with "/") and "/ws/...": Google serves "//ws/..." too. */
 const PATH_RE =
-  /^\/ws\/(google\.ai\.generativelanguage\.v1(alpha|beta)\.GenerativeService\.BidiGenerateContent(Constrained)?|google\.cloud\.aiplatform\.v1(beta1)?\.LlmBidiService\/BidiGenerateContent)$/
+  /^\/+ws\/(google\.ai\.generativelanguage\.v1(alpha|beta)\.GenerativeService\.BidiGenerateContent(Constrained)?|google\.cloud\.aiplatform\.v1(beta1)?\.LlmBidiService\/BidiGenerateContent)$/
 const DEV_PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
 
 export const make = (options: GeminiLiveMockOptions = {}): Effect.Effect<GeminiLiveMock, MockServerError, Scope.Scope> =>

@@ -50,7 +50,9 @@ export const parseSetup = (
   if (!Predicate.isString(model) || model.length === 0) {
     return { ok: false, close: invalid("Invalid setup: 'model' is required.") }
   }
-  if (options.knownModels !== undefined && !options.knownModels.includes(model)) {
+  // `models/` is the canonical prefix (what @google/genai sends); a bare name means the same model.
+  const bare = (name: string) => name.replace(/^models\//, "")
+  if (options.knownModels !== undefined && !options.knownModels.some((known) => bare(known) === bare(model))) {
     return {
       ok: false,
       close: {
