@@ -29,6 +29,12 @@ export interface ServerOptions {
   readonly allowedOrigins: ReadonlyArray<string>
   /** Where each session's audio (both sides) is recorded as WAV files; none when unset. */
   readonly recordDir: Option.Option<string>
+  /** Typed turns a connection may have waiting for the agents; one more gets an `error` frame. */
+  readonly maxPendingTurns: number
+  /** Typed turns a connection may send a second (and as many at once); more get an `error` frame. */
+  readonly turnsPerSecond: number
+  /** While the event loop is later than this (ms), new sessions are refused with 503 (0: never). */
+  readonly maxLagMs: number
 }
 
 export const defaults: ServerOptions = {
@@ -43,7 +49,10 @@ export const defaults: ServerOptions = {
   token: Option.none(),
   tokenTtlSeconds: 600,
   allowedOrigins: [],
-  recordDir: Option.none()
+  recordDir: Option.none(),
+  maxPendingTurns: 8,
+  turnsPerSecond: 4,
+  maxLagMs: 200
 }
 
 const int = (name: string, fallback: number) => Config.Int(name).pipe(Config.withDefault(fallback))
@@ -67,6 +76,9 @@ export const fromEnv: Effect.Effect<ServerOptions, Config.ConfigError> = Effect.
       Config.map((list) => list.split(",").map((o) => o.trim()).filter((o) => o !== "")),
       Config.withDefault([] as ReadonlyArray<string>)
     ),
-    recordDir: yield* Config.option(Config.NonEmptyString("BATON_RECORD_DIR"))
+    recordDir: yield* Config.option(Config.NonEmptyString("BATON_RECORD_DIR")),
+    maxPendingTurns: yield* int("BATON_MAX_PENDING_TURNS", defaults.maxPendingTurns),
+    turnsPerSecond: yield* int("BATON_TURNS_PER_S", defaults.turnsPerSecond),
+    maxLagMs: yield* int("BATON_MAX_LAG_MS", defaults.maxLagMs)
   }
 })

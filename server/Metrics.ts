@@ -23,7 +23,9 @@ export const sessionClosed = Effect.suspend(() => {
   open = Math.max(0, open - 1)
   return Metric.update(sessionsOpen, open)
 })
-export const refuse = (reason: "full" | "draining" | "unauthorized" | "origin") =>
+/** Why an upgrade was refused: no slot, the drain, no valid token, an origin not allowed, a late event loop. */
+export type RefusalReason = "full" | "draining" | "unauthorized" | "origin" | "overloaded"
+export const refuse = (reason: RefusalReason) =>
   Metric.update(Metric.withAttributes(refused, { reason }), 1)
 
 /** Counted without an Effect per frame: frames are the hottest path of the service. */

@@ -15,6 +15,7 @@ import * as SincResampler from "../services/SincResampler.ts"
 import type { Agent } from "../src/index.ts"
 import type { ServerOptions } from "./Config.ts"
 import * as Connection from "./Connection.ts"
+import * as Limits from "./Limits.ts"
 import { pingedSockets } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 import { contentSecurityPolicy, page } from "./Page.ts"
@@ -38,7 +39,7 @@ export class ServerState extends Context.Service<ServerState, { readonly registr
 
 const json = (body: unknown, status = 200) => HttpServerResponse.jsonUnsafe(body, { status })
 
-const refuse = (status: number, reason: "full" | "draining" | "unauthorized" | "origin", message: string) =>
+const refuse = (status: number, reason: ServiceMetrics.RefusalReason, message: string) =>
   ServiceMetrics.refuse(reason).pipe(Effect.as(HttpServerResponse.text(message, { status })))
 
 /** Why a request may not open a session, or undefined when it may. */
@@ -60,6 +61,7 @@ const routes = (options: ServeOptions, registry: Registry.Registry) =>
   HttpRouter.use(Effect.fn(function*(router) {
     const resampler = yield* Resampler
     const lag = yield* ServiceMetrics.lagMonitor
+    const lagMs = yield* Limits.lagWatch()
     const ctx: Connection.ConnectionContext = {
       agent: options.agent,
       userdata: options.userdata ?? (() => undefined),
@@ -73,6 +75,8 @@ const routes = (options: ServeOptions, registry: Registry.Registry) =>
         const request = yield* HttpServerRequest.HttpServerRequest
         const denied = checkAccess(options, request, route, yield* Clock.currentTimeMillis)
         if (denied) return yield* refuse(denied.status, denied.reason, denied.message)
+        const overloaded = Limits.lagRefusal(lagMs(), options.maxLagMs)
+        if (overloaded) return yield* refuse(503, "overloaded", overloaded)
         return yield* Registry.session(registry, {
           refused: (why) =>
             why === "full"
@@ -87,7 +91,7 @@ const routes = (options: ServeOptions, registry: Registry.Registry) =>
     const csp = contentSecurityPolicy(html)
     yield* router.add("GET", "/", Effect.sync(() => HttpServerResponse.html(html).pipe(HttpServerResponse.setHeader("content-security-policy", csp))))
     yield* router.add("GET", "/health", Effect.sync(() =>
-      json({ status: registry.draining() ? "draining" : "ok", sessions: registry.open(), total: registry.total(), draining: registry.draining() },
+      json({ status: registry.draining() ? "draining" : "ok", sessions: registry.open(), total: registry.total(), draining: registry.draining(), lagMs: Math.round(lagMs()) },
         registry.draining() ? 503 : 200)))
     yield* router.add("GET", "/metrics", Effect.gen(function*() {
       yield* ServiceMetrics.sample(lag)
