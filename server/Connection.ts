@@ -56,12 +56,13 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
         ? session.send(text).pipe(Effect.catch((e) => send(inputError(e.message))))
         : send(inputError(turnRefusal(verdict, ctx.options))))
   let inputRate = 16_000
+  /** The caller's audio could not reach whoever hears it (a realtime connection, a closed session). */
+  const lineFailed = (e: { readonly message: string; readonly _tag: string }) =>
+    send({ type: "error", source: "transport", message: e.message, recoverable: e._tag !== "SessionClosed" })
   const pushAudio = (bytes: Uint8Array) =>
     bytes.byteLength % 2 !== 0
       ? send(inputError("an audio frame needs an even number of bytes (PCM16)"))
-      : line.hear(AudioFrame.fromPcm16(bytes, inputRate)).pipe(
-        Effect.catch((e) => send({ type: "error", source: "transport", message: e.message, recoverable: e._tag !== "SessionClosed" }))
-      )
+      : line.hear(AudioFrame.fromPcm16(bytes, inputRate)).pipe(Effect.catch(lineFailed))
 
   const onMessage = (message: ClientMessage): Effect.Effect<void> => {
     switch (message.type) {
@@ -73,6 +74,8 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
           : takeTurn(message.text)
       case "interrupt":
         return session.interrupt
+      case "audio_end":
+        return line.endAudio.pipe(Effect.catch(lineFailed))
       case "timeline":
         return session.eventLog.pipe(Effect.flatMap((events) => send({ type: "timeline", svg: Timeline.fromEvents(events) })))
       case "audio_format":

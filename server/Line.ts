@@ -6,15 +6,15 @@
  * both sides are recorded as WAV files when `BATON_RECORD_DIR` is set.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import { Clock, Effect, FileSystem, Option, type Scope } from "effect"
+import { type Cause, Clock, Effect, FileSystem, Option, Queue, type Scope, Stream } from "effect"
 import * as AudioFrame from "../services/AudioFrame.ts"
 import { AudioOutput, type AudioOutputService } from "../services/AudioOutput.ts"
-import * as AudioInput from "../services/AudioInput.ts"
 import { Resampler, type ResamplerStage } from "../services/Resampler.ts"
 import { type RealtimeError, RealtimeModel } from "../services/RealtimeModel.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import { AgentSession, type SessionClosed } from "../src/index.ts"
 import * as AudioRecorder from "../src/observe/AudioRecorder.ts"
+import * as VoiceInput from "../src/voice/VoiceInput.ts"
 import * as VoicePipeline from "../src/voice/VoicePipeline.ts"
 import type { ConnectionContext } from "./Connection.ts"
 
@@ -24,7 +24,14 @@ export interface Line {
   readonly audio: "realtime" | "pipeline" | "none"
   /** One frame of the caller's audio, at any rate. */
   readonly hear: (frame: AudioFrame.AudioFrame) => Effect.Effect<void, RealtimeError | SessionClosed>
+  /** The caller's audio stopped (push-to-talk released): what follows is silence, so the speech
+   * in progress ends. To a realtime model, a second of silence (its turn detection hears it). */
+  readonly endAudio: Effect.Effect<void, RealtimeError | SessionClosed>
 }
+
+/** Silence given a realtime model when the caller's audio stops: longer than its turn detection's
+ * silence (OpenAI's server VAD waits 500 ms by default). */
+const REALTIME_END_SILENCE_MS = 1000
 
 /** Starts the caller's session in the current Scope; `text` is where the agents' words go as they stream. */
 export const start = (
@@ -37,10 +44,10 @@ export const start = (
     const realtime = Option.isSome(yield* Effect.serviceOption(RealtimeModel))
     // Without a realtime model, VAD + STT + TTS engines in the context make a cascaded voice session.
     const voiceEngines = realtime ? Option.none() : yield* VoicePipeline.engines
-    const pipeline = Option.isSome(voiceEngines) ? yield* AudioInput.makeQueue : undefined
+    const pipeline = Option.isSome(voiceEngines) ? yield* Queue.unbounded<VoiceInput.Input, Cause.Done>() : undefined
     const startOptions = { agent: ctx.agent, userdata: ctx.userdata() }
     const session = yield* (pipeline && Option.isSome(voiceEngines)
-      ? VoicePipeline.start({ ...startOptions, input: pipeline.service.frames, ...(text ? { alsoText: text } : {}) }).pipe(
+      ? VoicePipeline.start({ ...startOptions, input: Stream.fromQueue(pipeline), ...(text ? { alsoText: text } : {}) }).pipe(
         Effect.map((voice) => voice.session),
         VoicePipeline.provideEngines(voiceEngines.value),
         Effect.provideService(Resampler, ctx.resampler)
@@ -53,13 +60,21 @@ export const start = (
     const hear = (frame: AudioFrame.AudioFrame): Effect.Effect<void, RealtimeError | SessionClosed> =>
       Effect.gen(function*() {
         if (recorder) yield* recorder.user(frame)
-        if (pipeline) return yield* pipeline.offer(frame)
+        if (pipeline) {
+          yield* Queue.offer(pipeline, frame)
+          return
+        }
         if (!realtime) return
         const stage = toModel.get(frame.sampleRate) ?? (yield* ctx.resampler.make(frame.sampleRate, ctx.realtimeInputRate))
         toModel.set(frame.sampleRate, stage)
         for (const out of stage.push(frame)) yield* session.pushAudio(AudioFrame.toPcm16(out))
       })
-    return { session, audio: realtime ? "realtime" : pipeline ? "pipeline" : "none", hear }
+    const endAudio = pipeline
+      ? Queue.offer(pipeline, VoiceInput.audioEnd).pipe(Effect.asVoid)
+      : realtime
+      ? session.pushAudio(AudioFrame.toPcm16(AudioFrame.silence(REALTIME_END_SILENCE_MS, ctx.realtimeInputRate)))
+      : Effect.void
+    return { session, audio: realtime ? "realtime" : pipeline ? "pipeline" : "none", hear, endAudio }
   })
 
 /** With a record directory: `<dir>/call-<time>-<n>.agent.wav` and `.user.wav` for this line. */

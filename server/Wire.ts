@@ -4,7 +4,10 @@
  * Client → server: JSON text frames `{"type":"user_text","text":...}`, `{"type":"interrupt"}`,
  * `{"type":"audio_format","sampleRate":16000}`, `{"type":"timeline"}` (answered with the session's
  * handoff timeline as SVG), and binary frames of PCM16 mono audio at the
- * declared rate (16 kHz until declared).
+ * declared rate (16 kHz until declared). `{"type":"audio_end"}` says the audio stopped (the page
+ * sends it when push-to-talk is released): what follows counts as silence, so the user's speech
+ * in progress ends and their turn is answered. A line that sends no audio for the endpointing
+ * delay during speech counts as silence too.
  *
  * Server → client: every session event as one JSON frame with its `type` (`agent_handoff`,
  * `conversation_item_added`, `speech_created`, `error`, `close`, ...), plus `ready` (first),
@@ -18,11 +21,13 @@ export const ClientMessage = Schema.Union([
   Schema.Struct({ type: Schema.Literal("user_text"), text: Schema.String }),
   Schema.Struct({ type: Schema.Literal("interrupt") }),
   Schema.Struct({ type: Schema.Literal("audio_format"), sampleRate: Schema.Int }),
-  Schema.Struct({ type: Schema.Literal("timeline") })
+  Schema.Struct({ type: Schema.Literal("timeline") }),
+  Schema.Struct({ type: Schema.Literal("audio_end") })
 ])
 export type ClientMessage = typeof ClientMessage.Type
 
 const decodeMessage = Schema.decodeUnknownResult(ClientMessage)
+const KNOWN: ReadonlySet<string> = new Set(["user_text", "interrupt", "audio_format", "audio_end", "timeline"])
 
 /** A text frame as a client message, or a one-line reason it is not one. */
 export const parseClientFrame = (text: string): ClientMessage | string => {
@@ -34,9 +39,7 @@ export const parseClientFrame = (text: string): ClientMessage | string => {
   }
   const type = typeof json === "object" && json !== null && "type" in json ? (json as { type: unknown }).type : undefined
   if (typeof type !== "string") return "a message needs a string \"type\""
-  if (type !== "user_text" && type !== "interrupt" && type !== "audio_format" && type !== "timeline") {
-    return `unknown message type "${type}" (expected user_text, interrupt, audio_format or timeline)`
-  }
+  if (!KNOWN.has(type)) return `unknown message type "${type}" (expected user_text, interrupt, audio_format, audio_end or timeline)`
   const result = decodeMessage(json)
   if (result._tag === "Failure") return `bad ${type} message: ${String(result.failure).split("\n")[0]}`
   return result.success

@@ -1,17 +1,27 @@
 /**
  * Streaming speech to text with Deepgram's live API (`/v1/listen` over WebSocket, Nova): one
  * socket per stream, audio as binary PCM16 16 kHz frames, transcripts back as JSON. Interims are
- * the finalized segments so far plus the current guess; `endUtterance` sends `Finalize` and the
- * `Final` is the utterance's segments once the `from_finalize` result arrives (or, if it never
- * does, after `finalizeTimeout`, with what was finalized; results for that utterance arriving
- * later are dropped by their `start`, so they never leak into the next one). `KeepAlive` goes out after a `keepAliveMs`
- * tick with no audio (Deepgram closes an idle socket after 10 s, NET-0001); the Scope's end
- * sends `CloseStream`. Error close frames become `VoiceError`s on `events`.
+ * the finalized segments so far plus the current guess.
+ *
+ * Deepgram finalizes words by itself: its endpointing (`endpointing`, sent explicitly, default
+ * 25 ms of silence) sends `is_final`/`speech_final` results mid-stream, and `UtteranceEnd` (after
+ * `utterance_end_ms`, default 1000) marks a gap after the last word. `endUtterance` sends
+ * `Finalize` only as a flush, since Deepgram does not promise an answer without a significant
+ * amount of audio: when every word heard is final and Deepgram has answered for all the audio
+ * sent, the `Final` is emitted at once; with audio not answered yet it waits at most the
+ * endpointing delay (by then Deepgram would have finalized it); with words still interim, it waits
+ * for the first final that settles them (`from_finalize`, `speech_final`, or one reaching the
+ * utterance's end), an `UtteranceEnd`, or `finalizeTimeout`, and then keeps the interim words
+ * rather than drop them. Results of a closed utterance arriving
+ * later (they end before its boundary) are dropped, so they never leak into the next one.
+ * `KeepAlive` goes out after a `keepAliveMs` tick with no audio (Deepgram closes an idle socket
+ * after 10 s, NET-0001); the Scope's end sends `CloseStream`. Error close frames become
+ * `VoiceError`s on `events`.
  *
  * `DeepgramStt.layer({ apiKey, baseUrl?, model? })` / `DeepgramStt.layerConfig` (env
  * `DEEPGRAM_API_KEY`, `DEEPGRAM_BASE_URL`, `DEEPGRAM_MODEL`) provide `Stt`.
  */
-import { type Cause, Config, Deferred, Duration, Effect, Layer, Option, Queue, Redacted, Semaphore, Stream } from "effect"
+import { type Cause, Clock, Config, Deferred, Duration, Effect, Layer, Option, Queue, Redacted, Semaphore, Stream } from "effect"
 import type * as AudioFrame from "../../services/AudioFrame.ts"
 import { Stt, type SttEvent, type SttOptions, type SttService } from "../../services/Stt.ts"
 import { VoiceError } from "../../services/VoiceError.ts"
@@ -26,7 +36,11 @@ export interface DeepgramSttOptions {
   readonly model?: string | undefined
   /** Idle time before a KeepAlive. Default 5000 ms. */
   readonly keepAliveMs?: number | undefined
-  /** How long `endUtterance` waits for the finalized result. Default 3 s. */
+  /** Silence (ms) after which Deepgram finalizes the words heard (`speech_final`); `false` disables it. Default 25. */
+  readonly endpointingMs?: number | false | undefined
+  /** Gap (ms) after the last word for an `UtteranceEnd`. Default 1000 (Deepgram's minimum). */
+  readonly utteranceEndMs?: number | undefined
+  /** How long `endUtterance` waits for words still interim to be finalized. Default 3 s. */
   readonly finalizeTimeout?: Duration.Input | undefined
   /**
    * Liveness pings of the socket: one that answered neither a ping nor anything else within
@@ -41,9 +55,11 @@ const sampleRate = 16000
 interface Results {
   readonly type: "Results"
   readonly is_final?: boolean
+  readonly speech_final?: boolean
   readonly from_finalize?: boolean
-  /** Seconds of the stream's audio where this result starts. */
+  /** Seconds of the stream's audio where this result starts, and how long it covers. */
   readonly start?: number
+  readonly duration?: number
   readonly channel?: { readonly alternatives?: ReadonlyArray<{ readonly transcript?: string; readonly confidence?: number }> }
 }
 
@@ -57,6 +73,8 @@ const urlOf = (options: DeepgramSttOptions, language: string | undefined) => {
     interim_results: "true",
     punctuate: "true",
     smart_format: "true",
+    endpointing: options.endpointingMs === false ? "false" : String(options.endpointingMs ?? 25),
+    utterance_end_ms: String(options.utteranceEndMs ?? 1000),
     language: language ?? "en-US"
   }
   for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v)
@@ -78,29 +96,44 @@ const closeError = (code: number, reason: string) =>
 interface State {
   readonly socket: VoiceSocket.VoiceSocket
   readonly events: Queue.Queue<SttEvent, VoiceError | Cause.Done>
+  /** Finalized transcripts of the current utterance. */
   segments: Array<string>
-  /** Audio seconds sent. */
+  /** The latest interim guess at words not finalized yet ("" when every word heard is final). */
+  pending: string
+  /** Audio seconds sent, and how far Deepgram's results have covered. */
   sentSeconds: number
+  heardUpTo: number
   /**
-   * Where the audio of the last emitted Final ended: a result that starts before it (a
+   * Where the audio of the last emitted Final ended: a result that ends by then (a
    * from_finalize answer later than finalizeTimeout) belongs to a closed utterance.
    */
   closedUpTo: number
-  finalized: Deferred.Deferred<void> | undefined
+  /** While `endUtterance` waits for the pending words: the utterance's end, and the signal. */
+  finalized: { readonly boundary: number; readonly done: Deferred.Deferred<void> } | undefined
   closing: boolean
   closedWith: VoiceError | undefined
   audioSinceTick: boolean
 }
 
+const settle = (state: State) => state.finalized === undefined ? Effect.void : Deferred.succeed(state.finalized.done, undefined)
+
 const onResults = (state: State, message: Results) =>
   Effect.gen(function*() {
     const transcript = (message.channel?.alternatives?.[0]?.transcript ?? "").trim()
-    if (message.start !== undefined && message.start < state.closedUpTo - 0.001) return
-    if (message.is_final) {
-      if (transcript !== "") state.segments.push(transcript)
-      if (message.from_finalize && state.finalized !== undefined) yield* Deferred.succeed(state.finalized, undefined)
-    } else if (transcript !== "") {
+    const end = (message.start ?? Number.POSITIVE_INFINITY) + (message.duration ?? 0)
+    if (end <= state.closedUpTo + 0.001) return
+    if (Number.isFinite(end)) state.heardUpTo = Math.max(state.heardUpTo, end)
+    if (!message.is_final) {
+      if (transcript === "") return
+      state.pending = transcript
       yield* Queue.offer(state.events, { _tag: "Interim", text: [...state.segments, transcript].join(" ") })
+      return
+    }
+    if (transcript !== "") state.segments.push(transcript)
+    state.pending = ""
+    const waiting = state.finalized
+    if (waiting !== undefined && (message.from_finalize || message.speech_final || end >= waiting.boundary - 0.001)) {
+      yield* settle(state)
     }
   })
 
@@ -113,13 +146,16 @@ const readFrames = (state: State) =>
         if (!state.closing) {
           state.closedWith = closeError(frame.code, frame.reason)
           yield* Queue.fail(state.events, state.closedWith)
-          if (state.finalized !== undefined) yield* Deferred.succeed(state.finalized, undefined)
+          yield* settle(state)
         }
         return
       }
       if (frame._tag !== "Text") continue
       const message = Option.liftThrowable(JSON.parse)(frame.text) as Option.Option<{ type?: string }>
-      if (Option.isSome(message) && message.value.type === "Results") yield* onResults(state, message.value as Results)
+      if (Option.isNone(message)) continue
+      if (message.value.type === "Results") yield* onResults(state, message.value as Results)
+      // A gap after the last word: the words are as final as they will get.
+      if (message.value.type === "UtteranceEnd") yield* settle(state)
     }
   }).pipe(Effect.catchCause(() => Effect.void))
 
@@ -154,23 +190,46 @@ const push = (state: State) => (frame: AudioFrame.AudioFrame) =>
 /** Read through a function: the reader fiber sets it while `endUtterance` waits. */
 const closedWith = (state: State): VoiceError | undefined => state.closedWith
 
-/** Finalize, wait for its answer (or `timeout`), emit the utterance's Final. */
-const endUtterance = (state: State, timeout: Duration.Input): Effect.Effect<void, VoiceError> =>
+/** How long `endUtterance` waits: for audio Deepgram has not answered yet, and for interim words. */
+interface Waits {
+  readonly unheard: Duration.Duration
+  readonly interim: Duration.Duration
+}
+
+/**
+ * Flush with Finalize; wait while words are still interim (up to `waits.interim`) or while audio
+ * is not answered yet (up to `waits.unheard`: the endpointing delay, after which Deepgram would
+ * have finalized it); emit the utterance's Final.
+ */
+const endUtterance = (state: State, waits: Waits): Effect.Effect<void, VoiceError> =>
   Effect.gen(function*() {
-    const done = yield* Deferred.make<void>()
     const boundary = state.sentSeconds
     if (state.closedWith !== undefined) return yield* state.closedWith
-    state.finalized = done
     if (!state.socket.send(JSON.stringify({ type: "Finalize" }))) return yield* notOpen()
-    yield* Deferred.await(done).pipe(Effect.timeoutOption(timeout))
-    state.finalized = undefined
+    if (state.pending !== "" || state.heardUpTo < boundary - 0.001) {
+      const done = yield* Deferred.make<void>()
+      state.finalized = { boundary, done }
+      const start = yield* Clock.currentTimeMillis
+      if (state.pending === "") yield* Deferred.await(done).pipe(Effect.timeoutOption(waits.unheard))
+      // Words heard but not final (also ones that came while waiting above): wait for them to be settled.
+      const left = Duration.toMillis(waits.interim) - ((yield* Clock.currentTimeMillis) - start)
+      if (state.pending !== "" && left > 0) yield* Deferred.await(done).pipe(Effect.timeoutOption(Duration.millis(left)))
+      state.finalized = undefined
+    }
     const closed = closedWith(state)
     if (closed !== undefined) return yield* closed
-    const text = state.segments.join(" ")
+    // Words never finalized (the wait timed out, or an UtteranceEnd came first) are kept as heard.
+    const text = [...state.segments, state.pending].filter((t) => t !== "").join(" ")
     state.segments = []
+    state.pending = ""
     state.closedUpTo = boundary
     yield* Queue.offer(state.events, { _tag: "Final", text })
   })
+
+const waitsOf = (options: DeepgramSttOptions): Waits => {
+  const interim = Duration.fromInputUnsafe(options.finalizeTimeout ?? Duration.seconds(3))
+  return { interim, unheard: options.endpointingMs === false ? interim : Duration.millis(options.endpointingMs ?? 25) }
+}
 
 export const make = (options: DeepgramSttOptions): SttService => ({
   sampleRate,
@@ -186,7 +245,9 @@ export const make = (options: DeepgramSttOptions): SttService => ({
       socket,
       events: yield* Queue.unbounded<SttEvent, VoiceError | Cause.Done>(),
       segments: [],
+      pending: "",
       sentSeconds: 0,
+      heardUpTo: 0,
       closedUpTo: 0,
       finalized: undefined,
       closing: false,
@@ -204,7 +265,7 @@ export const make = (options: DeepgramSttOptions): SttService => ({
     )
     return {
       push: push(state),
-      endUtterance: lock.withPermits(1)(endUtterance(state, options.finalizeTimeout ?? Duration.seconds(3))).pipe(
+      endUtterance: lock.withPermits(1)(endUtterance(state, waitsOf(options))).pipe(
         Effect.withSpan("DeepgramStt.endUtterance")
       ),
       events: Stream.fromQueue(state.events)

@@ -4,7 +4,11 @@
  * and when their speech cuts the agent (barge-in), and hands the session text.
  *
  * Time here is the audio's own (ms of frames pushed), not the wall clock: a WAV file pushed at
- * full speed and a phone line at real time make the same decisions.
+ * full speed and a phone line at real time make the same decisions. One exception: a line that
+ * goes quiet (an `AudioEnd` in the input, sent when push-to-talk is released, or no frame for
+ * `minEndpointingDelayMs` of wall time during speech) is heard as silence from there on, so the
+ * speech in progress ends as if the user had gone silent (otherwise the VAD never hears the
+ * silence and the turn never ends).
  *
  * - Turn end: VAD silence of `minEndpointingDelayMs` after speech, then the engine's final
  *   transcript goes to `session.send` (interim guesses are reported as events on the way).
@@ -19,7 +23,7 @@
  *   progress), so nothing the user said is lost. If it cannot be opened, the next try is after a
  *   second of audio.
  */
-import { Effect, Exit, Option, Scope, Stream } from "effect"
+import { Cause, Deferred, Effect, Exit, Option, Queue, Scope, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import { Resampler, type ResamplerStage } from "../../services/Resampler.ts"
 import { Stt, type SttOptions, type SttStream } from "../../services/Stt.ts"
@@ -48,6 +52,18 @@ export interface VoiceInputOptions {
    */
   readonly onError?: (error: VoiceError, info?: SpeechInfo) => Effect.Effect<void>
 }
+
+/** The user's audio stopped here (push-to-talk released, a muted track): what follows is silence. */
+export interface AudioEnd {
+  readonly _tag: "AudioEnd"
+}
+export const audioEnd: AudioEnd = { _tag: "AudioEnd" }
+/** What the pipeline hears: frames, and the points where the audio stopped. */
+export type Input = AudioFrame.AudioFrame | AudioEnd
+const isAudioEnd = (input: Input): input is AudioEnd => "_tag" in input && input._tag === "AudioEnd"
+
+/** Silence heard in place of audio that stopped: the VAD's silence, then the endpointing delay, and a margin. */
+const QUIET_MARGIN_MS = 2000
 
 /** Turns `frame` into frames at `rate`, through a resampler made on first need. */
 const converter = (rate: number, name: string) => {
@@ -78,7 +94,7 @@ interface Listening {
   failed: boolean
 }
 
-export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFrame.AudioFrame>, output: VoiceOutput, options: VoiceInputOptions = {}) =>
+export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, output: VoiceOutput, options: VoiceInputOptions = {}) =>
   Effect.gen(function*() {
     const vadService = yield* Vad
     const sttService = yield* Stt
@@ -273,7 +289,43 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<AudioFram
       listening = Option.isSome(fresh) ? fresh.value : { ...listening, options: next, failed: true }
     })
 
-    yield* frames.pipe(Stream.runForEach(onFrame))
+    /** The line went quiet: an utterance in progress hears silence until it ends (the VAD's
+     * silence, then the endpointing delay), as it would on a line that kept sending. */
+    let lastRate: number | undefined
+    const quiet = Effect.gen(function*() {
+      const limit = audioMs + endpointingMs + QUIET_MARGIN_MS
+      while (inUtterance && lastRate !== undefined && audioMs < limit) yield* onFrame(AudioFrame.silence(20, lastRate))
+      // a VAD that hears speech in silence: the utterance ends all the same
+      if (inUtterance) yield* speaking(false).pipe(Effect.andThen(endUtterance))
+    })
+    // Each input is handed over and waited for, so that no input for the endpointing delay
+    // during speech can be noticed (the wall clock; a TestClock in tests). The next is pulled
+    // once this one is heard, as if the pipeline pulled the stream itself.
+    const inbox = yield* Queue.bounded<{ readonly input: Input; readonly heard: Deferred.Deferred<void> }, Cause.Done>(1)
+    yield* frames.pipe(
+      Stream.runForEach((input) =>
+        Effect.gen(function*() {
+          const heard = yield* Deferred.make<void>()
+          yield* Queue.offer(inbox, { input, heard })
+          yield* Deferred.await(heard)
+        })
+      ),
+      Effect.ensuring(Queue.end(inbox)),
+      Effect.forkScoped
+    )
+    const next = Effect.suspend(() =>
+      inUtterance ? Effect.map(Effect.timeoutOption(Queue.take(inbox), endpointingMs), Option.getOrUndefined) : Queue.take(inbox)
+    )
+    for (;;) {
+      const taken = yield* next.pipe(Effect.catchIf(Cause.isDone, () => Effect.succeed("ended" as const)))
+      if (taken === "ended") break
+      if (taken === undefined || isAudioEnd(taken.input)) yield* quiet
+      else {
+        lastRate = taken.input.sampleRate
+        yield* onFrame(taken.input)
+      }
+      if (taken !== undefined) yield* Deferred.succeed(taken.heard, undefined)
+    }
     // the input ended: a turn in progress still counts
     if (inUtterance) yield* speaking(false).pipe(Effect.andThen(endUtterance))
     if (listening.failed) yield* reopen

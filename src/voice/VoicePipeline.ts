@@ -12,7 +12,6 @@
  */
 import { Effect, Fiber, Option, type Stream } from "effect"
 import { AudioInput } from "../../services/AudioInput.ts"
-import type { AudioFrame } from "../../services/AudioFrame.ts"
 import { Stt } from "../../services/Stt.ts"
 import type { SpeechInfo, TextOutputService } from "../../services/TextOutput.ts"
 import { Tts } from "../../services/Tts.ts"
@@ -26,8 +25,9 @@ export interface VoiceOptions extends VoiceInput.VoiceInputOptions, VoiceOutput.
 
 export interface StartOptions<U> extends Omit<AgentSession.StartOptions<U>, "textOutput"> {
   readonly voice?: VoiceOptions
-  /** The user's audio (default: the `AudioInput` of the context). */
-  readonly input?: Stream.Stream<AudioFrame>
+  /** The user's audio (default: the `AudioInput` of the context); `VoiceInput.audioEnd` in it
+   * says the audio stopped there (push-to-talk released): the speech in progress ends. */
+  readonly input?: Stream.Stream<VoiceInput.Input>
   /** Also sends the agents' words here as text, as they are written (a transcript for a client). */
   readonly alsoText?: TextOutputService
 }

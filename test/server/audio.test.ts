@@ -64,6 +64,20 @@ describe("Server audio", () => {
       assert.isAbove(AudioFrame.rms(agentSide!), 0)
     }).pipe(Effect.scoped), 30_000)
 
+  it.live("issue 33 item 8: /ws with a realtime model: speech then audio_end (push-to-talk released) is a turn the model answers", () =>
+    Effect.gen(function*() {
+      const mock = yield* OpenAIRealtimeMock.make({ transcribe: () => "what is the weather", script: () => Plan.say("It is sunny today.") })
+      const server = yield* start(agent, realtime(mock), { realtimeInputRate: 24_000 })
+      const client = yield* connect(`${server.ws}/ws`)
+      yield* wait(() => client.waitFor((f) => f.type === "ready"))
+      // 500 ms of speech and no silence after it: the model's turn detection hears silence only from audio_end
+      for (let i = 0; i < 25; i++) client.socket.send(synthesize(PCM16_16K, 20))
+      client.sendJson({ type: "audio_end" })
+      yield* wait(() => client.waitFor((f) => f.type === "speech_finished", "the spoken answer to finish", 15_000))
+      assert.isTrue(client.frames.some((f) => f.type === "conversation_item_added" && f.item.role === "user" && f.item.text === "what is the weather"))
+      assert.isFalse(client.frames.some((f) => f.type === "error"), JSON.stringify(client.frames.filter((f) => f.type === "error")))
+    }).pipe(Effect.scoped), 30_000)
+
   it.live("/twilio: a caller's µ-law speech in 20 ms media messages is answered with µ-law media and a mark", () =>
     Effect.gen(function*() {
       const mock = yield* OpenAIRealtimeMock.make({ transcribe: () => "book a visit", script: () => Plan.say("Sure, which day?") })

@@ -17,6 +17,18 @@ const weather = Agent.make({ name: "weather", instructions: "Weather.", onEnter:
 const greeter = Agent.make({ name: "greeter", instructions: "Greet.", tools: [Tool.handoff("transfer_to_weather", () => weather)] })
 const model = ScriptedModel.layer([{ when: { user: /weather|whether/i }, reply: { toolCalls: [{ name: "transfer_to_weather" }] } }])
 
+/** A /ws client that asked the weather out loud, its last word the last audio it sent (no silence after it). */
+const askWithNoSilenceAfter = Effect.gen(function*() {
+  const question = yield* speak("What is the weather in Paris?").pipe(Effect.provide(engines))
+  const server = yield* start(greeter, Layer.mergeAll(model, engines))
+  const client = yield* connect(`${server.ws}/ws`)
+  yield* wait(() => client.waitFor((f) => f.type === "ready"))
+  for (const frame of AudioFrame.split(AudioFrame.concat([AudioFrame.silence(300, 16000), question]), 20)) {
+    client.socket.send(AudioFrame.toPcm16(frame))
+  }
+  return client
+})
+
 describe("Server voice (cascaded pipeline)", () => {
   it.live("/ws: a spoken question is heard, the floor passes, the answer comes back spoken and written", () =>
     Effect.gen(function*() {
@@ -38,6 +50,26 @@ describe("Server voice (cascaded pipeline)", () => {
       const bytes = client.binary.reduce((n, b) => n + b.byteLength, 0)
       assert.isAbove(bytes / 2 / 16000, 1.5)
       assert.include(client.frames.filter((f) => f.type === "agent_text").map((f) => f.delta).join(""), "It will be sunny and warm all day.")
+    }).pipe(Effect.scoped), 60_000)
+
+  it.live("issue 33 item 8: push-to-talk released right after speaking: the client's audio_end ends the turn, which is answered", () =>
+    Effect.gen(function*() {
+      const client = yield* askWithNoSilenceAfter
+      // the button goes up as the words end, and the page says the audio ended
+      client.sendJson({ type: "audio_end" })
+      const heard = yield* wait(() => client.waitFor((f) => f.type === "user_input_transcribed" && f.final, "the final transcript", 15_000))
+      assert.match(heard.transcript, /weather/)
+      yield* wait(() => client.waitFor((f) => f.type === "agent_handoff" && f.to === "weather", "the answer (a handoff)"))
+      assert.isFalse(client.frames.some((f) => f.type === "error"), JSON.stringify(client.frames.filter((f) => f.type === "error")))
+    }).pipe(Effect.scoped), 60_000)
+
+  it.live("issue 33 item 8: a line that stops sending audio mid-speech counts as silence: the turn ends after the endpointing delay", () =>
+    Effect.gen(function*() {
+      const client = yield* askWithNoSilenceAfter
+      // and nothing more: no silence, no audio_end (a muted microphone, a dropped stream)
+      const heard = yield* wait(() => client.waitFor((f) => f.type === "user_input_transcribed" && f.final, "the final transcript", 15_000))
+      assert.match(heard.transcript, /weather/)
+      yield* wait(() => client.waitFor((f) => f.type === "agent_handoff" && f.to === "weather", "the answer (a handoff)"))
     }).pipe(Effect.scoped), 60_000)
 
   it.live("/twilio: a caller's µ-law question is heard by the pipeline, the floor passes, the answer comes back as µ-law media", () =>

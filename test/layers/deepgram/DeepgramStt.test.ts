@@ -1,8 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Redacted, Stream } from "effect"
+import { Effect, Exit, Fiber, Redacted, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import * as DeepgramStt from "../../../layers/deepgram/DeepgramStt.ts"
 import * as FliteTts from "../../../layers/local/FliteTts.ts"
 import * as AudioFrame from "../../../services/AudioFrame.ts"
+import type { SttEvent } from "../../../services/Stt.ts"
 import { VoiceError } from "../../../services/VoiceError.ts"
 import * as Mock from "../../mocks/deepgram/server.ts"
 import { speak } from "../local/helpers.ts"
@@ -17,6 +19,20 @@ const failureOf = <A>(exit: Exit.Exit<A, VoiceError>): VoiceError => {
 const sttOf = (mock: Mock.DeepgramMock, extra: Partial<DeepgramStt.DeepgramSttOptions> = {}) =>
   DeepgramStt.make({ apiKey: Redacted.make("dg-test"), baseUrl: mock.url, ...extra })
 
+/** `ms` of a 220 Hz tone (speech to the mock's energy VAD), 20 ms frames. */
+const tone = (ms: number) =>
+  AudioFrame.split(AudioFrame.make(Int16Array.from({ length: ms * 16 }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 220 * i) / 16000))), 16000), 20)
+const quiet = (ms: number) => AudioFrame.split(AudioFrame.silence(ms, 16000), 20)
+
+/** Waits (node timers, so also under TestClock) until `check` holds. */
+const until = (check: () => boolean) =>
+  Effect.promise(() =>
+    new Promise<void>((resolve) => {
+      const poll = () => (check() ? resolve() : setTimeout(poll, 5))
+      poll()
+    })
+  )
+
 /** Polls (real time) until `check` holds. */
 const eventually = (check: () => boolean) =>
   Effect.gen(function*() {
@@ -24,10 +40,10 @@ const eventually = (check: () => boolean) =>
   })
 
 describe("DeepgramStt", () => {
-  it.effect("streams audio as binary PCM16, shows growing interims, and a Final per utterance on Finalize", () =>
+  it.live("streams audio as binary PCM16, shows growing interims, and a Final per utterance on Finalize", () =>
     Effect.gen(function*() {
       const scripts = ["I would like a table for two.", "Transfer me to billing."]
-      const mock = yield* Mock.make({ transcripts: scripts, msPerWord: 200 })
+      const mock = yield* Mock.make({ transcripts: scripts, msPerWord: 50 })
       const audio = yield* speak("I would like a table for two.").pipe(Effect.provide(FliteTts.layer()))
       yield* Effect.scoped(Effect.gen(function*() {
         const stream = yield* sttOf(mock).stream()
@@ -46,7 +62,12 @@ describe("DeepgramStt", () => {
         assert.isTrue(firstInterims.every((t, i) => i === 0 || t.startsWith(firstInterims[i - 1]!)), String(firstInterims))
         const [connection] = mock.connections
         assert.strictEqual(connection!.authorization, "Token dg-test")
-        for (const [k, v] of [["model", "nova-3"], ["encoding", "linear16"], ["sample_rate", "16000"], ["interim_results", "true"], ["language", "en-US"]]) {
+        for (
+          const [k, v] of [
+            ["model", "nova-3"], ["encoding", "linear16"], ["sample_rate", "16000"], ["interim_results", "true"], ["language", "en-US"],
+            ["endpointing", "25"], ["utterance_end_ms", "1000"]
+          ]
+        ) {
           assert.strictEqual(connection!.query.get(k!), v, k)
         }
         assert.strictEqual(connection!.audioBytes, 2 * 2 * audio.data.length)
@@ -121,33 +142,82 @@ describe("DeepgramStt", () => {
       assert.include(error.message, "NET-0001")
     }))
 
-  it.live("when Finalize is never answered, the Final comes after finalizeTimeout with what was finalized", () =>
+  it.effect("a turn whose words endpointing already finalized ends within the endpointing delay, not after the 3 s timeout", () =>
     Effect.gen(function*() {
-      const mock = yield* Mock.make()
+      const mock = yield* Mock.make({ transcripts: ["book a table"], msPerWord: 100 })
+      const { final, fromFinalize } = yield* Effect.scoped(Effect.gen(function*() {
+        const stream = yield* sttOf(mock, { endpointingMs: 300 }).stream()
+        for (const f of [...tone(400), ...quiet(400)]) yield* stream.push(f)
+        const connection = mock.connections[0]!
+        yield* until(() => connection.sent.some((m) => m.type === "Results" && m.speech_final && m.channel.alternatives[0]!.transcript !== ""))
+        const ending = yield* Effect.forkChild(stream.endUtterance)
+        yield* TestClock.adjust("300 millis")
+        // The layer's clock stands at 300 ms: a layer waiting for a from_finalize answer (none comes:
+        // nothing is left to finalize) would still be waiting. The live bound only stops a hang.
+        const ended = yield* Fiber.await(ending).pipe(Effect.timeoutOption("2 seconds"), TestClock.withLive)
+        assert.isTrue(ended._tag === "Some" && Exit.isSuccess(ended.value), "endUtterance still waiting at 300 ms")
+        const final = yield* stream.events.pipe(Stream.filter((e) => e._tag === "Final"), Stream.runHead)
+        return { final, fromFinalize: connection.sent.some((m) => m.type === "Results" && m.from_finalize === true) }
+      }))
+      assert.deepStrictEqual(final._tag === "Some" && final.value, { _tag: "Final", text: "book a table" })
+      assert.isFalse(fromFinalize, "the mock answered Finalize: the case is not the one named")
+    }))
+
+  it.effect("when the Finalize answer does not come, the endpointing final that settles the interim words ends the turn", () =>
+    Effect.gen(function*() {
+      const mock = yield* Mock.make({ transcripts: ["book a table"], msPerWord: 100 })
       mock.faults.ignoreFinalize = true
       const final = yield* Effect.scoped(Effect.gen(function*() {
-        const stream = yield* sttOf(mock, { finalizeTimeout: "100 millis" }).stream()
-        yield* stream.push(AudioFrame.silence(100, 16000))
-        yield* stream.endUtterance
+        const stream = yield* sttOf(mock, { endpointingMs: 300 }).stream()
+        for (const f of tone(400)) yield* stream.push(f)
+        yield* stream.events.pipe(Stream.filter((e) => e.text === "book a table"), Stream.runHead)
+        const ending = yield* Effect.forkChild(stream.endUtterance)
+        for (const f of quiet(400)) yield* stream.push(f) // the VAD was quicker than Deepgram's 300 ms endpointing
+        const ended = yield* Fiber.await(ending).pipe(Effect.timeoutOption("2 seconds"), TestClock.withLive)
+        assert.isTrue(ended._tag === "Some" && Exit.isSuccess(ended.value), "endUtterance still waiting with the clock at 0")
         return yield* stream.events.pipe(Stream.filter((e) => e._tag === "Final"), Stream.runHead)
       }))
-      assert.deepStrictEqual(final._tag === "Some" && final.value, { _tag: "Final", text: "" })
+      assert.deepStrictEqual(final._tag === "Some" && final.value, { _tag: "Final", text: "book a table" })
+    }))
+
+  it.effect("when nothing settles the interim words, the Final after finalizeTimeout keeps them as heard", () =>
+    Effect.gen(function*() {
+      const mock = yield* Mock.make({ transcripts: ["book a table please"], msPerWord: 100 })
+      mock.faults.ignoreFinalize = true
+      const final = yield* Effect.scoped(Effect.gen(function*() {
+        const stream = yield* sttOf(mock, { endpointingMs: false }).stream()
+        for (const f of tone(300)) yield* stream.push(f)
+        yield* stream.events.pipe(Stream.filter((e) => e.text === "book a table"), Stream.runHead)
+        const ending = yield* Effect.forkChild(stream.endUtterance)
+        yield* TestClock.adjust("2999 millis")
+        assert.isUndefined(ending.pollUnsafe(), "gave up before finalizeTimeout")
+        yield* TestClock.adjust("1 millis")
+        yield* Fiber.join(ending)
+        return yield* stream.events.pipe(Stream.filter((e) => e._tag === "Final"), Stream.runHead)
+      }))
+      assert.deepStrictEqual(final._tag === "Some" && final.value, { _tag: "Final", text: "book a table" })
+      assert.strictEqual(mock.connections[0]!.query.get("endpointing"), "false")
     }))
 
   it.live("a from_finalize answer later than finalizeTimeout does not leak into the next utterance", () =>
     Effect.gen(function*() {
-      const mock = yield* Mock.make({ transcripts: ["first words here", "second words here"], msPerWord: 10_000 })
+      const mock = yield* Mock.make({ transcripts: ["first words here", "second words here"], msPerWord: 100 })
       mock.faults.finalizeDelayMs = 250
-      const finals = yield* Effect.scoped(Effect.gen(function*() {
+      const events: Array<SttEvent> = []
+      yield* Effect.scoped(Effect.gen(function*() {
         const stream = yield* sttOf(mock, { finalizeTimeout: "50 millis" }).stream()
-        for (const f of AudioFrame.split(AudioFrame.silence(400, 16000), 20)) yield* stream.push(f)
-        yield* stream.endUtterance // gives up after 50 ms: the answer comes at 250 ms
+        yield* Effect.forkScoped(Stream.runForEach(stream.events, (e) => Effect.sync(() => events.push(e))))
+        for (const f of tone(400)) yield* stream.push(f)
+        yield* eventually(() => events.some((e) => e.text === "first words here"))
+        yield* stream.endUtterance // gives up after 50 ms with the interim words: the answer comes at 250 ms
         mock.faults.finalizeDelayMs = undefined
-        yield* Effect.sleep("400 millis") // the late answer for the first utterance arrives now
-        for (const f of AudioFrame.split(AudioFrame.silence(400, 16000), 20)) yield* stream.push(f)
+        yield* eventually(() => mock.connections[0]!.sent.some((m) => m.type === "Results" && m.from_finalize === true))
+        yield* Effect.sleep("50 millis") // the late answer for the first utterance is read now
+        for (const f of tone(400)) yield* stream.push(f)
+        yield* eventually(() => events.some((e) => e.text === "second words here"))
         yield* stream.endUtterance
-        return yield* stream.events.pipe(Stream.filter((e) => e._tag === "Final"), Stream.take(2), Stream.runCollect)
+        yield* eventually(() => events.filter((e) => e._tag === "Final").length === 2)
       }))
-      assert.deepStrictEqual(finals.map((e) => e.text), ["", "second words here"])
+      assert.deepStrictEqual(events.filter((e) => e._tag === "Final").map((e) => e.text), ["first words here", "second words here"])
     }))
 })

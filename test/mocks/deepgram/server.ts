@@ -1,22 +1,26 @@
 /**
  * A local stand-in for Deepgram's live transcription (`/v1/listen` over WebSocket) on 127.0.0.1.
- * It checks `Authorization: Token <key>` at the handshake (401 otherwise), takes binary PCM16
- * audio, answers `SpeechStarted` on the first audio, interim `Results` (`is_final: false`) that
- * reveal a scripted transcript word by word as audio arrives, a final `Results` with
- * `from_finalize: true` on `Finalize`, and `Metadata` then close 1000 on `CloseStream`. Idle for
- * `inactivityMs` it closes with 1011 NET-0001, as Deepgram does after 10 s. Faults: refuse the
- * handshake, close with a code and reason after N audio bytes, ignore `Finalize`.
+ * It checks `Authorization: Token <key>` (or `Bearer`, for temporary tokens) at the handshake (401
+ * otherwise), takes binary PCM16 audio, and answers as `listen.ts` describes: interim results as
+ * scripted words are heard, its own endpointing (`speech_final`), `UtteranceEnd` and
+ * `SpeechStarted` when asked for, `Finalize` answered only when there is unfinalized speech, and
+ * `CloseStream` that finishes the audio, sends `Metadata` and closes 1000. Idle for `inactivityMs`
+ * it closes with 1011 NET-0001, as Deepgram does after 10 s. Faults: refuse the handshake, close
+ * with a code and reason after N audio bytes, ignore or delay the `Finalize` answer, go silent.
+ * Every message sent is recorded on the connection (`sent`).
  */
 import { Effect } from "effect"
+import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { WebSocketServer } from "ws"
+import { type WebSocket, WebSocketServer } from "ws"
+import { Listener, type ServerMessage } from "./listen.ts"
 
 export interface DeepgramMockOptions {
   readonly apiKey?: string
   /** One transcript per utterance (the last repeats). */
   readonly transcripts?: ReadonlyArray<string>
-  /** Audio per revealed word. Default 200 ms. */
+  /** Speech audio per revealed word. Default 200 ms. */
   readonly msPerWord?: number
   /** Default 10 000 ms, as Deepgram. */
   readonly inactivityMs?: number
@@ -27,7 +31,7 @@ export interface DeepgramMockFaults {
   rejectStatus?: number | undefined
   /** After this many audio bytes on a connection, close with `code` and `reason`. */
   closeAfterBytes?: { readonly bytes: number; readonly code: number; readonly reason: string } | undefined
-  /** Never answer Finalize. */
+  /** Never answer Finalize (Deepgram does not guarantee an answer). */
   ignoreFinalize?: boolean | undefined
   /** Answer Finalize this late (ms). */
   finalizeDelayMs?: number | undefined
@@ -44,6 +48,8 @@ export interface ConnectionRecord {
   /** Liveness pings the client sent. */
   pings: number
   closedByServer?: { readonly code: number; readonly reason: string }
+  /** Every message the mock sent on this connection, in order. */
+  readonly sent: Array<ServerMessage>
 }
 
 export interface DeepgramMock {
@@ -54,31 +60,6 @@ export interface DeepgramMock {
   readonly faults: DeepgramMockFaults
 }
 
-const results = (transcript: string, isFinal: boolean, fromFinalize: boolean, start: number, duration: number) =>
-  JSON.stringify({
-    type: "Results",
-    channel_index: [0, 1],
-    duration,
-    start,
-    is_final: isFinal,
-    speech_final: isFinal,
-    ...(fromFinalize ? { from_finalize: true } : {}),
-    channel: {
-      alternatives: [{
-        transcript,
-        confidence: 0.98,
-        words: transcript === "" ? [] : transcript.split(" ").map((word, i) => ({
-          word: word.toLowerCase().replace(/[^a-z']/g, ""),
-          start: start + i * 0.2,
-          end: start + i * 0.2 + 0.18,
-          confidence: 0.98,
-          punctuated_word: word
-        }))
-      }]
-    },
-    metadata: { request_id: "mock-request", model_info: { name: "2-general-nova", version: "mock", arch: "nova-3" }, model_uuid: "mock" }
-  })
-
 export const make = (options: DeepgramMockOptions = {}) =>
   Effect.acquireRelease(
     Effect.callback<{ mock: DeepgramMock; close: () => void }>((resume) => {
@@ -86,13 +67,13 @@ export const make = (options: DeepgramMockOptions = {}) =>
       const faults: DeepgramMockFaults = {}
       const apiKey = options.apiKey ?? "dg-test"
       const scripts = options.transcripts ?? ["hello from the deepgram mock"]
-      let utterance = 0
       let refused = 0
       const http = createServer()
       // Pongs are each connection's to send: a silent (half-open) one sends none.
       const wss = new WebSocketServer({ noServer: true, autoPong: false })
       http.on("upgrade", (req, socket, head) => {
-        const status = faults.rejectStatus ?? (req.headers.authorization === `Token ${apiKey}` ? undefined : 401)
+        const authorized = [`Token ${apiKey}`, `token ${apiKey}`, `Bearer ${apiKey}`].includes(req.headers.authorization ?? "")
+        const status = faults.rejectStatus ?? (authorized ? undefined : 401)
         if (status !== undefined) {
           refused++
           const body = JSON.stringify({ err_code: status === 401 ? "INVALID_AUTH" : "ERROR", err_msg: "Invalid credentials." })
@@ -105,83 +86,68 @@ export const make = (options: DeepgramMockOptions = {}) =>
             authorization: req.headers.authorization,
             audioBytes: 0,
             control: [],
-            pings: 0
+            pings: 0,
+            sent: []
           }
           connections.push(record)
-          const bytesPerMs = Number(record.query.get("sample_rate") ?? 16000) / 500
-          let utteranceBytes = 0
-          let revealed = 0
-          let started = 0
-          let idle: NodeJS.Timeout | undefined
-          const closeWith = (code: number, reason: string) => {
-            record.closedByServer = { code, reason }
-            ws.close(code, reason)
-          }
-          const touch = () => {
-            clearTimeout(idle)
-            idle = setTimeout(() => closeWith(1011, "NET-0001"), options.inactivityMs ?? 10_000)
-          }
-          touch()
-          let silent = false
-          ws.on("ping", (data) => {
-            record.pings++
-            if (!silent) ws.pong(data)
-          })
-          ws.on("close", () => clearTimeout(idle))
-          // A client that drops the connection (its pings found it silent) resets it: not an error here.
-          ws.on("error", () => {})
-          ws.on("message", (data, isBinary) => {
-            if (silent) return
-            if (isBinary && faults.silentAfterBytes !== undefined && record.audioBytes >= faults.silentAfterBytes) {
-              silent = true
-              clearTimeout(idle)
-              return
-            }
-            touch()
-            if (isBinary) {
-              const bytes = (data as Buffer).byteLength
-              if (record.audioBytes === 0 || utteranceBytes === 0) {
-                ws.send(JSON.stringify({ type: "SpeechStarted", channel: [0], timestamp: started }))
-              }
-              record.audioBytes += bytes
-              utteranceBytes += bytes
-              const fault = faults.closeAfterBytes
-              if (fault !== undefined && record.audioBytes >= fault.bytes) return closeWith(fault.code, fault.reason)
-              const words = scripts[Math.min(utterance, scripts.length - 1)]!.split(" ")
-              const due = Math.min(words.length, Math.floor(utteranceBytes / bytesPerMs / (options.msPerWord ?? 200)))
-              if (due > revealed) {
-                revealed = due
-                ws.send(results(words.slice(0, due).join(" "), false, false, started, utteranceBytes / bytesPerMs / 1000))
-              }
-              return
-            }
-            const text = (data as Buffer).toString("utf8")
-            record.control.push(text)
-            const type = (JSON.parse(text) as { type?: string }).type
-            if (type === "Finalize" && !faults.ignoreFinalize) {
-              const transcript = utteranceBytes === 0 ? "" : scripts[Math.min(utterance, scripts.length - 1)]!
-              const answer = results(transcript, true, true, started, utteranceBytes / bytesPerMs / 1000)
-              if (faults.finalizeDelayMs === undefined) ws.send(answer)
-              else setTimeout(() => ws.readyState === ws.OPEN && ws.send(answer), faults.finalizeDelayMs)
-              if (utteranceBytes > 0) utterance++
-              started += utteranceBytes / bytesPerMs / 1000
-              utteranceBytes = 0
-              revealed = 0
-            } else if (type === "CloseStream") {
-              ws.send(JSON.stringify({
-                type: "Metadata",
-                transaction_key: "deprecated",
-                request_id: "mock-request",
-                sha256: "0",
-                created: new Date(0).toISOString(),
-                duration: record.audioBytes / bytesPerMs / 1000,
-                channels: 1
-              }))
-              ws.close(1000)
-            }
-          })
+          serve(ws, record)
         })
       })
+      const serve = (ws: WebSocket, record: ConnectionRecord) => {
+        const listener = new Listener(record.query, { scripts, msPerWord: options.msPerWord ?? 200, requestId: randomUUID() })
+        const send = (message: ServerMessage) => {
+          if (ws.readyState !== ws.OPEN) return
+          record.sent.push(message)
+          ws.send(JSON.stringify(message))
+        }
+        let idle: NodeJS.Timeout | undefined
+        let silent = false
+        const closeWith = (code: number, reason: string) => {
+          record.closedByServer = { code, reason }
+          ws.close(code, reason)
+        }
+        const touch = () => {
+          clearTimeout(idle)
+          idle = setTimeout(() => closeWith(1011, "NET-0001"), options.inactivityMs ?? 10_000)
+        }
+        touch()
+        ws.on("ping", (data) => {
+          record.pings++
+          if (!silent) ws.pong(data)
+        })
+        ws.on("close", () => clearTimeout(idle))
+        // A client that drops the connection (its pings found it silent) resets it: not an error here.
+        ws.on("error", () => {})
+        ws.on("message", (data, isBinary) => {
+          if (silent) return
+          if (isBinary && faults.silentAfterBytes !== undefined && record.audioBytes >= faults.silentAfterBytes) {
+            silent = true
+            clearTimeout(idle)
+            return
+          }
+          touch()
+          if (isBinary) {
+            const bytes = data as Buffer
+            record.audioBytes += bytes.byteLength
+            const fault = faults.closeAfterBytes
+            if (fault !== undefined && record.audioBytes >= fault.bytes) return closeWith(fault.code, fault.reason)
+            for (const message of listener.audio(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))) send(message)
+            return
+          }
+          const text = (data as Buffer).toString("utf8")
+          record.control.push(text)
+          const type = (JSON.parse(text) as { type?: string }).type
+          if (type === "Finalize" && !faults.ignoreFinalize) {
+            const answer = listener.flush()
+            if (answer === undefined) return
+            if (faults.finalizeDelayMs === undefined) send(answer)
+            else setTimeout(() => send(answer), faults.finalizeDelayMs)
+          } else if (type === "CloseStream") {
+            for (const message of listener.close()) send(message)
+            ws.close(1000)
+          }
+        })
+      }
       http.listen(0, "127.0.0.1", () => {
         const port = (http.address() as AddressInfo).port
         resume(Effect.succeed({
