@@ -11,6 +11,7 @@ declare -A needs=(
   [pocketsphinx_continuous]=pocketsphinx               # offline speech to text (libpocketsphinx + CLI)
   [/usr/share/pocketsphinx/model/en-us/en-us]=pocketsphinx-en-us   # its English model
   [chromium]=chromium                                  # the browser test of the web page
+  [openssl]=openssl                                    # the TLS front of the official-client tests (a self-signed certificate)
 )
 missing=()
 for what in "${!needs[@]}"; do
@@ -30,6 +31,10 @@ if ((${#missing[@]})); then
 fi
 
 npm ci --no-audit --no-fund
+
+# LiveKit's own worker (@livekit/agents 1.9, whose rtc-node peer differs from ours) in its own
+# folder: the benchmark and the test that drives the fake dispatch server with it use it.
+npm ci --prefix bench/agents-js --no-audit --no-fund
 
 # Silero VAD's model file (not in git; taken from an npm tarball and checked by sha256)
 bash scripts/fetch-silero.sh
