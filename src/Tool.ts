@@ -16,6 +16,7 @@ import type { AgentSession } from "./AgentSession.ts"
 import type { CurrentAgent } from "./CurrentAgent.ts"
 import * as Handoff from "./Handoff.ts"
 import type { SpeechHandle } from "./Speech.ts"
+import * as ToolOutput from "./ToolOutput.ts"
 
 /** The error a handler fails with to tell the model something went wrong, in words it can use. */
 export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
@@ -139,12 +140,9 @@ export const noReply = (output: unknown = "done"): NoReply => ({ _tag: "NoReply"
 export const isNoReply = (u: unknown): u is NoReply =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "NoReply" && "output" in u
 
-/** The text the model sees for a handler's value. */
-export const render = (value: unknown): string => {
-  if (typeof value === "string") return value
-  if (value === undefined || value === null) return "done"
-  return JSON.stringify(value) ?? String(value)
-}
+/** The text the model sees for a handler's value (see `ToolOutput.render`, which also says
+ * when a value cannot be read). */
+export const render = (value: unknown): string => ToolOutput.render("the tool", value).text
 
 /** Why arguments were rejected, worded for the model. */
 export class InvalidArguments extends Schema.TaggedError<InvalidArguments>()("InvalidArguments", {

@@ -7,6 +7,7 @@ import { type Agent, isAgent } from "../Agent.ts"
 import type { OutputStatus } from "../ChatContext.ts"
 import * as Handoff from "../Handoff.ts"
 import * as Tool from "../Tool.ts"
+import * as ToolOutput from "../ToolOutput.ts"
 
 export type CallResult =
   | { readonly _tag: "Value"; readonly output: string; readonly reply: boolean }
@@ -37,8 +38,10 @@ export const classify = (name: string, exit: Exit.Exit<unknown, unknown>): Class
           event: `${name}: the handoff target is not an agent`
         }
     }
-    if (Tool.isNoReply(value)) return { result: { _tag: "Value", output: Tool.render(value.output), reply: false } }
-    return { result: { _tag: "Value", output: Tool.render(value), reply: true } }
+    const noReply = Tool.isNoReply(value)
+    const rendered = ToolOutput.render(name, noReply ? value.output : value)
+    if (rendered.isError) return { result: { _tag: "Error", output: rendered.text }, event: rendered.text }
+    return { result: { _tag: "Value", output: rendered.text, reply: !noReply } }
   }
   const cause = exit.cause
   if (Cause.hasInterruptsOnly(cause)) {
