@@ -31,7 +31,11 @@ export interface SpeechHandle {
   readonly interrupt: Effect.Effect<void>
 }
 
-export type SpeechPhase = "queued" | "generating" | "tools" | "done"
+/** `passing`: its batch settled and passes the floor once the words said meanwhile end. */
+export type SpeechPhase = "queued" | "generating" | "tools" | "passing" | "done"
+
+/** Whether the speech waits on its tool calls (running, or settled and about to pass the floor). */
+export const inToolPhase = (speech: Speech): boolean => speech.phase === "tools" || speech.phase === "passing"
 
 /** The actor-side record of a speech. Mutated only by its actor and its own fiber. */
 export interface Speech {
@@ -52,8 +56,16 @@ export interface Speech {
    * only speeches older than it (a reply to the turn itself is never cut by its own start).
    */
   readonly userTurn: number
-  /** Queued while the playing speech waited for its tools: a `say` may interject (Speeches.ts). */
+  /** Queued while a playing speech waited for its tools: a `say` or a reply may interject
+   * (Speeches.ts). */
   duringTools: boolean
+  /** Flows waiting for the speech that gave their work token back (handed back as it ends). */
+  readonly parked: Array<ParkedWaiter>
+}
+
+/** A flow waiting for a speech, whose work token the speech hands back when it ends. */
+export interface ParkedWaiter {
+  returned: boolean
 }
 
 export const make = (
@@ -63,6 +75,8 @@ export const make = (
     readonly allowInterruptions: boolean
     readonly userTurn: number
     readonly interrupt: (speech: Speech) => Effect.Effect<void>
+    /** How a flow waits for it (default: for its outcome). */
+    readonly wait?: (speech: Speech) => Effect.Effect<SpeechOutcome>
   }
 ): Speech => {
   const done = Deferred.makeUnsafe<SpeechOutcome>()
@@ -71,7 +85,7 @@ export const make = (
       id: nextId("speech"),
       agent: fields.agent,
       source: fields.source,
-      wait: Deferred.await(done),
+      wait: fields.wait ? Effect.suspend(() => fields.wait!(speech)) : Deferred.await(done),
       interrupt: Effect.suspend(() => fields.interrupt(speech))
     },
     done,
@@ -79,6 +93,7 @@ export const make = (
     phase: "queued",
     skipFollowUp: false,
     duringTools: false,
+    parked: [],
     holdsToken: true,
     userTurn: fields.userTurn
   }

@@ -6,6 +6,7 @@
  */
 import { Context, Effect } from "effect"
 import type { Actor } from "./actor/Actor.ts"
+import type { Speech } from "../Speech.ts"
 
 /** Whether a fiber holds a work token of its own (hooks, tool calls of a batch: see Work.ts). */
 export interface WorkTokenCell {
@@ -19,7 +20,7 @@ export const HookLane = Context.Reference<(() => void) | undefined>("baton/HookL
 /** The tool call a fiber runs for, if any; `foreground`: its batch has not heard from it yet
  * (before a progress report moves it to the background, the batch will read what it asks). */
 export const CurrentCall = Context.Reference<
-  { readonly actor: Actor; readonly callId: string; readonly foreground: () => boolean } | undefined
+  { readonly actor: Actor; readonly speech: Speech; readonly callId: string; readonly foreground: () => boolean } | undefined
 >(
   "baton/CurrentCall",
   { defaultValue: () => undefined }

@@ -82,8 +82,8 @@ const textSteps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.
     }
     const choice = n >= actor.agent.maxToolSteps ? "none" : toolChoice
     // Words a tool said meanwhile are spoken first: one voice at a time.
-    if (n > 0 && actor.speeches.interjecting()) {
-      return Effect.flatMap(actor.speeches.interjected, () =>
+    if (n > 0 && actor.speeches.interjectingOver(speech)) {
+      return Effect.flatMap(actor.speeches.interjectedOver(speech), () =>
         // the floor may be moving meanwhile (rule 2), or the follow-up be cut (the user spoke),
         // or the session be closing (rule 11)
         actor.core.closed()

@@ -2,15 +2,23 @@
  * An actor's speeches: a queue and at most one playing. Only the actor's loop starts or stops
  * them; a speech's work token is held from the moment it is queued until it ends.
  *
- * One exception, the interjection: a `say` queued while the playing speech waits for its tools
- * ("One moment, connecting you to verification.") is spoken right away, while the tools run, so
- * that it is heard before what they lead to (an `AgentTask`'s first words, a handoff) rather than
- * after (rules 2 and 6). The waiting speech generates again only once the interjection ended,
- * and a batch that passes the floor passes it only then: one voice at a time, nothing lost.
+ * One exception, the interjection: a `say` or a reply queued while the playing speech waits for
+ * its tools ("One moment, connecting you to verification.", a goodbye the tool awaits before it
+ * hangs up) is spoken right away, while the tools run, so that it is heard before what they lead
+ * to (an `AgentTask`'s first words, a handoff, the tool's own output) rather than after (rules 2,
+ * 6 and 10). An interjected reply may call tools in turn, whose words interject over it: the
+ * playing speeches form a stack, and only its top may be generating. A speech generates again
+ * only once every interjection above it ended, and a batch that passes the floor passes it only
+ * then: one voice at a time, nothing lost.
+ *
+ * A flow that waits for a speech (`handle.wait` in a tool or hook) gives its work token back
+ * while it waits, and the speech returns it before waking the flow: the speech's own token keeps
+ * the session busy meanwhile, and a task its tools run lets the session go quiet (rule 10).
  */
 import { Cause, Deferred, Effect, Exit, Fiber, type Scope } from "effect"
 import * as Diagnostics from "../Diagnostics.ts"
 import * as ErrorInfo from "../ErrorInfo.ts"
+import { CurrentCall, WorkToken } from "./FlowContext.ts"
 import type { SessionCore } from "./SessionCore.ts"
 import * as Speech from "../Speech.ts"
 
@@ -62,10 +70,11 @@ export interface Speeches {
   /** The playing speech (the interjection, when the speech it interrupts has ended). */
   readonly current: () => Speech.Speech | undefined
   readonly queued: () => number
-  /** Completes when no interjection is being spoken. */
-  readonly interjected: Effect.Effect<void>
-  /** Whether an interjection is being spoken or about to start (a cheap check before waiting). */
-  readonly interjecting: () => boolean
+  /** Completes when no interjection over `speech` is being spoken or about to start. */
+  readonly interjectedOver: (speech: Speech.Speech) => Effect.Effect<void>
+  /** Whether an interjection over `speech` is being spoken or about to start (a cheap check
+   * before waiting). */
+  readonly interjectingOver: (speech: Speech.Speech) => boolean
   /** Completes when nothing is queued and nothing is being generated (see `Actor`). */
   readonly settled: Effect.Effect<void>
   readonly notifySettled: () => void
@@ -80,19 +89,19 @@ export interface Speeches {
 
 type Playing = { readonly queued: Queued; fiber: Fiber.Fiber<void, unknown> | undefined }
 
-/** The speeches of one actor: the queue, the one playing, an interjection, those waiting. */
+/** The speeches of one actor: the queue, the one playing, the interjections over it (a stack,
+ * the last on top), the flows waiting for them to settle. */
 interface State {
   readonly host: SpeechHost
   readonly work: SessionCore["work"]
   readonly queue: Array<Queued>
   current: Playing | undefined
-  interjection: Playing | undefined
+  readonly interjections: Array<Playing>
   waiters: Array<Deferred.Deferred<void>>
 }
 
 export const make = (host: SpeechHost): Speeches => {
-  const s: State = { host, work: host.core.work, queue: [], current: undefined, interjection: undefined, waiters: [] }
-  const interjectedOnce: Effect.Effect<void> = Effect.suspend(() => interjected(s, interjectedOnce))
+  const s: State = { host, work: host.core.work, queue: [], current: undefined, interjections: [], waiters: [] }
   return {
     enqueue: (source, options, body) => enqueue(s, source, options, body),
     finish: (speech, outcome) => finish(s, speech, outcome),
@@ -101,13 +110,13 @@ export const make = (host: SpeechHost): Speeches => {
     interruptCurrent: (force, beforeTurn) => interruptCurrent(s, force, beforeTurn),
     startNext: () => startNext(s),
     ended: (speech) => {
-      if (s.current?.queued.speech === speech) s.current = undefined
-      if (s.interjection?.queued.speech === speech) s.interjection = undefined
+      const entry = entryOf(s, speech)
+      if (entry) removePlaying(s, entry)
     },
-    current: () => s.current?.queued.speech ?? s.interjection?.queued.speech,
+    current: () => s.current?.queued.speech ?? s.interjections[0]?.queued.speech,
     queued: () => s.queue.length,
-    interjected: interjectedOnce,
-    interjecting: () => s.interjection !== undefined || (s.queue.length > 0 && host.mayStart() && s.queue.some(interjects)),
+    interjectedOver: (speech) => interjectedOver(s, speech),
+    interjectingOver: (speech) => interjectionOver(s, speech) !== undefined,
     settled: Effect.suspend(() => {
       if (isSettled(s)) return Effect.void
       const waiter = Deferred.makeUnsafe<void>()
@@ -124,12 +133,62 @@ export const make = (host: SpeechHost): Speeches => {
   }
 }
 
-/** A `say` queued while the playing speech waited for its tools may interject. */
-const interjects = (queued: Queued) => queued.speech.duringTools && queued.speech.handle.source === "say"
+/**
+ * Whether `queued` may interject over `under`: a `say` or a reply queued while a playing speech
+ * waited for its tools, while `under` runs its tools; only a `say` once its batch settled and
+ * passes the floor (a new reply then would be a model call after the handoff was decided).
+ */
+const interjectsOver = (under: Speech.Speech) => (queued: Queued): boolean => {
+  const source = queued.speech.handle.source
+  if (!queued.speech.duringTools) return false
+  if (under.phase === "tools") return source === "say" || source === "generate_reply"
+  return under.phase === "passing" && source === "say"
+}
+
+/** The playing speeches, bottom first: the current one, then the interjections over it (made
+ * only where a speech plays over another; the common paths below read the fields). */
+const stack = (s: State): ReadonlyArray<Playing> =>
+  s.interjections.length === 0 ? (s.current ? [s.current] : []) : s.current ? [s.current, ...s.interjections] : s.interjections
+
+/** The playing entry of `speech`, if it plays. */
+const entryOf = (s: State, speech: Speech.Speech): Playing | undefined => {
+  if (s.current?.queued.speech === speech) return s.current
+  for (const entry of s.interjections) if (entry.queued.speech === speech) return entry
+  return undefined
+}
+
+/** Where `speech` is in the stack of playing speeches (-1: not playing). */
+const stackIndex = (s: State, speech: Speech.Speech): number => {
+  if (s.current?.queued.speech === speech) return 0
+  const offset = s.current ? 1 : 0
+  for (let i = 0; i < s.interjections.length; i++) if (s.interjections[i]!.queued.speech === speech) return i + offset
+  return -1
+}
+
+/** Whether a playing speech waits on its tools. */
+const anyInToolPhase = (s: State): boolean => {
+  if (s.current && Speech.inToolPhase(s.current.queued.speech)) return true
+  for (const entry of s.interjections) if (Speech.inToolPhase(entry.queued.speech)) return true
+  return false
+}
+
+/** The speech on top of the stack: the only one that may be generating. */
+const top = (s: State): Playing | undefined => s.interjections[s.interjections.length - 1] ?? s.current
+
+const removePlaying = (s: State, entry: Playing) => {
+  if (s.current === entry) s.current = undefined
+  const index = s.interjections.indexOf(entry)
+  if (index >= 0) s.interjections.splice(index, 1)
+}
 
 const finish = (s: State, speech: Speech.Speech, outcome: Speech.SpeechOutcome) => {
   if (speech.phase === "done") return
   speech.phase = "done"
+  // Flows that gave their work token back to wait for this speech get it back first.
+  for (const waiter of speech.parked.splice(0)) {
+    s.work.acquire()
+    waiter.returned = true
+  }
   Deferred.doneUnsafe(speech.done, Exit.succeed(outcome))
   const holdsToken = speech.holdsToken
   speech.holdsToken = false
@@ -166,9 +225,10 @@ const enqueue = (
     source,
     allowInterruptions: options.allowInterruptions ?? true,
     userTurn: host.core.userTurns(),
-    interrupt: (speech) => Effect.sync(() => host.interrupt(speech))
+    interrupt: (speech) => Effect.sync(() => host.interrupt(speech)),
+    wait: (speech) => waitFor(s, speech)
   })
-  speech.duringTools = s.current?.queued.speech.phase === "tools"
+  speech.duringTools = anyInToolPhase(s)
   s.work.acquire()
   host.core.emit({ type: "speech_created", agent: host.name, speechId: speech.handle.id, source })
   if (host.closed()) {
@@ -184,35 +244,27 @@ const enqueue = (
 const cuttable = (speech: Speech.Speech, force: boolean, beforeTurn: number | undefined) =>
   (force || speech.allowInterruptions) && (beforeTurn === undefined || speech.userTurn < beforeTurn)
 
-/** Stops an interjection as a playing speech is stopped (a barge-in, the floor passing). */
-const interruptInterjection = (s: State, force: boolean, beforeTurn?: number): Effect.Effect<void> =>
+/** Stops the playing speeches, top first (a barge-in, the floor passing). */
+const interruptCurrent = (s: State, force: boolean, beforeTurn?: number): Effect.Effect<void> =>
   Effect.suspend(() => {
-    const entry = s.interjection
-    if (!entry || !cuttable(entry.queued.speech, force, beforeTurn)) return Effect.void
-    return (entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void).pipe(
-      Effect.andThen(Effect.sync(() => {
-        if (s.interjection === entry) s.interjection = undefined
-        finish(s, entry.queued.speech, { _tag: "Interrupted" })
-      }))
-    )
+    if (s.interjections.length === 0) return s.current ? interruptPlaying(s, s.current, force, beforeTurn) : Effect.void
+    return Effect.forEach([...stack(s)].reverse(), (entry) => interruptPlaying(s, entry, force, beforeTurn), { discard: true })
   })
 
-const interruptCurrent = (s: State, force: boolean, beforeTurn?: number): Effect.Effect<void> =>
-  Effect.andThen(interruptInterjection(s, force, beforeTurn), interruptPlaying(s, force, beforeTurn))
-
-const interruptPlaying = (s: State, force: boolean, beforeTurn?: number): Effect.Effect<void> =>
+/** Stops one playing speech: cut while it generates; while its tools run, only its follow-up
+ * (tool calls are never cut in half). */
+const interruptPlaying = (s: State, entry: Playing, force: boolean, beforeTurn?: number): Effect.Effect<void> =>
   Effect.suspend(() => {
-    const entry = s.current
-    if (!entry || !cuttable(entry.queued.speech, force, beforeTurn)) return Effect.void
     const speech = entry.queued.speech
-    if (speech.phase === "tools") {
+    if (speech.phase === "done" || !cuttable(speech, force, beforeTurn)) return Effect.void
+    if (Speech.inToolPhase(speech)) {
       if (!force) speech.skipFollowUp = true
       return Effect.void
     }
     return (entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void).pipe(
       // A fiber interrupted before it ran never reaches its own handlers: settle it here.
       Effect.andThen(Effect.sync(() => {
-        if (s.current === entry) s.current = undefined
+        removePlaying(s, entry)
         finish(s, speech, { _tag: "Interrupted" })
       }))
     )
@@ -225,8 +277,8 @@ const interruptOne = (s: State, speech: Speech.Speech): Effect.Effect<void> =>
       s.queue.splice(index, 1)
       finish(s, speech, { _tag: "Dropped", reason: "interrupted before it started" })
     }
-    if (s.interjection?.queued.speech === speech) return interruptInterjection(s, true)
-    return s.current?.queued.speech === speech ? interruptPlaying(s, true) : Effect.void
+    const entry = entryOf(s, speech)
+    return entry ? interruptPlaying(s, entry, true) : Effect.void
   })
 
 const outcomeOf = (exit: Exit.Exit<void, unknown>): Speech.SpeechOutcome =>
@@ -237,10 +289,10 @@ const outcomeOf = (exit: Exit.Exit<void, unknown>): Speech.SpeechOutcome =>
     : failed(exit.cause)
 
 const startNext = (s: State): Effect.Effect<void> => {
-  if (!s.host.mayStart() || s.interjection) return Effect.void
-  if (s.current) {
-    if (s.current.queued.speech.phase !== "tools") return Effect.void
-    const index = s.queue.findIndex(interjects)
+  if (!s.host.mayStart()) return Effect.void
+  const playing = top(s)
+  if (playing) {
+    const index = s.queue.findIndex(interjectsOver(playing.queued.speech))
     if (index < 0) return Effect.void
     const [next] = s.queue.splice(index, 1)
     return play(s, next!, true)
@@ -285,7 +337,7 @@ const play = (s: State, next: Queued, asInterjection: boolean): Effect.Effect<vo
     next.speech.holdsToken = true
   }
   const entry: Playing = { queued: next, fiber: undefined }
-  if (asInterjection) s.interjection = entry
+  if (asInterjection) s.interjections.push(entry)
   else s.current = entry
   next.speech.phase = "generating"
   return next.body(next.speech).pipe(
@@ -301,20 +353,74 @@ const play = (s: State, next: Queued, asInterjection: boolean): Effect.Effect<vo
   )
 }
 
-/** Waits out the interjection, and one queued to start (the actor's loop starts it next). */
-const interjected = (s: State, again: Effect.Effect<void>): Effect.Effect<void> => {
-  const speaking = s.interjection?.queued.speech ?? (s.host.mayStart() ? s.queue.find(interjects)?.speech : undefined)
-  if (!speaking) return Effect.void
-  s.host.kick()
-  return Deferred.await(speaking.done).pipe(Effect.andThen(again))
+/** The interjection directly over `speech`, or one queued to start over it. */
+const interjectionOver = (s: State, speech: Speech.Speech): Speech.Speech | undefined => {
+  const index = stackIndex(s, speech)
+  if (index < 0) return undefined
+  const above = s.interjections[s.current ? index : index + 1]
+  if (above) return above.queued.speech
+  return s.host.mayStart() ? s.queue.find(interjectsOver(speech))?.speech : undefined
 }
 
+/** Waits out the interjections over `speech`, and one queued to start (the actor's loop starts
+ * it next). */
+const interjectedOver = (s: State, speech: Speech.Speech): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const speaking = interjectionOver(s, speech)
+    if (!speaking) return Effect.void
+    s.host.kick()
+    return Deferred.await(speaking.done).pipe(Effect.andThen(interjectedOver(s, speech)))
+  })
+
+/** Nothing generating: every playing speech waits for its tools and none may interject, or
+ * nothing plays and nothing queued may start. */
 const isSettled = (s: State) =>
-  s.interjection
-    ? false
-    : s.current
-    ? s.current.queued.speech.phase === "tools" && !(s.host.mayStart() && s.queue.some(interjects))
+  s.current || s.interjections.length > 0
+    ? (!s.current || Speech.inToolPhase(s.current.queued.speech)) &&
+      s.interjections.every((entry) => Speech.inToolPhase(entry.queued.speech)) &&
+      !(s.host.mayStart() && s.queue.some(interjectsOver(top(s)!.queued.speech)))
     : s.queue.length === 0 || !s.host.mayStart()
+
+/**
+ * `handle.wait`: a flow holding a work token (a hook, a tool call) gives it back while it waits,
+ * and `finish` returns it before waking the flow, so the speech's own work decides whether the
+ * session is busy. A tool call that waits for the speech it runs in, or one under it, would wait
+ * for ever (that speech waits for the call): a defect that says so, which answers the call.
+ */
+const waitFor = (s: State, speech: Speech.Speech): Effect.Effect<Speech.SpeechOutcome> =>
+  Effect.withFiber((fiber) => {
+    if (Deferred.isDoneUnsafe(speech.done)) return Deferred.await(speech.done)
+    const call = fiber.getRef(CurrentCall)
+    if (call && call.foreground()) {
+      const own = stackIndex(s, call.speech)
+      const target = stackIndex(s, speech)
+      if (call.speech === speech || (own >= 0 && target >= 0 && target < own)) {
+        return Effect.die(
+          new Error(`a tool cannot wait for the speech it was called in (${speech.handle.id}), which waits for the tool: start a new reply or say and wait for that`)
+        )
+      }
+    }
+    const token = fiber.getRef(WorkToken)
+    if (!token.held) return Deferred.await(speech.done)
+    const waiter: Speech.ParkedWaiter = { returned: false }
+    token.held = false
+    speech.parked.push(waiter)
+    s.work.release()
+    return Deferred.await(speech.done).pipe(
+      Effect.onExit(() =>
+        Effect.sync(() => {
+          // Woken otherwise (interrupted): the flow takes its token back itself.
+          if (!waiter.returned) {
+            const index = speech.parked.indexOf(waiter)
+            if (index >= 0) speech.parked.splice(index, 1)
+            waiter.returned = true
+            s.work.acquire()
+          }
+          token.held = true
+        })
+      )
+    )
+  })
 
 /**
  * Queued speeches hold work tokens only while their actor holds the floor: one waiting for the

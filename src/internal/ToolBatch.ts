@@ -195,8 +195,11 @@ const conclude = (
     deferred: false
   })
   // Words a tool said while the batch ran are heard before the floor moves (rule 2).
-  return (completion || winner) && actor.speeches.interjecting()
-    ? Effect.andThen(actor.speeches.interjected, Effect.suspend(() => pass(actor, speech, completion, winner, reply)))
+  if (!completion && !winner) return pass(actor, speech, completion, winner, reply)
+  // Settled, and passing the floor: a reply of this agent may no longer start (Speeches.ts).
+  speech.phase = "passing"
+  return actor.speeches.interjectingOver(speech)
+    ? Effect.andThen(actor.speeches.interjectedOver(speech), Effect.suspend(() => pass(actor, speech, completion, winner, reply)))
     : pass(actor, speech, completion, winner, reply)
 }
 

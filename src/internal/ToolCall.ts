@@ -162,6 +162,7 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
   return forkBodyWith(body, (outer) =>
     Context.add(Context.add(Context.add(outer, CurrentAgent, actor.handle), WorkToken, c.token), CurrentCall, {
       actor,
+      speech: c.speech,
       callId: call.callId,
       foreground: () => c.background === undefined
     })).pipe(

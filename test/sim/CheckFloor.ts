@@ -32,9 +32,12 @@ const keptWhilePaused = (ctx: Ctx, e: SessionEvent, returned: ReadonlySet<string
  * Rule 1 (the floor as the handoff events say; every change one atomic step; input only to the
  * holder) and the event part of rule 2 (nothing from an agent after it passed the floor).
  *
- * One exemption, as docs/rules.md has it ("its background tools may keep running"; tool calls are
- * never cut in half): calls still running when an agent lost the floor (a forced handoff during
- * its tool phase) get their outputs later, and that speech's end is reported then.
+ * Two exemptions, as docs/rules.md has them ("its background tools may keep running"; tool calls
+ * are never cut in half): calls still running when an agent lost the floor (a forced handoff
+ * during its tool phase) get their outputs later; and a speech still playing when its agent lost
+ * the floor (its tools running, or its batch settled and waiting out an interjection that handed
+ * off first) reports its end then. Such an end says nothing to the user: any other event is
+ * still a violation.
  */
 export const checkFloor = (ctx: Ctx): Array<Violation> => {
   const out: Array<Violation> = []
@@ -43,6 +46,9 @@ export const checkFloor = (ctx: Ctx): Array<Violation> => {
   const open = new Map<string, Set<string>>()
   const leftovers = new Map<string, ReadonlySet<string>>()
   const returned = new Set<string>()
+  // Speeches created and not yet finished, by agent; those of an agent that lost the floor.
+  const unfinished = new Map<string, Set<string>>()
+  const endsLater = new Set<string>()
   let holder: string | undefined
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!
@@ -56,6 +62,7 @@ export const checkFloor = (ctx: Ctx): Array<Violation> => {
         out.push(v("rule 1", `${e.kind} ${e.from ?? "-"} -> ${e.to} while ${holder ?? "nobody"} held the floor`, e.seq))
       }
       if (e.from) leftovers.set(e.from, new Set(open.get(e.from) ?? []))
+      if (e.from) for (const id of unfinished.get(e.from) ?? []) endsLater.add(id)
       if (e.from && e.kind === "return") returned.add(e.from)
       if (e.kind === "task") returned.delete(e.to)
       leftovers.delete(e.to)
@@ -69,6 +76,12 @@ export const checkFloor = (ctx: Ctx): Array<Violation> => {
       if (e.item._tag === "FunctionCall") calls.add(e.item.callId)
       if (e.item._tag === "FunctionCallOutput") calls.delete(e.item.callId)
     }
+    if (e.type === "speech_created") {
+      const ids = unfinished.get(e.agent) ?? new Set<string>()
+      unfinished.set(e.agent, ids)
+      ids.add(e.speechId)
+    }
+    if (e.type === "speech_finished") unfinished.get(e.agent)?.delete(e.speechId)
     const agent = agentOf(e)
     if (agent === undefined) continue
     if (e.type === "conversation_item_added" && e.item._tag === "AgentHandoff") continue
@@ -79,6 +92,7 @@ export const checkFloor = (ctx: Ctx): Array<Violation> => {
     }
     if (agent === holder) continue
     if (keptWhilePaused(ctx, e, returned)) continue
+    if (e.type === "speech_finished" && endsLater.has(e.speechId)) continue
     const left = leftovers.get(agent)
     if (left && left.size > 0) {
       if (e.type === "conversation_item_added" && e.item._tag === "FunctionCallOutput" && left.has(e.item.callId)) continue

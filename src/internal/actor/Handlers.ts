@@ -4,7 +4,7 @@
  * `afterEach` lets go what the message made possible: held input, background reports, the next
  * speech.
  */
-import { Deferred, Effect, Exit, Scope } from "effect"
+import { Deferred, Effect, Exit, Queue, Scope } from "effect"
 import * as Diagnostics from "../../Diagnostics.ts"
 import { FloorError } from "../../Errors.ts"
 import * as Background from "../Background.ts"
@@ -15,6 +15,7 @@ import type { SessionMessage } from "../SessionCore.ts"
 import type { Actor, ActorMessage } from "./Actor.ts"
 import * as Hooks from "./Hooks.ts"
 import * as Input from "./Input.ts"
+import * as Speech from "../../Speech.ts"
 import * as Lifecycle from "./Lifecycle.ts"
 
 export { forwardHeld } from "./Input.ts"
@@ -104,7 +105,7 @@ const passFloor = (actor: Actor, passes: SessionMessage): Effect.Effect<void> =>
     actor.speeches.interruptCurrent(true),
     Effect.sync(() => {
       const current = actor.speeches.current()
-      if (current?.phase === "tools") current.skipFollowUp = true
+      if (current && Speech.inToolPhase(current)) current.skipFollowUp = true
       actor.core.send(passes)
     })
   )
@@ -155,7 +156,12 @@ const deliverPending = (actor: Actor) => {
 
 export const afterEach = (actor: Actor): Effect.Effect<void> => {
   const settled = Effect.sync(() => {
-    if (actor.holdsFloor() && !actor.speeches.current() && actor.inner.inputHoldingHooks === 0 && (Lifecycle.isActive(actor) || Lifecycle.isPassing(actor))) {
+    // Listening once nothing is left to do here: a message already waiting (a reply asked right
+    // after an interrupt) decides the next state itself, so the state changes once per step.
+    if (
+      actor.holdsFloor() && !actor.speeches.current() && actor.inner.inputHoldingHooks === 0 &&
+      (Lifecycle.isActive(actor) || Lifecycle.isPassing(actor)) && Queue.sizeUnsafe(actor.inner.mailbox) === 0
+    ) {
       actor.setState("listening")
     }
     actor.speeches.notifySettled()

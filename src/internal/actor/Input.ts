@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import { message } from "../../ChatContext.ts"
-import type * as Speech from "../../Speech.ts"
+import * as Speech from "../../Speech.ts"
 import * as RealtimeReply from "../realtime/Reply.ts"
 import * as Unanswered from "../realtime/Unanswered.ts"
 import * as Reply from "../Reply.ts"
@@ -27,7 +27,10 @@ export type HeldInput =
     words: { readonly text: string; readonly itemId: string } | "untranscribable" | undefined
   }
 
-const inToolPhase = (actor: Actor) => actor.speeches.current()?.phase === "tools"
+const inToolPhase = (actor: Actor) => {
+  const current = actor.speeches.current()
+  return current !== undefined && Speech.inToolPhase(current)
+}
 
 /** Input waits: the actor is not active (or is passing the floor), a hook holds input, or the
  * playing speech is running its tools. */
@@ -70,7 +73,7 @@ const hold = (actor: Actor, held: HeldInput) => {
   actor.core.work.acquire()
   actor.inner.held.push(held)
   const current = actor.speeches.current()
-  if (current?.phase === "tools") current.skipFollowUp = true
+  if (current && Speech.inToolPhase(current)) current.skipFollowUp = true
 }
 
 /** Whether `releaseHeld` has anything to release now. */

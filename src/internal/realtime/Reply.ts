@@ -263,6 +263,12 @@ export const run = (
         if (binding.lease && !binding.lease.revoked()) yield* binding.lease.sync(desired(actor)).pipe(Effect.ignore)
         return
       }
+      // Words a tool said meanwhile (or a reply it awaited) are heard first: one voice at a time.
+      if (actor.speeches.interjectingOver(speech)) {
+        yield* actor.speeches.interjectedOver(speech)
+        if (actor.core.closed()) return yield* Effect.interrupt
+        if (speech.skipFollowUp) return
+      }
       instructions = undefined
       toolChoice = undefined
       answered = calls.map((call) => call.callId)
