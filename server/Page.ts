@@ -46,7 +46,7 @@ export const page = (options: { readonly model: string }): string => `<!doctype 
 <aside><strong>Handoff timeline</strong><div id="timeline" class="muted">after the first turn</div><strong>Events</strong><div id="events"></div></aside>
 <script>
 const $ = (id) => document.getElementById(id)
-const state = { audioIn: "none", speaking: {}, playAt: 0, sources: [], outRate: 24000, ctx: null, mic: null, sending: false, heard: 0, played: 0 }
+const state = { audioIn: "none", speaking: {}, playAt: 0, sources: [], outRate: 24000, ctx: null, mic: null, sending: false, holding: false, heard: 0, played: 0 }
 window.baton = state
 const line = (cls, who, text) => {
   const div = document.createElement("div"); div.className = "msg " + cls
@@ -113,9 +113,13 @@ const startMic = async () => {
   node.port.onmessage = (m) => { if (state.sending && ws.readyState === 1) { ws.send(m.data); state.heard += m.data.byteLength / 2 } }
   state.mic = { stream, node }
 }
-$("openMic").onchange = async (ev) => { await startMic(); state.sending = ev.target.checked }
-$("talk").onpointerdown = async () => { await startMic(); state.sending = true }
-$("talk").onpointerup = () => { state.sending = $("openMic").checked }
+// The microphone sends while the button is held or open mic is on. When it stops, the server is
+// told the audio ended: the speech in progress ends there (it would never hear the silence after it).
+const setSending = () => { const was = state.sending; state.sending = state.holding || $("openMic").checked
+  if (was && !state.sending && ws.readyState === 1) ws.send(JSON.stringify({ type: "audio_end" })) }
+$("openMic").onchange = async () => { await startMic(); setSending() }
+$("talk").onpointerdown = async () => { state.holding = true; await startMic(); setSending() }
+$("talk").onpointerup = $("talk").onpointercancel = $("talk").onpointerleave = () => { state.holding = false; setSending() }
 </script>
 </body>
 </html>
