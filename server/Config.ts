@@ -52,7 +52,7 @@ export const defaults: ServerOptions = {
   recordDir: Option.none(),
   maxPendingTurns: 8,
   turnsPerSecond: 4,
-  maxLagMs: 200
+  maxLagMs: 100
 }
 
 const int = (name: string, fallback: number) => Config.Int(name).pipe(Config.withDefault(fallback))
