@@ -3,7 +3,7 @@
  * Layer, opened on first use and reopened after it dies, carrying one generation ("context") per
  * `synthesize` call. Each context asks for raw PCM16 at `sampleRate`; `chunk` messages are routed
  * by `context_id` to their stream as frames, `done` ends it, an `error` fails it (4xx
- * InvalidRequest, 5xx ProviderError). Interrupting a stream sends `cancel` and forgets the
+ * InvalidRequest, 5xx ProviderError; its title, message and error_code in the description). Interrupting a stream sends `cancel` and forgets the
  * context, so late chunks of a cancelled context are dropped. No chunk for `chunkTimeout` (5 s)
  * fails the stream with Timeout; a socket closed mid-generation fails its streams with Transport.
  *
@@ -59,11 +59,14 @@ interface ServerMessage {
   readonly error?: string
   readonly message?: string
   readonly title?: string
+  readonly error_code?: string
 }
 
+/** An error frame as a VoiceError: the current shape (`title`, `message`, `error_code`) or the older `error` string. */
 const providerError = (message: ServerMessage) => {
   const status = message.status_code
-  const said = message.error ?? message.message ?? message.title ?? "no reason given"
+  const text = [message.title, message.message ?? message.error].filter((t) => t !== undefined && t !== "").join(": ")
+  const said = `${text === "" ? "no reason given" : text}${message.error_code === undefined ? "" : ` (${message.error_code})`}`
   return new VoiceError({
     source: "tts",
     reason: status !== undefined && status < 500 && status !== 429 ? "InvalidRequest" : "ProviderError",

@@ -61,14 +61,14 @@ describe("CartesiaTts", () => {
       assert.strictEqual(mock.connections, 1)
     }))
 
-  it.live("error frames fail only their context, with a reason by status", () =>
+  it.live("error frames (title, message, error_code) fail only their context, with a reason by status and what Cartesia said", () =>
     Effect.gen(function*() {
       const mock = yield* Mock.make()
       const tts = yield* ttsOf(mock)
-      mock.faults.error = { status: 400, message: "voice not found" }
+      mock.faults.error = { status: 400, title: "Voice not found", message: "No voice with this id", errorCode: "voice_not_found" }
       const bad = failureOf(yield* Stream.runCollect(tts.synthesize("Hi.")).pipe(Effect.exit))
       assert.deepStrictEqual([bad.reason, bad.status, bad.retryable], ["InvalidRequest", 400, false])
-      assert.include(bad.message, "voice not found")
+      assert.include(bad.message, "Voice not found: No voice with this id (voice_not_found)")
       mock.faults.error = { status: 500, message: "internal" }
       const down = failureOf(yield* Stream.runCollect(tts.synthesize("Hi.")).pipe(Effect.exit))
       assert.deepStrictEqual([down.reason, down.retryable], ["ProviderError", true])

@@ -1,16 +1,23 @@
 /**
  * A local stand-in for Cartesia's streaming TTS WebSocket (`/tts/websocket`) on 127.0.0.1. It
- * checks the `X-API-Key` and `Cartesia-Version` headers at the handshake (401 / 400), validates
- * each generation request, and answers `chunk` messages (base64 PCM16 of a tone, `chunkMs` each,
- * paced by `intervalMs`) then `done`, per `context_id`, several contexts interleaved on one socket.
- * `cancel` stops a context. Faults: an error frame (older API shape: `error` string and
- * `status_code`), a close mid-generation, a stall, chunks that keep coming after a cancel, and a
- * chunk for a context nobody asked for.
+ * takes the key as Cartesia does (`X-API-Key`, `Authorization: Bearer`, or `?api_key=`; 401
+ * otherwise) and the version as `Cartesia-Version` or `?cartesia_version=` (400 without), and
+ * serves contexts as Cartesia streams them: every input on a `context_id` adds its transcript
+ * (`continue: true` keeps the context open), audio `chunk`s (base64 PCM16 of a tone, `chunkMs`
+ * each, paced by `intervalMs`) follow as text arrives, and one `done` comes once an input with
+ * `continue: false` (the default) has been spoken. `flush: true` answers `flush_done` with the
+ * next `flush_id` after the audio so far. Several contexts interleave on one socket; `cancel`
+ * stops one. Errors have the current shape (`title`, `message`, `error_code`, `doc_url`,
+ * `status_code`, `done`). Faults: an error frame, a close mid-generation, a stall, chunks that
+ * keep coming after a cancel, and a chunk for a context nobody asked for. Every message sent is
+ * recorded (`sent`).
  */
 import { Effect } from "effect"
+import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { type WebSocket, WebSocketServer } from "ws"
+import { Context, type ErrorFault, errorFrame, type ServerMessage } from "./contexts.ts"
 
 export interface CartesiaMockOptions {
   readonly apiKey?: string
@@ -24,7 +31,7 @@ export interface CartesiaMockOptions {
 
 export interface CartesiaMockFaults {
   /** The next generation gets an error frame instead of audio. */
-  error?: { readonly status: number; readonly message: string } | undefined
+  error?: ErrorFault | undefined
   /** Close the socket after this many chunks of the next generation. */
   closeAfterChunks?: { readonly chunks: number; readonly code: number; readonly reason: string } | undefined
   /** Stop sending after this many chunks of the next generation. */
@@ -39,6 +46,10 @@ export interface CartesiaMock {
   readonly url: string
   /** Every client message, parsed, with the connection it came on. */
   readonly messages: Array<{ readonly connection: number; readonly message: Record<string, unknown> }>
+  /** Every message sent, with the connection it went on. */
+  readonly sent: Array<{ readonly connection: number; readonly message: ServerMessage }>
+  /** How each accepted handshake carried the key. */
+  readonly auth: Array<"x-api-key" | "bearer" | "query">
   readonly faults: CartesiaMockFaults
   /** Handshakes accepted. */
   connections: number
@@ -59,67 +70,116 @@ export const make = (options: CartesiaMockOptions = {}) =>
   Effect.acquireRelease(
     Effect.callback<{ mock: CartesiaMock; close: () => void }>((resume) => {
       const faults: CartesiaMockFaults = {}
-      const mock: CartesiaMock = { url: "", messages: [], faults, connections: 0, refused: 0, lateChunks: 0 }
+      const mock: CartesiaMock = { url: "", messages: [], sent: [], auth: [], faults, connections: 0, refused: 0, lateChunks: 0 }
       const apiKey = options.apiKey ?? "ct-test"
       const http = createServer()
       const wss = new WebSocketServer({ noServer: true })
       http.on("upgrade", (req, socket, head) => {
-        const status = req.headers["x-api-key"] !== apiKey ? 401 : req.headers["cartesia-version"] === undefined ? 400 : undefined
+        const query = new URL(req.url ?? "/", "http://mock").searchParams
+        const auth = req.headers["x-api-key"] === apiKey
+          ? "x-api-key"
+          : req.headers.authorization === `Bearer ${apiKey}`
+          ? "bearer"
+          : query.get("api_key") === apiKey
+          ? "query"
+          : undefined
+        const version = req.headers["cartesia-version"] ?? query.get("cartesia_version") ?? undefined
+        const status = auth === undefined ? 401 : version === undefined ? 400 : undefined
         if (status !== undefined) {
           mock.refused++
-          const body = JSON.stringify({ error: status === 401 ? "Invalid API key" : "Cartesia-Version header is required" })
+          const body = JSON.stringify(
+            status === 401
+              ? { title: "Unauthorized", message: "Invalid API key", error_code: "invalid_api_key", status_code: 401 }
+              : { title: "Bad request", message: "Cartesia-Version header is required", error_code: "missing_version", status_code: 400 }
+          )
           socket.end(`HTTP/1.1 ${status} Refused\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
           return
         }
+        mock.auth.push(auth!)
         wss.handleUpgrade(req, socket, head, (ws) => serve(ws, ++mock.connections))
       })
 
       const serve = (ws: WebSocket, connection: number) => {
         const cancelled = new Set<string>()
-        const send = (m: Record<string, unknown>) => ws.readyState === ws.OPEN && ws.send(JSON.stringify(m))
+        const contexts = new Map<string, Context>()
+        /** The faults each context was started with. */
+        const faultsOf = new Map<Context, CartesiaMockFaults>()
+        const requestId = randomUUID()
+        const send = (message: ServerMessage) => {
+          if (ws.readyState !== ws.OPEN) return
+          mock.sent.push({ connection, message })
+          ws.send(JSON.stringify(message))
+        }
+        const refuse = (contextId: string, fault: ErrorFault) => send(errorFrame(contextId, fault, requestId))
         // A client that drops the connection resets it: not an error here.
         ws.on("error", () => {})
         ws.on("message", (data) => {
           const message = JSON.parse((data as Buffer).toString("utf8")) as Record<string, unknown>
           mock.messages.push({ connection, message })
-          const contextId = message["context_id"] as string
+          const contextId = typeof message["context_id"] === "string" ? message["context_id"] : ""
           if (message["cancel"] === true) return void cancelled.add(contextId)
           const format = message["output_format"] as { container?: string; encoding?: string; sample_rate?: number } | undefined
           const transcript = message["transcript"]
-          if (typeof message["model_id"] !== "string" || typeof transcript !== "string" || format?.encoding !== "pcm_s16le") {
-            return void send({ type: "error", error: "invalid request", status_code: 400, done: true, context_id: contextId })
+          if (typeof message["model_id"] !== "string" || typeof transcript !== "string" || format?.encoding !== "pcm_s16le" || contextId === "") {
+            return refuse(contextId, { status: 400, message: "invalid request: model_id, transcript, output_format and context_id are required" })
           }
-          if (faults.strayContext) send({ type: "chunk", data: tone(20, 24000).toString("base64"), done: false, status_code: 206, context_id: "stray" })
-          const fault = { ...faults }
-          faults.error = faults.closeAfterChunks = faults.stallAfterChunks = undefined
-          if (fault.error !== undefined) {
-            return void send({ type: "error", error: fault.error.message, status_code: fault.error.status, done: true, context_id: contextId })
+          let context = contexts.get(contextId)
+          if (context?.ended === true) return refuse(contextId, { status: 400, message: `context ${contextId} has already ended` })
+          if (context !== undefined && !context.matches(message)) {
+            return refuse(contextId, { status: 400, message: "inputs on one context must keep every field but transcript and continue" })
           }
-          const rate = format.sample_rate ?? 24000
-          const audio = tone(transcript.length * (options.msPerChar ?? 30), rate)
-          const step = Math.round(((options.chunkMs ?? 100) / 1000) * rate) * 2
-          let at = 0
-          let sent = 0
-          let afterCancel = 0
+          if (context === undefined) {
+            if (faults.strayContext) {
+              send({ type: "chunk", context_id: "stray", data: tone(20, 24000).toString("base64"), done: false, status_code: 206, step_time: 1 })
+            }
+            const fault = { ...faults }
+            faults.error = faults.closeAfterChunks = faults.stallAfterChunks = undefined
+            if (fault.error !== undefined) return refuse(contextId, fault.error)
+            context = new Context(contextId, message, format.sample_rate ?? 24000)
+            contexts.set(contextId, context)
+            faultsOf.set(context, fault)
+          }
+          context.add(tone(transcript.length * (options.msPerChar ?? 30), context.rate), message["flush"] === true, message["continue"] === true)
+          pump(context)
+        })
+
+        /** Sends the context's audio as it comes, its flush_dones, and its done once it ended. */
+        const pump = (context: Context) => {
+          if (context.pumping) return
+          context.pumping = true
+          const own = faultsOf.get(context) ?? {}
+          const step = Math.round(((options.chunkMs ?? 100) / 1000) * context.rate) * 2
           const next = () => {
             if (ws.readyState !== ws.OPEN) return
-            if (cancelled.has(contextId)) {
-              if (afterCancel >= (fault.chunksAfterCancel ?? 0)) return
-              afterCancel++
+            if (cancelled.has(context.id)) {
+              if (context.afterCancel >= (own.chunksAfterCancel ?? 0)) return
+              context.afterCancel++
               mock.lateChunks++
             }
-            if (fault.closeAfterChunks !== undefined && sent >= fault.closeAfterChunks.chunks) {
-              return ws.close(fault.closeAfterChunks.code, fault.closeAfterChunks.reason)
+            if (own.closeAfterChunks !== undefined && context.chunks >= own.closeAfterChunks.chunks) {
+              return ws.close(own.closeAfterChunks.code, own.closeAfterChunks.reason)
             }
-            if (fault.stallAfterChunks !== undefined && sent >= fault.stallAfterChunks) return
-            if (at >= audio.length) return void send({ type: "done", done: true, status_code: 206, context_id: contextId })
-            send({ type: "chunk", data: audio.subarray(at, at + step).toString("base64"), done: false, status_code: 206, step_time: 1, context_id: contextId })
-            at += step
-            sent++
+            if (own.stallAfterChunks !== undefined && context.chunks >= own.stallAfterChunks) return
+            for (const flushed of context.flushed()) send(flushed)
+            if (context.at >= context.audio.length) {
+              context.pumping = false
+              if (context.ended && !cancelled.has(context.id)) send({ type: "done", context_id: context.id, done: true, status_code: 206 })
+              return
+            }
+            send({
+              type: "chunk",
+              context_id: context.id,
+              data: context.audio.subarray(context.at, context.at + step).toString("base64"),
+              done: false,
+              status_code: 206,
+              step_time: 1
+            })
+            context.at += step
+            context.chunks++
             setTimeout(next, options.intervalMs ?? 2)
           }
           next()
-        })
+        }
       }
 
       http.listen(0, "127.0.0.1", () => {
