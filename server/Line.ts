@@ -25,13 +25,39 @@ export interface Line {
   /** One frame of the caller's audio, at any rate. */
   readonly hear: (frame: AudioFrame.AudioFrame) => Effect.Effect<void, RealtimeError | SessionClosed>
   /** The caller's audio stopped (push-to-talk released): what follows is silence, so the speech
-   * in progress ends. To a realtime model, a second of silence (its turn detection hears it). */
+   * in progress ends. To a realtime model, a second of silence (its turn detection hears it), as
+   * when no audio comes for half a second. */
   readonly endAudio: Effect.Effect<void, RealtimeError | SessionClosed>
 }
 
 /** Silence given a realtime model when the caller's audio stops: longer than its turn detection's
  * silence (OpenAI's server VAD waits 500 ms by default). */
 const REALTIME_END_SILENCE_MS = 1000
+/** A realtime line that sends no audio for this long has stopped (a muted microphone, a stalled client). */
+const REALTIME_QUIET_MS = 500
+
+/** For a realtime model: when the caller's audio stops (said, or no frame for REALTIME_QUIET_MS),
+ * it is given silence once, so its turn detection ends the speech in progress. */
+const realtimeQuiet = (session: AgentSession.AgentSession, rate: number) =>
+  Effect.gen(function*() {
+    const frames = yield* Queue.sliding<void>(1)
+    /** Audio came since the last silence given. */
+    let owed = false
+    const giveSilence = Effect.suspend(() => {
+      if (!owed) return Effect.void
+      owed = false
+      return session.pushAudio(AudioFrame.toPcm16(AudioFrame.silence(REALTIME_END_SILENCE_MS, rate)))
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+      const next = owed ? yield* Effect.timeoutOption(Queue.take(frames), REALTIME_QUIET_MS) : Option.some(yield* Queue.take(frames))
+      if (Option.isNone(next)) yield* Effect.ignore(giveSilence)
+    })))
+    const heard = Effect.suspend(() => {
+      owed = true
+      return Queue.offer(frames, undefined)
+    })
+    return { heard, stopped: giveSilence }
+  })
 
 /** Starts the caller's session in the current Scope; `text` is where the agents' words go as they stream. */
 export const start = (
@@ -57,6 +83,7 @@ export const start = (
       )
     // To the model's rate, one stage per rate the caller's audio comes at.
     const toModel = new Map<number, ResamplerStage>()
+    const quiet = realtime ? yield* realtimeQuiet(session, ctx.realtimeInputRate) : undefined
     const hear = (frame: AudioFrame.AudioFrame): Effect.Effect<void, RealtimeError | SessionClosed> =>
       Effect.gen(function*() {
         if (recorder) yield* recorder.user(frame)
@@ -68,12 +95,9 @@ export const start = (
         const stage = toModel.get(frame.sampleRate) ?? (yield* ctx.resampler.make(frame.sampleRate, ctx.realtimeInputRate))
         toModel.set(frame.sampleRate, stage)
         for (const out of stage.push(frame)) yield* session.pushAudio(AudioFrame.toPcm16(out))
+        if (quiet) yield* quiet.heard
       })
-    const endAudio = pipeline
-      ? Queue.offer(pipeline, VoiceInput.audioEnd).pipe(Effect.asVoid)
-      : realtime
-      ? session.pushAudio(AudioFrame.toPcm16(AudioFrame.silence(REALTIME_END_SILENCE_MS, ctx.realtimeInputRate)))
-      : Effect.void
+    const endAudio = pipeline ? Queue.offer(pipeline, VoiceInput.audioEnd).pipe(Effect.asVoid) : quiet ? quiet.stopped : Effect.void
     return { session, audio: realtime ? "realtime" : pipeline ? "pipeline" : "none", hear, endAudio }
   })
 

@@ -7,7 +7,7 @@
  * declared rate (16 kHz until declared). `{"type":"audio_end"}` says the audio stopped (the page
  * sends it when push-to-talk is released): what follows counts as silence, so the user's speech
  * in progress ends and their turn is answered. A line that sends no audio for the endpointing
- * delay during speech counts as silence too.
+ * delay during speech (half a second with a realtime model) counts as silence too.
  *
  * Server → client: every session event as one JSON frame with its `type` (`agent_handoff`,
  * `conversation_item_added`, `speech_created`, `error`, `close`, ...), plus `ready` (first),

@@ -25,6 +25,16 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const realtime = (mock: { readonly url: string }) =>
   OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test"), inputTranscription: { model: "gpt-4o-mini-transcribe" } })
 
+/** A /ws client of the realtime model that sent 500 ms of speech and no silence after it. */
+const speechWithNoSilenceAfter = Effect.gen(function*() {
+  const mock = yield* OpenAIRealtimeMock.make({ transcribe: () => "what is the weather", script: () => Plan.say("It is sunny today.") })
+  const server = yield* start(agent, realtime(mock), { realtimeInputRate: 24_000 })
+  const client = yield* connect(`${server.ws}/ws`)
+  yield* wait(() => client.waitFor((f) => f.type === "ready"))
+  for (let i = 0; i < 25; i++) client.socket.send(synthesize(PCM16_16K, 20))
+  return client
+})
+
 describe("Server audio", () => {
   it.live("/ws: the user's 16 kHz speech reaches the model at 24 kHz; its spoken answer comes back as PCM16", () =>
     Effect.gen(function*() {
@@ -66,16 +76,20 @@ describe("Server audio", () => {
 
   it.live("issue 33 item 8: /ws with a realtime model: speech then audio_end (push-to-talk released) is a turn the model answers", () =>
     Effect.gen(function*() {
-      const mock = yield* OpenAIRealtimeMock.make({ transcribe: () => "what is the weather", script: () => Plan.say("It is sunny today.") })
-      const server = yield* start(agent, realtime(mock), { realtimeInputRate: 24_000 })
-      const client = yield* connect(`${server.ws}/ws`)
-      yield* wait(() => client.waitFor((f) => f.type === "ready"))
-      // 500 ms of speech and no silence after it: the model's turn detection hears silence only from audio_end
-      for (let i = 0; i < 25; i++) client.socket.send(synthesize(PCM16_16K, 20))
+      const client = yield* speechWithNoSilenceAfter
+      // the model's turn detection hears silence only from audio_end
       client.sendJson({ type: "audio_end" })
       yield* wait(() => client.waitFor((f) => f.type === "speech_finished", "the spoken answer to finish", 15_000))
       assert.isTrue(client.frames.some((f) => f.type === "conversation_item_added" && f.item.role === "user" && f.item.text === "what is the weather"))
       assert.isFalse(client.frames.some((f) => f.type === "error"), JSON.stringify(client.frames.filter((f) => f.type === "error")))
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("issue 33 item 8: /ws with a realtime model: a client that stops sending mid-speech is heard as silent, and its turn answered", () =>
+    Effect.gen(function*() {
+      const client = yield* speechWithNoSilenceAfter
+      // and nothing more at all (a muted microphone)
+      yield* wait(() => client.waitFor((f) => f.type === "speech_finished", "the spoken answer to finish", 15_000))
+      assert.isTrue(client.frames.some((f) => f.type === "conversation_item_added" && f.item.role === "user" && f.item.text === "what is the weather"))
     }).pipe(Effect.scoped), 30_000)
 
   it.live("/twilio: a caller's µ-law speech in 20 ms media messages is answered with µ-law media and a mark", () =>

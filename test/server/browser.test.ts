@@ -118,7 +118,7 @@ describe("the playground page in Chromium", () => {
   it.live("issue 33 item 8: releasing hold to talk sends audio_end after the last audio it sent, and the turn is answered", () =>
     Effect.gen(function*() {
       const { page, pageErrors, until, sent } = yield* openPage
-      yield* until(`document.getElementById("status").textContent.includes("voice on")`)
+      yield* until(`document.getElementById("status").textContent.includes("voice on")`, 20_000)
       yield* Effect.promise(() => page.hover("#talk"))
       yield* Effect.promise(() => page.mouse.down())
       // released within the microphone's 0.6 s tone: the words end as the button goes up
