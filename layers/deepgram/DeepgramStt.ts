@@ -7,13 +7,12 @@
  * 25 ms of silence) sends `is_final`/`speech_final` results mid-stream, and `UtteranceEnd` (after
  * `utterance_end_ms`, default 1000) marks a gap after the last word. `endUtterance` sends
  * `Finalize` only as a flush, since Deepgram does not promise an answer without a significant
- * amount of audio: when every word heard is final and Deepgram has answered for all the audio
- * sent, the `Final` is emitted at once; with audio not answered yet it waits at most the
- * endpointing delay (by then Deepgram would have finalized it); with words still interim, it waits
- * for the first final that settles them (`from_finalize`, `speech_final`, or one reaching the
- * utterance's end), an `UtteranceEnd`, or `finalizeTimeout`, and then keeps the interim words
- * rather than drop them. Results of a closed utterance arriving
- * later (they end before its boundary) are dropped, so they never leak into the next one.
+ * amount of audio. The `Final` comes as soon as every word heard is final and Deepgram's results
+ * reach the utterance's end, or a `from_finalize` answer or an `UtteranceEnd` arrives. Otherwise
+ * it waits: at most the endpointing delay when the words heard are all final (audio after them
+ * is what endpointing called a pause), up to `finalizeTimeout` while words are still interim or
+ * nothing was heard yet; words never finalized are kept as heard. Results of a closed utterance
+ * arriving later (they end before its boundary) are dropped, so they never leak into the next one.
  * `KeepAlive` goes out after a `keepAliveMs` tick with no audio (Deepgram closes an idle socket
  * after 10 s, NET-0001); the Scope's end sends `CloseStream`. Error close frames become
  * `VoiceError`s on `events`.
@@ -108,14 +107,22 @@ interface State {
    * from_finalize answer later than finalizeTimeout) belongs to a closed utterance.
    */
   closedUpTo: number
-  /** While `endUtterance` waits for the pending words: the utterance's end, and the signal. */
-  finalized: { readonly boundary: number; readonly done: Deferred.Deferred<void> } | undefined
+  /** While `endUtterance` waits: woken by every message from Deepgram. */
+  wake: Deferred.Deferred<void> | undefined
+  /** A from_finalize answer, an UtteranceEnd or a close came: nothing more will settle the utterance. */
+  settled: boolean
   closing: boolean
   closedWith: VoiceError | undefined
   audioSinceTick: boolean
 }
 
-const settle = (state: State) => state.finalized === undefined ? Effect.void : Deferred.succeed(state.finalized.done, undefined)
+const wake = (state: State) => state.wake === undefined ? Effect.void : Deferred.succeed(state.wake, undefined)
+
+const settle = (state: State) =>
+  Effect.suspend(() => {
+    state.settled = true
+    return wake(state)
+  })
 
 const onResults = (state: State, message: Results) =>
   Effect.gen(function*() {
@@ -127,14 +134,11 @@ const onResults = (state: State, message: Results) =>
       if (transcript === "") return
       state.pending = transcript
       yield* Queue.offer(state.events, { _tag: "Interim", text: [...state.segments, transcript].join(" ") })
-      return
+      return yield* wake(state)
     }
     if (transcript !== "") state.segments.push(transcript)
     state.pending = ""
-    const waiting = state.finalized
-    if (waiting !== undefined && (message.from_finalize || message.speech_final || end >= waiting.boundary - 0.001)) {
-      yield* settle(state)
-    }
+    yield* (message.from_finalize ? settle(state) : wake(state))
   })
 
 /** Reads the socket until it closes; a close the client did not ask for fails `events`. */
@@ -190,35 +194,40 @@ const push = (state: State) => (frame: AudioFrame.AudioFrame) =>
 /** Read through a function: the reader fiber sets it while `endUtterance` waits. */
 const closedWith = (state: State): VoiceError | undefined => state.closedWith
 
-/** How long `endUtterance` waits: for audio Deepgram has not answered yet, and for interim words. */
+/** How long `endUtterance` waits: for audio after final words, and for words interim or not heard yet. */
 interface Waits {
   readonly unheard: Duration.Duration
   readonly interim: Duration.Duration
 }
 
-/**
- * Flush with Finalize; wait while words are still interim (up to `waits.interim`) or while audio
- * is not answered yet (up to `waits.unheard`: the endpointing delay, after which Deepgram would
- * have finalized it); emit the utterance's Final.
- */
+/** Waits until Deepgram has settled the utterance ending at `boundary`, or the wait that applies runs out. */
+const awaitSettled = (state: State, boundary: number, waits: Waits) =>
+  Effect.gen(function*() {
+    const start = yield* Clock.currentTimeMillis
+    while (!state.settled && !(state.pending === "" && state.heardUpTo >= boundary - 0.001)) {
+      const finalWords = state.pending === "" && state.segments.length > 0
+      const left = Duration.toMillis(finalWords ? waits.unheard : waits.interim) - ((yield* Clock.currentTimeMillis) - start)
+      if (left <= 0) return
+      state.wake = yield* Deferred.make<void>()
+      yield* Deferred.await(state.wake).pipe(Effect.timeoutOption(Duration.millis(left)))
+      state.wake = undefined
+    }
+  }).pipe(Effect.ensuring(Effect.sync(() => {
+    state.wake = undefined
+    state.settled = false
+  })))
+
+/** Flush with Finalize, wait until the utterance is settled, emit its Final. */
 const endUtterance = (state: State, waits: Waits): Effect.Effect<void, VoiceError> =>
   Effect.gen(function*() {
     const boundary = state.sentSeconds
     if (state.closedWith !== undefined) return yield* state.closedWith
+    state.settled = false
     if (!state.socket.send(JSON.stringify({ type: "Finalize" }))) return yield* notOpen()
-    if (state.pending !== "" || state.heardUpTo < boundary - 0.001) {
-      const done = yield* Deferred.make<void>()
-      state.finalized = { boundary, done }
-      const start = yield* Clock.currentTimeMillis
-      if (state.pending === "") yield* Deferred.await(done).pipe(Effect.timeoutOption(waits.unheard))
-      // Words heard but not final (also ones that came while waiting above): wait for them to be settled.
-      const left = Duration.toMillis(waits.interim) - ((yield* Clock.currentTimeMillis) - start)
-      if (state.pending !== "" && left > 0) yield* Deferred.await(done).pipe(Effect.timeoutOption(Duration.millis(left)))
-      state.finalized = undefined
-    }
+    yield* awaitSettled(state, boundary, waits)
     const closed = closedWith(state)
     if (closed !== undefined) return yield* closed
-    // Words never finalized (the wait timed out, or an UtteranceEnd came first) are kept as heard.
+    // Words never finalized (the wait ran out, or an UtteranceEnd came first) are kept as heard.
     const text = [...state.segments, state.pending].filter((t) => t !== "").join(" ")
     state.segments = []
     state.pending = ""
@@ -249,7 +258,8 @@ export const make = (options: DeepgramSttOptions): SttService => ({
       sentSeconds: 0,
       heardUpTo: 0,
       closedUpTo: 0,
-      finalized: undefined,
+      wake: undefined,
+      settled: false,
       closing: false,
       closedWith: undefined,
       audioSinceTick: false

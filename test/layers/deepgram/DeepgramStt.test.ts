@@ -47,14 +47,15 @@ describe("DeepgramStt", () => {
       const audio = yield* speak("I would like a table for two.").pipe(Effect.provide(FliteTts.layer()))
       yield* Effect.scoped(Effect.gen(function*() {
         const stream = yield* sttOf(mock).stream()
-        for (const f of AudioFrame.split(audio, 20)) yield* stream.push(f)
-        yield* stream.endUtterance
-        for (const f of AudioFrame.split(audio, 100)) yield* stream.push(f)
-        yield* stream.endUtterance
-        const events = yield* stream.events.pipe(
-          Stream.takeUntil((e) => e._tag === "Final" && e.text === scripts[1]),
-          Stream.runCollect
-        )
+        const events: Array<SttEvent> = []
+        yield* Effect.forkScoped(Stream.runForEach(stream.events, (e) => Effect.sync(() => events.push(e))))
+        // As a VAD would, each utterance ends once its words are heard.
+        for (const [utterance, frameMs] of [[0, 20], [1, 100]] as const) {
+          for (const f of AudioFrame.split(audio, frameMs)) yield* stream.push(f)
+          yield* eventually(() => events.some((e) => e._tag === "Interim" && e.text === scripts[utterance]))
+          yield* stream.endUtterance
+        }
+        yield* eventually(() => events.filter((e) => e._tag === "Final").length === 2)
         const finals = events.filter((e) => e._tag === "Final").map((e) => e.text)
         assert.deepStrictEqual(finals, scripts)
         const firstInterims = events.slice(0, events.findIndex((e) => e._tag === "Final")).map((e) => e.text)
@@ -171,8 +172,9 @@ describe("DeepgramStt", () => {
         const stream = yield* sttOf(mock, { endpointingMs: 300 }).stream()
         for (const f of tone(400)) yield* stream.push(f)
         yield* stream.events.pipe(Stream.filter((e) => e.text === "book a table"), Stream.runHead)
-        const ending = yield* Effect.forkChild(stream.endUtterance)
-        for (const f of quiet(400)) yield* stream.push(f) // the VAD was quicker than Deepgram's 300 ms endpointing
+        // The VAD was quicker than Deepgram's 300 ms endpointing: the utterance ends before the silence is sent.
+        const ending = yield* Effect.forkChild(stream.endUtterance, { startImmediately: true })
+        for (const f of quiet(400)) yield* stream.push(f)
         const ended = yield* Fiber.await(ending).pipe(Effect.timeoutOption("2 seconds"), TestClock.withLive)
         assert.isTrue(ended._tag === "Some" && Exit.isSuccess(ended.value), "endUtterance still waiting with the clock at 0")
         return yield* stream.events.pipe(Stream.filter((e) => e._tag === "Final"), Stream.runHead)
