@@ -37,7 +37,7 @@ export interface DeepgramSttOptions {
   readonly keepAliveMs?: number | undefined
   /** Silence (ms) after which Deepgram finalizes the words heard (`speech_final`); `false` disables it. Default 25. */
   readonly endpointingMs?: number | false | undefined
-  /** Gap (ms) after the last word for an `UtteranceEnd`. Default 1000 (Deepgram's minimum). */
+  /** Gap (ms) after the last word for an `UtteranceEnd`. Default 1000. */
   readonly utteranceEndMs?: number | undefined
   /** How long `endUtterance` waits for words still interim to be finalized. Default 3 s. */
   readonly finalizeTimeout?: Duration.Input | undefined
@@ -240,9 +240,23 @@ const waitsOf = (options: DeepgramSttOptions): Waits => {
   return { interim, unheard: options.endpointingMs === false ? interim : Duration.millis(options.endpointingMs ?? 25) }
 }
 
+/** The options Deepgram would refuse at the handshake, said plainly before it. */
+const invalidOptions = (options: DeepgramSttOptions): VoiceError | undefined => {
+  const wholeMs = (n: number | undefined) => n === undefined || (Number.isInteger(n) && n >= 0)
+  if (options.endpointingMs !== false && !wholeMs(options.endpointingMs)) {
+    return new VoiceError({ source: "stt", reason: "InvalidRequest", description: `endpointingMs must be a whole number of ms (≥ 0) or false, got ${options.endpointingMs}` })
+  }
+  if (!wholeMs(options.utteranceEndMs)) {
+    return new VoiceError({ source: "stt", reason: "InvalidRequest", description: `utteranceEndMs must be a whole number of ms (≥ 0), got ${options.utteranceEndMs}` })
+  }
+  return undefined
+}
+
 export const make = (options: DeepgramSttOptions): SttService => ({
   sampleRate,
   stream: Effect.fn("DeepgramStt.stream")(function*(streamOptions?: SttOptions) {
+    const invalid = invalidOptions(options)
+    if (invalid !== undefined) return yield* invalid
     const socket = yield* VoiceSocket.open({
       source: "stt",
       provider: "Deepgram",

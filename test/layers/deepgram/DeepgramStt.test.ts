@@ -77,7 +77,7 @@ describe("DeepgramStt", () => {
       assert.deepStrictEqual(mock.connections[0]!.control.map((c) => JSON.parse(c).type), ["Finalize", "Finalize", "CloseStream"])
     }), 30_000)
 
-  it.effect("a refused key fails the stream at open with 401, without the key in the message", () =>
+  it.effect("a refused key fails the stream at open with 401, without the key in the message; a bad option before opening", () =>
     Effect.gen(function*() {
       const mock = yield* Mock.make()
       const error = failureOf(
@@ -85,6 +85,9 @@ describe("DeepgramStt", () => {
       )
       assert.deepStrictEqual([error.reason, error.status], ["InvalidRequest", 401])
       assert.notInclude(error.message, "dg-secret-wrong")
+      const badOption = failureOf(yield* sttOf(mock, { endpointingMs: -5 }).stream().pipe(Effect.scoped, Effect.exit))
+      assert.deepStrictEqual([badOption.reason, mock.connections.length], ["InvalidRequest", 0])
+      assert.include(badOption.message, "endpointingMs must be a whole number of ms")
       mock.faults.rejectStatus = 503
       const busy = failureOf(yield* sttOf(mock).stream().pipe(Effect.scoped, Effect.exit))
       assert.isTrue(busy.retryable)
