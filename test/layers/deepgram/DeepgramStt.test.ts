@@ -185,6 +185,28 @@ describe("DeepgramStt", () => {
       assert.deepStrictEqual(final._tag === "Some" && final.value, { _tag: "Final", text: "book a table" })
     }))
 
+  it.effect("long speech that Deepgram finalizes in segments without a pause (is_final alone) is one Final with every segment, at once", () =>
+    Effect.gen(function*() {
+      const words = "one two three four five six seven eight"
+      const mock = yield* Mock.make({ transcripts: [words], msPerWord: 100, segmentMs: 300 })
+      const events: Array<SttEvent> = []
+      yield* Effect.scoped(Effect.gen(function*() {
+        const stream = yield* sttOf(mock).stream()
+        yield* Effect.forkScoped(Stream.runForEach(stream.events, (e) => Effect.sync(() => events.push(e))))
+        for (const f of tone(900)) yield* stream.push(f)
+        yield* until(() => events.some((e) => e.text === words))
+        const ending = yield* Effect.forkChild(stream.endUtterance)
+        const ended = yield* Fiber.await(ending).pipe(Effect.timeoutOption("2 seconds"), TestClock.withLive)
+        assert.isTrue(ended._tag === "Some" && Exit.isSuccess(ended.value), "endUtterance waiting although every word was final")
+        yield* until(() => events.some((e) => e._tag === "Final"))
+      }))
+      const segments = mock.connections[0]!.sent.filter((m) => m.type === "Results" && m.is_final && !m.speech_final)
+      assert.strictEqual(segments.length, 3)
+      const interims = events.filter((e) => e._tag === "Interim").map((e) => e.text)
+      assert.isTrue(interims.every((t, i) => i === 0 || t.startsWith(interims[i - 1]!)), String(interims))
+      assert.deepStrictEqual(events.filter((e) => e._tag === "Final"), [{ _tag: "Final", text: words }])
+    }))
+
   it.effect("when nothing settles the interim words, the Final after finalizeTimeout keeps them as heard", () =>
     Effect.gen(function*() {
       const mock = yield* Mock.make({ transcripts: ["book a table please"], msPerWord: 100 })

@@ -8,7 +8,8 @@
  *   utterance: the next starts after a `Finalize` (the client's end of the utterance).
  * - Endpointing (`endpointing`, default 10 ms; `false` disables it): after that much silence
  *   following speech, the words revealed so far are finalized (`is_final` and `speech_final`
- *   true); the transcript of such a final may be empty.
+ *   true); the transcript of such a final may be empty. Long speech without a pause is
+ *   finalized every `segmentMs` (`is_final` alone), as Deepgram does once a segment is accurate.
  * - `UtteranceEnd` (only with `utterance_end_ms` and `interim_results=true`): after that gap
  *   following the last word, once per run of words.
  * - `SpeechStarted` only with `vad_events=true`.
@@ -74,6 +75,8 @@ export type ServerMessage = ResultsMessage | SpeechStartedMessage | UtteranceEnd
 export interface ListenSettings {
   readonly scripts: ReadonlyArray<string>
   readonly msPerWord: number
+  /** Continuous speech after which the words so far are finalized without a pause (`is_final`, not `speech_final`). */
+  readonly segmentMs: number
   readonly requestId: string
 }
 
@@ -154,6 +157,9 @@ export class Listener {
         this.lastWordEndMs = this.positionMs
         this.wordsSinceUtteranceEnd = true
         if (this.interim) out.push(this.results(this.finalized, due, { is_final: false, speech_final: false }))
+      }
+      if (this.segmentSpeechMs >= this.settings.segmentMs && this.revealed > this.finalized) {
+        out.push(this.finalize(this.revealed, { is_final: true, speech_final: false }))
       }
     }
     for (const event of this.endpointVad?.feed(this.encoding, bytes, at) ?? []) {

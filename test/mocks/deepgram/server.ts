@@ -22,6 +22,8 @@ export interface DeepgramMockOptions {
   readonly transcripts?: ReadonlyArray<string>
   /** Speech audio per revealed word. Default 200 ms. */
   readonly msPerWord?: number
+  /** Continuous speech finalized without a pause (`is_final`, not `speech_final`). Default 5000 ms. */
+  readonly segmentMs?: number
   /** Default 10 000 ms, as Deepgram. */
   readonly inactivityMs?: number
 }
@@ -94,7 +96,12 @@ export const make = (options: DeepgramMockOptions = {}) =>
         })
       })
       const serve = (ws: WebSocket, record: ConnectionRecord) => {
-        const listener = new Listener(record.query, { scripts, msPerWord: options.msPerWord ?? 200, requestId: randomUUID() })
+        const listener = new Listener(record.query, {
+          scripts,
+          msPerWord: options.msPerWord ?? 200,
+          segmentMs: options.segmentMs ?? 5000,
+          requestId: randomUUID()
+        })
         const send = (message: ServerMessage) => {
           if (ws.readyState !== ws.OPEN) return
           record.sent.push(message)
