@@ -6,6 +6,7 @@ import { Effect } from "effect"
 import type { Actor } from "./actor/Actor.ts"
 import type { AgentHandle } from "../CurrentAgent.ts"
 import { FloorError } from "../Errors.ts"
+import { CurrentCall } from "./FlowContext.ts"
 import * as Reply from "./Reply.ts"
 import * as Tasks from "./Tasks.ts"
 
@@ -29,11 +30,15 @@ export const make = (actor: Actor): AgentHandle => {
           : Effect.fail(notHolder())
       ),
     generateReply: (options = {}) =>
-      Effect.suspend(() =>
-        actor.holdsFloor()
-          ? Effect.succeed(actor.speeches.enqueue("generate_reply", options, (speech) => Reply.reply(actor, speech, options)))
-          : Effect.fail(notHolder())
-      ),
+      Effect.withFiber((fiber) => {
+        if (!actor.holdsFloor()) return Effect.fail(notHolder())
+        // A tool call in its batch may wait for this reply: it is said while the batch runs.
+        const call = fiber.getRef(CurrentCall)
+        const byTool = call !== undefined && call.actor === actor && call.foreground()
+        return Effect.succeed(
+          actor.speeches.enqueue("generate_reply", { ...options, byTool }, (speech) => Reply.reply(actor, speech, options))
+        )
+      }),
     runTask: (target, options) => Tasks.run(actor, target, options),
     completeTask: (result) => Tasks.complete(actor, result)
   }

@@ -13,12 +13,13 @@
  *
  * A flow that waits for a speech (`handle.wait` in a tool or hook) gives its work token back
  * while it waits, and the speech returns it before waking the flow: the speech's own token keeps
- * the session busy meanwhile, and a task its tools run lets the session go quiet (rule 10).
+ * the session busy meanwhile, and a task its tools run lets the session go quiet (rule 10). A
+ * hook waiting so lets the actor's next hook go, as one waiting for a task does.
  */
 import { Cause, Deferred, Effect, Exit, Fiber, type Scope } from "effect"
 import * as Diagnostics from "../Diagnostics.ts"
 import * as ErrorInfo from "../ErrorInfo.ts"
-import { CurrentCall, WorkToken } from "./FlowContext.ts"
+import { CurrentCall, HookLane, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
 import type { SessionCore } from "./SessionCore.ts"
 import * as Speech from "../Speech.ts"
 
@@ -53,7 +54,7 @@ export interface Queued {
 export interface Speeches {
   readonly enqueue: (
     source: Speech.SpeechSource,
-    options: { readonly allowInterruptions?: boolean | undefined },
+    options: EnqueueOptions,
     body: Queued["body"]
   ) => Speech.SpeechHandle
   /** Ends a speech as seen from outside (outcome, event, token); idempotent. */
@@ -70,6 +71,19 @@ export interface Speeches {
   /** The playing speech (the interjection, when the speech it interrupts has ended). */
   readonly current: () => Speech.Speech | undefined
   readonly queued: () => number
+  /**
+   * `speech`'s batch settled and passes the floor once what is said over it ended: no new reply
+   * may start over it, and those playing over it make no further model call (their follow-ups
+   * are cut, as a barge-in cuts them): the agent's model is done once the handoff is decided.
+   */
+  readonly startPassing: (speech: Speech.Speech) => void
+  /** The playing speeches under `speech`, bottom first (those it interjects over). */
+  readonly under: (speech: Speech.Speech) => ReadonlyArray<Speech.Speech>
+  /** Ends a playing speech before its fiber does (it leaves the stack now; see ToolBatch's
+   * `passAfter`). */
+  readonly finishEarly: (speech: Speech.Speech, outcome: Speech.SpeechOutcome) => void
+  /** Waits for `speech` to end, giving the token `cell` holds back meanwhile (see `waitFor`). */
+  readonly awaitEnd: (speech: Speech.Speech, cell: WorkTokenCell) => Effect.Effect<void>
   /** Completes when no interjection over `speech` is being spoken or about to start. */
   readonly interjectedOver: (speech: Speech.Speech) => Effect.Effect<void>
   /** Whether an interjection over `speech` is being spoken or about to start (a cheap check
@@ -85,6 +99,12 @@ export interface Speeches {
    * the floor to come back is not work the session can do now (rule 10).
    */
   readonly reconcile: (holdsFloor: boolean) => void
+}
+
+export interface EnqueueOptions {
+  readonly allowInterruptions?: boolean | undefined
+  /** A reply asked by a tool call while its batch runs: it may interject (a `say` always may). */
+  readonly byTool?: boolean | undefined
 }
 
 type Playing = { readonly queued: Queued; fiber: Fiber.Fiber<void, unknown> | undefined }
@@ -115,12 +135,26 @@ export const make = (host: SpeechHost): Speeches => {
     },
     current: () => s.current?.queued.speech ?? s.interjections[0]?.queued.speech,
     queued: () => s.queue.length,
+    startPassing: (speech) => {
+      speech.phase = "passing"
+      const index = stackIndex(s, speech)
+      for (let i = s.current ? index : index + 1; i >= 0 && i < s.interjections.length; i++) s.interjections[i]!.queued.speech.skipFollowUp = true
+    },
+    under: (speech) => stack(s).slice(0, Math.max(0, stackIndex(s, speech))).map((entry) => entry.queued.speech),
+    finishEarly: (speech, outcome) => {
+      const entry = entryOf(s, speech)
+      if (entry) removePlaying(s, entry)
+      finish(s, speech, outcome)
+    },
+    awaitEnd: (speech, cell) => Effect.asVoid(awaitEnd(s, speech, cell)),
     interjectedOver: (speech) => interjectedOver(s, speech),
     interjectingOver: (speech) => interjectionOver(s, speech) !== undefined,
     settled: Effect.suspend(() => {
       if (isSettled(s)) return Effect.void
       const waiter = Deferred.makeUnsafe<void>()
       s.waiters.push(waiter)
+      // What it waits for may be a speech about to interject: the loop starts it.
+      host.kick()
       return Deferred.await(waiter)
     }),
     reconcile: (holdsFloor) => reconcile(s, holdsFloor),
@@ -216,7 +250,7 @@ const dropQueued = (s: State, reason: string, onlyInterruptible: boolean, before
 const enqueue = (
   s: State,
   source: Speech.SpeechSource,
-  options: { readonly allowInterruptions?: boolean | undefined },
+  options: EnqueueOptions,
   body: Queued["body"]
 ): Speech.SpeechHandle => {
   const host = s.host
@@ -228,7 +262,7 @@ const enqueue = (
     interrupt: (speech) => Effect.sync(() => host.interrupt(speech)),
     wait: (speech) => waitFor(s, speech)
   })
-  speech.duringTools = anyInToolPhase(s)
+  speech.duringTools = (source === "say" || (source === "generate_reply" && options.byTool === true)) && anyInToolPhase(s)
   s.work.acquire()
   host.core.emit({ type: "speech_created", agent: host.name, speechId: speech.handle.id, source })
   if (host.closed()) {
@@ -400,27 +434,35 @@ const waitFor = (s: State, speech: Speech.Speech): Effect.Effect<Speech.SpeechOu
         )
       }
     }
-    const token = fiber.getRef(WorkToken)
-    if (!token.held) return Deferred.await(speech.done)
-    const waiter: Speech.ParkedWaiter = { returned: false }
-    token.held = false
-    speech.parked.push(waiter)
-    s.work.release()
-    return Deferred.await(speech.done).pipe(
-      Effect.onExit(() =>
-        Effect.sync(() => {
-          // Woken otherwise (interrupted): the flow takes its token back itself.
-          if (!waiter.returned) {
-            const index = speech.parked.indexOf(waiter)
-            if (index >= 0) speech.parked.splice(index, 1)
-            waiter.returned = true
-            s.work.acquire()
-          }
-          token.held = true
-        })
-      )
-    )
+    // A hook waiting for a speech does not hold up the actor's next hook: the speech may wait
+    // for the floor to come back (a task its tool runs), and an onExit must not wait for that.
+    fiber.getRef(HookLane)?.()
+    return awaitEnd(s, speech, fiber.getRef(WorkToken))
   })
+
+/** Waits for `speech` to end; a token `cell` holds is given back meanwhile and returned (by
+ * `finish`, before the speech's own is let go) as it ends. */
+const awaitEnd = (s: State, speech: Speech.Speech, cell: WorkTokenCell): Effect.Effect<Speech.SpeechOutcome> => {
+  if (!cell.held || Deferred.isDoneUnsafe(speech.done)) return Deferred.await(speech.done)
+  const waiter: Speech.ParkedWaiter = { returned: false }
+  cell.held = false
+  speech.parked.push(waiter)
+  s.work.release()
+  return Deferred.await(speech.done).pipe(
+    Effect.onExit(() =>
+      Effect.sync(() => {
+        // Woken otherwise (interrupted): the flow takes its token back itself.
+        if (!waiter.returned) {
+          const index = speech.parked.indexOf(waiter)
+          if (index >= 0) speech.parked.splice(index, 1)
+          waiter.returned = true
+          s.work.acquire()
+        }
+        cell.held = true
+      })
+    )
+  )
+}
 
 /**
  * Queued speeches hold work tokens only while their actor holds the floor: one waiting for the

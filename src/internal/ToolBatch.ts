@@ -197,7 +197,7 @@ const conclude = (
   // Words a tool said while the batch ran are heard before the floor moves (rule 2).
   if (!completion && !winner) return pass(actor, speech, completion, winner, reply)
   // Settled, and passing the floor: a reply of this agent may no longer start (Speeches.ts).
-  speech.phase = "passing"
+  actor.speeches.startPassing(speech)
   return actor.speeches.interjectingOver(speech)
     ? Effect.andThen(actor.speeches.interjectedOver(speech), Effect.suspend(() => pass(actor, speech, completion, winner, reply)))
     : pass(actor, speech, completion, winner, reply)
@@ -211,6 +211,10 @@ const pass = (
   winner: Resolved["winner"],
   reply: boolean
 ): Effect.Effect<Next> => {
+  if (completion || winner) {
+    const under = actor.speeches.under(speech)
+    if (under.length > 0) return passAfter(actor, speech, under, completion, winner)
+  }
   // The reply ends here, before the floor moves (the request's own work token keeps the
   // session busy in between).
   if (completion) {
@@ -235,6 +239,56 @@ const pass = (
     })
   }
   return Effect.succeed(!reply || speech.skipFollowUp || !actor.holdsFloor() ? "done" : "reply")
+}
+
+/**
+ * A batch of a reply said over other speeches (a reply a tool awaited) passes the floor once the
+ * batches under it have settled (rule 3: a batch hands off after all its calls settled, and the
+ * tool that awaited this reply is one of them). The reply ends now, so that tool goes on; the
+ * speeches under it make no follow-up; the pass is work of the session until it is asked. If
+ * the floor moved meanwhile (a batch under it passed it first), it is not applied, and said so.
+ */
+const passAfter = (
+  actor: Actor,
+  speech: Speech,
+  under: ReadonlyArray<Speech>,
+  completion: ReturnType<typeof firstCompletion>,
+  winner: Resolved["winner"]
+): Effect.Effect<Next> => {
+  // The pass to come holds a token, given back while what it waits for waits (a task under it
+  // talking to the user lets the session go quiet) and returned before it goes on.
+  const work = actor.core.work
+  const token = { held: true }
+  work.acquire()
+  for (const below of under) below.skipFollowUp = true
+  actor.speeches.finishEarly(speech, { _tag: "Finished" })
+  const settled = Effect.forEach([...under].reverse(), (below) => actor.speeches.awaitEnd(below, token), { discard: true })
+  return settled.pipe(
+    Effect.andThen(Effect.suspend((): Effect.Effect<Next> => {
+      const to = winner?.target.name ?? actor.task?.caller.name ?? ""
+      if (!actor.holdsFloor() || !Lifecycle.isActive(actor)) {
+        actor.core.emit({ type: "handoff_not_applied", agent: actor.name, to, reason: `${actor.name} no longer holds the floor` })
+        return Effect.succeed("done")
+      }
+      Lifecycle.startPassing(actor)
+      if (completion) {
+        actor.core.send({ _tag: "CompleteTask", actor, result: completion })
+        actor.core.handleNow()
+        return Effect.succeed("passed")
+      }
+      const answer = Deferred.makeUnsafe<HandoffOutcome>()
+      actor.core.send({ _tag: "Handoff", from: actor, target: winner!.target, options: winner!.handoff.options, reply: answer })
+      actor.core.handleNow()
+      return Effect.map(Deferred.await(answer), (outcome): Next => {
+        if (outcome._tag === "Applied") return "passed"
+        Lifecycle.stopPassing(actor)
+        return "done"
+      })
+    })),
+    Effect.ensuring(Effect.sync(() => {
+      if (token.held) work.release()
+    }))
+  )
 }
 
 /** The deliberately broken variants of `conclude` (see Faults.ts). */

@@ -4,7 +4,7 @@
 import type { FunctionCall, FunctionCallOutput } from "../../src/ChatContext.ts"
 import type { FunctionToolsExecuted } from "../../src/Events.ts"
 import { type Ctx, delivery, toolOf, v, type Violation } from "./CheckCore.ts"
-import type { ToolSpec } from "./Scenario.ts"
+import { oddShapeIsError, type ToolSpec } from "./Scenario.ts"
 
 const handoffCalls = (ctx: Ctx, batch: FunctionToolsExecuted) =>
   batch.calls.filter((c) => toolOf(ctx, batch.agent, c.call.name)?.kind === "handoff")
@@ -127,7 +127,11 @@ const checkAnswer = (ctx: Ctx, call: FunctionCall, answer: FunctionCallOutput): 
     switch (tool.kind) {
       case "failing":
       case "dying":
+      case "waitsForItself":
         expected = "error"
+        break
+      case "odd":
+        expected = oddShapeIsError(tool.shape!) ? "error" : "ok"
         break
       case "typed":
         expected = validTyped(call.arguments) ? "ok" : "error"

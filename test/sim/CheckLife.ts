@@ -4,7 +4,7 @@
 import type { SessionEvent } from "../../src/Events.ts"
 import { type Ctx, type Rule, v, type Violation } from "./CheckCore.ts"
 import type { HookName } from "./Interpret.ts"
-import type { AgentSpec } from "./Scenario.ts"
+import { type AgentSpec, oddShapeIsError } from "./Scenario.ts"
 
 /** The hooks the handoff events call for, per agent, in order (only hooks the agent has). */
 const expectedHooks = (ctx: Ctx, spec: AgentSpec, upTo: number): Array<{ readonly hook: HookName; readonly seq: number }> => {
@@ -213,7 +213,9 @@ const expectedError = (ctx: Ctx, e: Extract<SessionEvent, { type: "error" }>): b
     case "tool":
       return spec.tools.some((t) =>
         (t.kind === "failing" && t.plainError && e.message.startsWith(`${t.name} failed:`)) ||
-        (t.kind === "dying" && e.message.startsWith(`${t.name} died:`))
+        (t.kind === "dying" && e.message.startsWith(`${t.name} died:`)) ||
+        (t.kind === "waitsForItself" && e.message.startsWith(`${t.name} died:`) && e.message.includes("cannot wait for the speech")) ||
+        (t.kind === "odd" && oddShapeIsError(t.shape!) && e.message.startsWith(`${t.name} returned`))
       )
     case "model":
       return e.message.includes("scripted failure") &&

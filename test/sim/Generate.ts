@@ -35,7 +35,10 @@ const PREFIX: Record<ToolKind, string> = {
   complete: "done",
   giveUp: "quit",
   longRunning: "long",
-  hangUp: "hang_up"
+  hangUp: "hang_up",
+  speaks: "speak",
+  odd: "odd",
+  waitsForItself: "self_wait"
 }
 
 const contextPolicy = (rng: Prng): ContextPolicyName => rng.weighted([[6, "full"], [2, "none"], [2, "last1"]])
@@ -385,7 +388,50 @@ const cascade = (root: Prng, s: Scenario): Scenario => {
   }
 }
 
-export const generate = (seed: number): Scenario => {
+/**
+ * What programs do with the API that the base draw does not (docs/rules.md, "Calls and
+ * contexts"), from its own fork: tools that start a say or a reply and await it or not, tools
+ * returning values JSON cannot hold, a tool awaiting its own speech, hooks that await their own
+ * reply or say (whose tools may run tasks and hand off).
+ */
+const programUses = (root: Prng, s: Scenario): Scenario => {
+  const rng = root.fork("program-uses-1")
+  const responses: Record<string, ResponseTable> = { ...s.responses }
+  // Calls only in answers to the user: an answer to a tool output that called the tool again
+  // would loop (the application's loop, not baton's).
+  const addCalls = (name: string, tool: string, chance: number) => {
+    const table = responses[name]!
+    responses[name] = { ...table, user: table.user.map((r) => (rng.chance(chance) ? { ...r, calls: [...r.calls, { tool }] } : r)) }
+  }
+  const withTools = <A extends AgentSpec>(agent: A, chance: number): A => {
+    const extra: Array<ToolSpec> = []
+    const add = (tool: ToolSpec, callChance: number) => {
+      extra.push(tool)
+      addCalls(agent.name, tool.name, callChance)
+    }
+    const index = () => agent.tools.length + extra.length
+    if (rng.chance(chance)) {
+      const speech = rng.chance(0.5) ? "say" : "reply"
+      add({ name: `${PREFIX.speaks}_${index()}`, kind: "speaks", delay: rng.chance(0.5) ? 0 : rng.delay(300, 0), speech, awaits: rng.chance(0.7) }, 0.4)
+    }
+    if (rng.chance(chance * 0.6)) {
+      const shape = rng.pick(["cyclic", "bigint", "undefined", "function", "symbol", "huge", "collections", "throwing"] as const)
+      add({ name: `${PREFIX.odd}_${index()}`, kind: "odd", delay: rng.chance(0.5) ? 0 : rng.delay(200, 0), shape }, 0.3)
+    }
+    if (rng.chance(chance * 0.1)) add({ name: `${PREFIX.waitsForItself}_${index()}`, kind: "waitsForItself", delay: 0 }, 0.3)
+    return extra.length ? { ...agent, tools: [...agent.tools, ...extra] } : agent
+  }
+  const agents = s.agents.map((agent) => {
+    const tooled = withTools(agent, 0.3)
+    if (!rng.chance(0.15)) return tooled
+    const action = rng.chance(0.7) ? "awaitReply" : "awaitSay"
+    return { ...tooled, onEnter: { action, delay: rng.chance(0.25) ? rng.delay(400, 0) : 0 } satisfies HookSpec }
+  })
+  const tasks = s.tasks.map((task) => withTools(task, 0.2))
+  return { ...s, agents, tasks, responses }
+}
+
+export const generate = (seed: number, options: { readonly programUses?: boolean } = {}): Scenario => {
   const root = new Prng(seed)
   const shape = root.fork("shape")
   const agentNames = Array.from({ length: shape.int(2, 5) }, (_, i) => `a${i}`)
@@ -404,7 +450,7 @@ export const generate = (seed: number): Scenario => {
   const table: Record<string, ResponseTable> = {}
   for (const agent of agents) table[agent.name] = responses(modelRng, agent, false)
   for (const task of tasks) table[task.name] = responses(modelRng, task, true)
-  return cascade(root, realtime(root, extend(root, {
+  const base = cascade(root, realtime(root, extend(root, {
     seed,
     agents,
     tasks,
@@ -412,4 +458,5 @@ export const generate = (seed: number): Scenario => {
     responses: table,
     timeline: timeline(root.fork("timeline"), agentNames)
   })))
+  return options.programUses === false ? base : programUses(root, base)
 }

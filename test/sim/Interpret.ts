@@ -11,7 +11,7 @@ import type { Prompt } from "effect/ai"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent, AgentSession, AgentTask, Handoff, TaskGroup, Tool } from "../../src/index.ts"
 import type { ContextPolicy } from "../../src/Handoff.ts"
-import type { AgentSpec, ContextPolicyName, HookSpec, ResponseSpec, Scenario, TaskSpec, ToolSpec, Trigger } from "./Scenario.ts"
+import type { AgentSpec, ContextPolicyName, HookSpec, OddShape, ResponseSpec, Scenario, TaskSpec, ToolSpec, Trigger } from "./Scenario.ts"
 
 export type HookName = "onEnter" | "onExit" | "onResume"
 
@@ -134,7 +134,45 @@ export const SESSION = "session"
  */
 export const MODEL_BUDGET = 120
 
+/** Replies the scenario's tools may start: a reply whose answer calls the same tool again would
+ * nest for ever (the application's loop, not baton's); past the cap they say instead. */
+const TOOL_REPLIES = 3
+
+/** What an `odd` tool returns. */
+const oddValue = (shape: OddShape): unknown => {
+  switch (shape) {
+    case "cyclic": {
+      const value: Record<string, unknown> = { name: "loop" }
+      value.self = value
+      return value
+    }
+    case "bigint":
+      return { id: 12345678901234567890n }
+    case "undefined":
+      return undefined
+    case "function":
+      return () => "a function"
+    case "symbol":
+      return Symbol("odd")
+    case "huge":
+      return "x".repeat(40_000)
+    case "collections":
+      return { map: new Map([["a", 1]]), set: new Set([1, 2]) }
+    case "throwing":
+      return {
+        toJSON: () => {
+          throw new Error("cannot serialise")
+        }
+      }
+  }
+}
+
+/** A say or reply a program's flow could not start (it no longer holds the floor): noted. */
+const isFloorError = (e: unknown): e is { readonly _tag: "FloorError"; readonly message: string } =>
+  (e as { _tag?: unknown })?._tag === "FloorError"
+
 export const interpret = (scenario: Scenario, world: World): Built => {
+  let toolReplies = 0
   const agents = new Map<string, Agent.Agent>()
   const tasks = new Map<string, AgentTask.AgentTask<string>>()
   const groups = new Map<string, AgentTask.AgentTask<TaskGroup.TaskGroupResult>>()
@@ -218,6 +256,26 @@ export const interpret = (scenario: Scenario, world: World): Built => {
         })
       case "longRunning":
         return longRunning(owner, spec)
+      case "speaks":
+        return Tool.make(spec.name, {
+          description: spec.kind,
+          handler: () => {
+            const reply = spec.speech === "reply" && toolReplies < TOOL_REPLIES
+            if (reply) toolReplies++
+            const started = reply
+              ? Agent.reply({ instructions: `${spec.name} of ${owner}` })
+              : Agent.say(`${owner} ${spec.name} says a word`)
+            return sleep(spec.delay).pipe(
+              Effect.andThen(started),
+              Effect.flatMap((handle) => (spec.awaits ? Effect.map(handle.wait, (outcome) => `${done} (${outcome._tag})`) : Effect.succeed(done))),
+              Effect.catchIf(isFloorError, (e) => Effect.succeed(`${spec.name}: ${e.message}`))
+            )
+          }
+        })
+      case "odd":
+        return Tool.make(spec.name, { description: spec.kind, handler: () => sleep(spec.delay).pipe(Effect.map(() => oddValue(spec.shape!))) })
+      case "waitsForItself":
+        return Tool.make(spec.name, { description: spec.kind, handler: (_, context) => context.speech.wait.pipe(Effect.as(done)) })
       case "hangUp":
         return Tool.make(spec.name, {
           description: spec.kind,
@@ -271,15 +329,16 @@ export const interpret = (scenario: Scenario, world: World): Built => {
           return awaitTask(owner, spec.target!, "hook").pipe(Effect.andThen(Agent.reply({ instructions: `after ${spec.target}` })))
         case "fail":
           return Effect.fail(new SimHookFailure({ message: `${name} of ${owner} broke` }))
+        case "awaitReply":
+          return Agent.reply({ instructions: `${name} of ${owner}` }).pipe(Effect.flatMap((handle) => handle.wait))
+        case "awaitSay":
+          return Agent.say(`${owner} ${name} says hello`).pipe(Effect.flatMap((handle) => handle.wait))
       }
     }
     return Effect.sync(() => void world.hooks.push({ agent: owner, hook: name, seq: world.seq(), order: world.tick() })).pipe(
       Effect.andThen(sleep(spec.delay)),
       Effect.andThen(Effect.suspend(action)),
-      Effect.catchIf(
-        (e): e is { readonly _tag: "FloorError"; readonly message: string } => (e as { _tag?: unknown })?._tag === "FloorError",
-        (e) => Effect.sync(() => void world.notes.push(`${name} of ${owner}: ${e.message}`))
-      ),
+      Effect.catchIf(isFloorError, (e) => Effect.sync(() => void world.notes.push(`${name} of ${owner}: ${e.message}`))),
       Effect.asVoid
     )
   }

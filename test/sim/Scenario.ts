@@ -22,6 +22,15 @@ export type ToolKind =
   | "giveUp" // (tasks only) fails its task
   | "longRunning" // reports progress after `delay`, then `updates` more, ends after `duration` (a handoff with `target`)
   | "hangUp" // closes the session from inside the tool
+  | "speaks" // starts a `say` or a reply (`speech`), awaits it or not (`awaits`), then returns
+  | "odd" // returns a value JSON cannot hold as it is (`shape`)
+  | "waitsForItself" // awaits the speech it was called in (an error output: it would wait for ever)
+
+/** What an `odd` tool returns. */
+export type OddShape = "cyclic" | "bigint" | "undefined" | "function" | "symbol" | "huge" | "collections" | "throwing"
+
+/** The shapes the model reads as an error output (the others are rendered). */
+export const oddShapeIsError = (shape: OddShape): boolean => shape === "function" || shape === "symbol" || shape === "throwing"
 
 export type ContextPolicyName = "full" | "none" | "last1"
 
@@ -40,9 +49,15 @@ export interface ToolSpec {
   readonly updates?: number | undefined
   /** longRunning: what a second call does while one runs. */
   readonly onDuplicate?: "allow" | "reject" | "replace" | undefined
+  /** speaks: what it starts, and whether it waits for it to end. */
+  readonly speech?: "say" | "reply" | undefined
+  readonly awaits?: boolean | undefined
+  /** odd: the value it returns. */
+  readonly shape?: OddShape | undefined
 }
 
-export type HookAction = "none" | "reply" | "say" | "task" | "group" | "fail"
+/** `awaitReply` / `awaitSay`: the hook starts a reply (or a say) and waits for it to end. */
+export type HookAction = "none" | "reply" | "say" | "task" | "group" | "fail" | "awaitReply" | "awaitSay"
 
 export interface HookSpec {
   readonly delay: number
@@ -184,6 +199,8 @@ export const formatTool = (tool: ToolSpec): string => {
   if (tool.duration !== undefined) args.push(`for ${tool.duration}ms`)
   if (tool.updates) args.push(`${tool.updates} updates`)
   if (tool.onDuplicate && tool.onDuplicate !== "allow") args.push(tool.onDuplicate)
+  if (tool.speech) args.push(`${tool.awaits ? "await " : ""}${tool.speech}`)
+  if (tool.shape) args.push(tool.shape)
   return `${tool.name}:${tool.kind}${args.length ? `(${args.join(",")})` : ""}`
 }
 

@@ -14,6 +14,9 @@ import { shrink } from "./Shrink.ts"
 export interface GeneratorOptions {
   /** Patterns of known core bugs left out of generated scenarios (see KnownBugs.ts). */
   readonly exclude?: ReadonlyArray<KnownBug>
+  /** Draw what programs do with the API (Generate.ts `programUses`; default true). A seed found
+   * before that vocabulary replays with it off. */
+  readonly programUses?: boolean
 }
 
 export interface SimOptions extends RunOptions, GeneratorOptions {}
@@ -28,7 +31,7 @@ export interface SimResult {
 export const DEFAULT_EXCLUDE: ReadonlyArray<KnownBug> = Object.keys(KnownBugs) as Array<KnownBug>
 
 export const scenarioFor = (seed: number, options: GeneratorOptions = {}): Scenario =>
-  excludeKnownBugs(generate(seed), options.exclude ?? [])
+  excludeKnownBugs(generate(seed, { programUses: options.programUses ?? true }), options.exclude ?? [])
 
 export const simulateScenario = (scenario: Scenario, options: SimOptions = {}): Effect.Effect<SimResult> =>
   runScenario(scenario, options).pipe(

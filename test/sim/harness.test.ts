@@ -77,9 +77,10 @@ describe("generator", () => {
       if (s.cascade) extras.cascade++
     }
     assert.deepStrictEqual([...kinds].sort(), [
-      "complete", "dying", "failing", "giveUp", "handoff", "hangUp", "immediate", "longRunning", "slow", "task", "typed"
+      "complete", "dying", "failing", "giveUp", "handoff", "hangUp", "immediate", "longRunning", "odd", "slow", "speaks", "task", "typed",
+      "waitsForItself"
     ])
-    assert.deepStrictEqual([...actions].sort(), ["fail", "group", "none", "reply", "say", "task"])
+    assert.deepStrictEqual([...actions].sort(), ["awaitReply", "awaitSay", "fail", "group", "none", "reply", "say", "task"])
     assert.deepStrictEqual([...ops].sort(), ["close", "handoff", "idle", "interrupt", "noise", "reply", "run", "say", "send", "speak", "utter", "voice"])
     assert.isAbove(twoHandoffs, 20)
     assert.isAbove(extras.deferredHandoffs, 20)

@@ -240,12 +240,13 @@ export const run = (
       const played = yield* play(actor, speech, held, queue).pipe(
         Effect.map((calls) => ({ calls, retry: false })),
         // The connection broke under the reply (an update's error answer, a lost socket): ask
-        // again on a fresh one, once per step. What was played stays, marked interrupted.
+        // again on a fresh one, once per step. What was played stays, marked interrupted. Not
+        // when its agent's floor is passing (the batch under it handed off): no model call then.
         Effect.catchIf(
           (error) =>
             error instanceof RealtimeError && (held.revoked() === "fallback" || held.revoked() === "dropped") && !retried &&
             actor.holdsFloor(),
-          () => Effect.succeed({ calls: [] as ReadonlyArray<PendingCall>, retry: true })
+          () => Effect.succeed({ calls: [] as ReadonlyArray<PendingCall>, retry: !speech.skipFollowUp })
         )
       )
       if (played.retry) {

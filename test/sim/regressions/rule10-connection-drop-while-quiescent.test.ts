@@ -13,7 +13,7 @@ import { DEFAULT_EXCLUDE, scenarioFor, simulateScenario } from "../Sim.ts"
 /** The seed's scenario as it was drawn when it was found: later draws (failed and hung
  * responses) are left out, so that the drop still happens where it did. */
 const asFound = (seed: number) => {
-  const scenario = scenarioFor(seed, { exclude: DEFAULT_EXCLUDE })
+  const scenario = scenarioFor(seed, { exclude: DEFAULT_EXCLUDE, programUses: false })
   const { failEvery: _failed, stallEvery: _hung, ...realtime } = scenario.realtime!
   return { ...scenario, realtime }
 }

@@ -15,7 +15,7 @@ import { DEFAULT_EXCLUDE, simulate } from "../Sim.ts"
 describe("rule 2: silence after handoff (simulation regression)", () => {
   it.effect("rule 2: a reply waiting for an interjection stops when a forced handoff cuts it", () =>
     Effect.gen(function*() {
-      const result = yield* simulate(45589, { exclude: DEFAULT_EXCLUDE })
+      const result = yield* simulate(45589, { exclude: DEFAULT_EXCLUDE, programUses: false })
       assert.deepStrictEqual(result.violations.map((v) => `${v.rule}: ${v.message}`), [])
       // the situation happened: a say was cut by the handoff
       assert.isTrue(result.recording.events.some((e) => e.type === "speech_finished" && e.interrupted && e.agent === "a0"))

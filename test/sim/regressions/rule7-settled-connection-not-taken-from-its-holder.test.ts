@@ -15,7 +15,7 @@ import { DEFAULT_EXCLUDE, simulate } from "../Sim.ts"
 describe("rule 7: reuse when possible, never by accident (simulation regression)", () => {
   it.effect("rule 7: a take that waited for the server does not lease the connection over the holder's (seed 1904789)", () =>
     Effect.gen(function*() {
-      const result = yield* simulate(1904789, { exclude: DEFAULT_EXCLUDE })
+      const result = yield* simulate(1904789, { exclude: DEFAULT_EXCLUDE, programUses: false })
       assert.deepStrictEqual(result.violations.map((v) => `${v.rule}: ${v.message}`), [])
       // the situation happened: three forced handoffs within 50 ms, on one connection
       const handoffs = result.recording.events.filter((e) => e.type === "agent_handoff" && e.kind === "handoff")
