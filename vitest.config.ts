@@ -9,6 +9,8 @@ export default defineConfig({
   ssr: { resolve: { conditions, externalConditions: ["baton-source"] } },
   test: {
     include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
+    // A work token released twice fails the test that did it (see the file).
+    setupFiles: ["test/setup/tokens.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000
   }

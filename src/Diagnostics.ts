@@ -15,9 +15,17 @@ export interface Counts {
 
 const counts = { sessions: 0, actors: 0, scopes: 0, fibers: 0, tokenErrors: 0 }
 
+/** Where the last work token was released twice: the stack of that release, for the failure
+ * the test suite reports (test/setup/tokens.ts). */
+let lastTokenError: string | undefined
+
 export const tokenError = () => {
   counts.tokenErrors++
+  lastTokenError = new Error("a work token was released twice").stack
 }
+
+/** The stack of the last double release, if any. */
+export const lastTokenErrorStack = (): string | undefined => lastTokenError
 
 export const snapshot = (): Counts => ({ ...counts })
 

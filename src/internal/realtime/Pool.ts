@@ -23,7 +23,7 @@
  * of it lives in its Scope (router, canceller, watchers): it runs with the session's logger,
  * tracer and clock, and ends with the connection.
  */
-import { type Cause, Deferred, Effect, Option, Queue, type Scope } from "effect"
+import { type Cause, Deferred, Effect, Exit, Option, Queue, type Scope } from "effect"
 import { type Ack, type RealtimeCapabilities, RealtimeError, type RealtimeModel, type RealtimeTool } from "../../../services/RealtimeModel.ts"
 import type { RealtimeConnectionEvent } from "../../Events.ts"
 import { breakConnection, contextIds, type Entry, type HeldLease, open, retire, type State, toolsKey, watch } from "./Connection.ts"
@@ -108,7 +108,10 @@ const acquire = (state: State, owner: string, desired: Desired, wanted: () => bo
       }
       if (settled) {
         const lease = yield* makeLease(state, candidate, owner, true)
-        yield* lease.sync(desired)
+        // The lease is the caller's only once its configuration went out: cut before (a
+        // barge-in, a handoff interrupting the reply there) or refused, it is released here,
+        // or the connection would keep a lease nobody holds and never be free again.
+        yield* lease.sync(desired).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => release(state, lease)))))
         return lease
       }
     }

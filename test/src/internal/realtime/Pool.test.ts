@@ -25,7 +25,7 @@ interface FakeConnection {
   closed: boolean
 }
 
-const fakeModel = (caps: RealtimeCapabilities = capabilities) => {
+const fakeModel = (caps: RealtimeCapabilities = capabilities, updates?: Deferred.Deferred<void>) => {
   const connections: Array<FakeConnection> = []
   const model = {
     provider: "fake",
@@ -52,7 +52,9 @@ const fakeModel = (caps: RealtimeCapabilities = capabilities) => {
           model: "fake-1",
           capabilities: caps,
           events: Stream.fromQueue(server),
-          updateSession: (changes) => ack(`updateSession ${changes.instructions ?? ""}`),
+          // With `updates`, an update waits for it before it is sent (a slow socket write).
+          updateSession: (changes) =>
+            Effect.andThen(updates ? Deferred.await(updates) : Effect.void, ack(`updateSession ${changes.instructions ?? ""}`)),
           updateChatContext: (context) => ack(`updateChatContext ${context.items.length}`),
           sendToolOutput: (output) => ack(`sendToolOutput ${output.callId}`),
           createResponse: () => record("createResponse"),
@@ -70,9 +72,9 @@ const fakeModel = (caps: RealtimeCapabilities = capabilities) => {
 
 const desired = (instructions: string, context = ChatContext.empty): Desired => ({ instructions, tools: [], context })
 
-const setup = (caps?: RealtimeCapabilities) =>
+const setup = (caps?: RealtimeCapabilities, updates?: Deferred.Deferred<void>) =>
   Effect.gen(function*() {
-    const fake = fakeModel(caps)
+    const fake = fakeModel(caps, updates)
     const scope = yield* Scope.make()
     const reports: Array<string> = []
     const ended: Array<string> = []
@@ -108,6 +110,24 @@ describe("realtime pool (rule 7)", () => {
       assert.strictEqual(refused.reason, "revoked")
       yield* Scope.close(scope, Exit.void)
       assert.isTrue(connections[0]!.closed)
+    }))
+
+  it.effect("item 9: a lease whose sync is interrupted (a barge-in cut the reply there) leaves its connection free", () =>
+    Effect.gen(function*() {
+      const updates = yield* Deferred.make<void>()
+      const { pool, connections, scope } = yield* setup(capabilities, updates)
+      pool.release(yield* pool.acquire("A", desired("be A")))
+      // B's reuse sends B's instructions; the write hangs, and B's reply is cut there.
+      const taking = yield* Effect.forkChild(pool.acquire("B", desired("be B")))
+      yield* settleFibers
+      yield* Fiber.interrupt(taking)
+      yield* Deferred.succeed(updates, undefined)
+      // Nobody holds the connection: the next holder reuses it.
+      const c = yield* pool.acquire("C", desired("be C"))
+      assert.isTrue(c.reused)
+      assert.strictEqual(c.connectionId, connections[0]!.id)
+      assert.strictEqual(connections.length, 1)
+      yield* Scope.close(scope, Exit.void)
     }))
 
   it.effect("a model that cannot change its instructions gets a fresh connection; the old one closes", () =>
