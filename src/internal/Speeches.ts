@@ -107,6 +107,8 @@ export interface EnqueueOptions {
   readonly byTool?: boolean | undefined
 }
 
+const none: ReadonlyArray<Speech.Speech> = []
+
 type Playing = { readonly queued: Queued; fiber: Fiber.Fiber<void, unknown> | undefined }
 
 /** The speeches of one actor: the queue, the one playing, the interjections over it (a stack,
@@ -140,7 +142,9 @@ export const make = (host: SpeechHost): Speeches => {
       const index = stackIndex(s, speech)
       for (let i = s.current ? index : index + 1; i >= 0 && i < s.interjections.length; i++) s.interjections[i]!.queued.speech.skipFollowUp = true
     },
-    under: (speech) => stack(s).slice(0, Math.max(0, stackIndex(s, speech))).map((entry) => entry.queued.speech),
+    // Nothing is under a speech unless speeches play over one another (not on a handoff's path).
+    under: (speech) =>
+      s.interjections.length === 0 ? none : stack(s).slice(0, Math.max(0, stackIndex(s, speech))).map((entry) => entry.queued.speech),
     finishEarly: (speech, outcome) => {
       const entry = entryOf(s, speech)
       if (entry) removePlaying(s, entry)
