@@ -297,6 +297,7 @@ const interruptPlaying = (s: State, entry: Playing, force: boolean, beforeTurn?:
     if (speech.phase === "done" || !cuttable(speech, force, beforeTurn)) return Effect.void
     if (Speech.inToolPhase(speech)) {
       if (!force) speech.skipFollowUp = true
+      speech.cut?.()
       return Effect.void
     }
     return (entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void).pipe(
@@ -401,14 +402,25 @@ const interjectionOver = (s: State, speech: Speech.Speech): Speech.Speech | unde
 }
 
 /** Waits out the interjections over `speech`, and one queued to start (the actor's loop starts
- * it next). */
+ * it next). Its work token is parked on the interjection meanwhile: what is said over it may
+ * run a task that waits for the user, and the session is quiet then. */
 const interjectedOver = (s: State, speech: Speech.Speech): Effect.Effect<void> =>
   Effect.suspend(() => {
     const speaking = interjectionOver(s, speech)
     if (!speaking) return Effect.void
     s.host.kick()
-    return Deferred.await(speaking.done).pipe(Effect.andThen(interjectedOver(s, speech)))
+    return awaitEnd(s, speaking, tokenOf(speech)).pipe(Effect.andThen(interjectedOver(s, speech)))
   })
+
+/** A speech's own work token as a cell `awaitEnd` can park. */
+const tokenOf = (speech: Speech.Speech): WorkTokenCell => ({
+  get held() {
+    return speech.holdsToken
+  },
+  set held(held: boolean) {
+    speech.holdsToken = held
+  }
+})
 
 /** Nothing generating: every playing speech waits for its tools and none may interject, or
  * nothing plays and nothing queued may start. */

@@ -202,6 +202,8 @@ const expectedError = (ctx: Ctx, e: Extract<SessionEvent, { type: "error" }>): b
   if (e.source === "model" && rt) {
     // A reply asks again once per step when its connection breaks; a second break fails it.
     if (rt.dropEvery !== undefined && /the connection left \S+ \(dropped\)/.test(e.message)) return true
+    // The same when an update is refused twice in a row (the retry's fresh connection refused too).
+    if (rt.rejectEvery !== undefined && /the connection left \S+ \(fallback\)/.test(e.message)) return true
     // A response the server failed fails its reply (no retry: a server error may repeat).
     if (rt.failEvery !== undefined && /^ServerError: The server had an error/.test(e.message)) return true
     // A request a hung server never answers fails its reply after the timeout.

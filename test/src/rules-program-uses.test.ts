@@ -89,6 +89,38 @@ describe("rule 10: a tool that awaits a reply it started", () => {
     ])))))
 })
 
+describe("rule 10: a reply a tool started (not awaited) whose own tool runs a task", () => {
+  it.effect("the run resolves while the task waits for the user; the answer reaches the task, then the agent goes on", () =>
+    Effect.gen(function*() {
+      const askName: AgentTask.AgentTask<string> = AgentTask.make<string>({
+        name: "ask_name",
+        instructions: "Ask the caller's name.",
+        onEnter: Agent.say("Your name?").pipe(Effect.asVoid),
+        tools: [Tool.make("record_name", { description: "Record", handler: () => AgentTask.complete(askName, "Ada") })]
+      })
+      const main = Agent.make({
+        name: "main",
+        instructions: "Main.",
+        tools: [
+          Tool.make("start_intake", { description: "start", handler: () => Agent.reply({ instructions: "run the intake" }).pipe(Effect.as("intake started")) }),
+          Tool.make("get_name", { description: "name", handler: () => AgentTask.run(askName) })
+        ]
+      })
+      const session = yield* AgentSession.start({ agent: main })
+      yield* session.run("sign me up")
+      const capture = yield* TextCapture.TextCapture
+      assert.deepStrictEqual(order(capture), ["ask_name: Your name?"])
+      yield* session.run("Ada")
+      assert.strictEqual(order(capture).at(-1), "main: Welcome, Ada.")
+    }).pipe(Effect.provide(Layer.mergeAll(TextCapture.layer, ScriptedModel.layer([
+      { when: { user: "sign me up" }, reply: { toolCalls: [{ name: "start_intake" }] } },
+      { when: { instructions: "run the intake" }, reply: { toolCalls: [{ name: "get_name" }] } },
+      { when: { agent: "ask_name", user: "Ada" }, reply: { toolCalls: [{ name: "record_name" }] } },
+      { when: { agent: "main", toolOutput: "Ada" }, reply: { text: "Welcome, Ada." } },
+      { when: { agent: "main", toolOutput: "intake started" }, reply: { text: "Intake running." } }
+    ])))))
+})
+
 describe("rule 4: a tool that waits for the speech it was called in", () => {
   it.effect("gets an error output saying why (it would wait for ever), and the run resolves", () =>
     Effect.gen(function*() {

@@ -32,6 +32,8 @@ const request = (
     /** Calls whose outputs were just recorded: a server that answers them by itself
      * (autoToolReply) gets them as tool outputs and is only waited for. */
     readonly outputsOf?: ReadonlyArray<string> | undefined
+    /** Whether the reply may still make a model call (not when its agent's floor is passing). */
+    readonly live: () => boolean
   },
   attempt = 0
 ): Effect.Effect<Started, RealtimeError> =>
@@ -83,12 +85,13 @@ const request = (
     )
   }).pipe(
     Effect.catchIf(
-      (error) => (error.reason === "revoked" || error.reason === "closed") && attempt === 0 && actor.holdsFloor(),
+      (error) => (error.reason === "revoked" || error.reason === "closed") && attempt === 0 && actor.holdsFloor() && options.live(),
       () => request(actor, binding, options, attempt + 1)
     ),
     // The connection left with the floor before the response started (seed 1015080): the
     // reply was cut by the floor change, as one already playing is (rule 2), not broken.
-    Effect.catchIf((error) => error.reason === "revoked" && !actor.holdsFloor(), () => Effect.interrupt)
+    // Or it left while the floor was passing (a batch under this reply handed off): cut too.
+    Effect.catchIf((error) => error.reason === "revoked" && (!actor.holdsFloor() || !options.live()), () => Effect.interrupt)
   )
 
 /** The response's start, within `RealtimeResponseTimeout`: a server that never answers ends the
@@ -230,12 +233,13 @@ export const run = (
     let existing = startedBy
     let answered: ReadonlyArray<string> | undefined
     let retried = false
+    const live = () => !speech.skipFollowUp
     for (let step = 0;; step++) {
       if (!actor.holdsFloor()) return
       speech.phase = "generating"
       const choice: RealtimeToolChoice | undefined = step >= actor.agent.maxToolSteps ? "none" : toolChoice
       const { lease: held, queue } = existing ??
-        (yield* request(actor, binding, { instructions, toolChoice: choice, speechId: speech.handle.id, outputsOf: answered }))
+        (yield* request(actor, binding, { instructions, toolChoice: choice, speechId: speech.handle.id, outputsOf: answered, live }))
       existing = undefined
       const played = yield* play(actor, speech, held, queue).pipe(
         Effect.map((calls) => ({ calls, retry: false })),
