@@ -1,7 +1,10 @@
 /**
  * Speech: one reply being generated and delivered, run as one fiber owned by an actor.
  * Interrupting a reply interrupts that fiber while it generates; once its tool calls run, an
- * interruption only cancels the follow-up reply (tool calls are never cut in half).
+ * interruption only cancels the follow-up reply (tool calls are never cut in half). The words a
+ * reply says before its tool calls ("Let me check Paris.") are in the tool phase once the model
+ * made the calls: a cut ends the words (what was heard is kept, marked interrupted) and the
+ * follow-up, and the calls run, as LiveKit runs tools that already started (issue 39).
  */
 import type { ErrorInfo } from "./ErrorInfo.ts"
 import { Deferred, Effect } from "effect"
@@ -45,6 +48,8 @@ export interface Speech {
   phase: SpeechPhase
   /** Set when the user spoke or `interrupt` was called during the tool phase. */
   skipFollowUp: boolean
+  /** While the words said before its tool calls play (Reply.ts): ends them, not the calls. */
+  cut?: (() => void) | undefined
   /**
    * Whether the speech holds its work token. A batch hands it to its tool calls while they run
    * (so a tool waiting for an `AgentTask` lets the session become quiescent) and the last call

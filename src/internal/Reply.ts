@@ -3,7 +3,7 @@
  * Every step first checks that the actor holds the floor, and every delivered piece of text
  * checks it again: an agent that passed the floor makes no model call and says nothing (rule 2).
  */
-import { Context, Effect, Exit, Stream } from "effect"
+import { Context, Deferred, Effect, Exit, Stream } from "effect"
 import type { LanguageModel, Response } from "effect/ai"
 import { ModelCall, type ModelCallInfo } from "../../services/ModelCall.ts"
 import * as ModelParts from "../../services/ModelParts.ts"
@@ -99,7 +99,7 @@ const textSteps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.
     speech.phase = "generating"
     const prompt = toPrompt(actor.chat, { instructions: actor.agent.instructions, extraInstructions: instructions })
     const called = startStep(actor, speech, model)
-    return Effect.flatMap(generate(called, model, prompt, choice), () =>
+    return Effect.flatMap(generate(called, model, prompt, choice, speech), () =>
       called.calls.length === 0 ? Effect.void : Effect.flatMap(ToolBatch.run(actor, speech, called.calls), (next) => {
         if (next !== "reply") return Effect.void
         instructions = undefined
@@ -118,6 +118,8 @@ interface Step {
   readonly calls: Array<PendingCall>
   text: string
   started: boolean
+  /** The words said before the step's tool calls were cut (they run; see `playBeforeCalls`). */
+  cut: boolean
 }
 
 /** One part of the model's stream: text out as it arrives, calls collected, usage metered.
@@ -181,15 +183,34 @@ const startStep = (actor: Actor, speech: Speech, model: LanguageModel.LanguageMo
   const named = ModelParts.infoOf(model)
   const meter = ModelCallMeter.start({ speechId, agent: actor.name, kind: "llm", provider: named?.provider ?? "unknown", model: named?.model ?? "unknown" }, actor.core.now)
   // The meter is the call's ModelCallInfo too (speech, agent, served, failedOver).
-  return { actor, info: meter, meter, calls: [], text: "", started: false }
+  return { actor, info: meter, meter, calls: [], text: "", started: false, cut: false }
 }
+
+/**
+ * The words a step said before its tool calls, played once the model made the calls: the speech
+ * is in its tool phase, so a cut (the user typed or spoke, `interrupt`) ends the words and the
+ * follow-up but not the calls, which run next (issue 39; LiveKit runs tools already started).
+ */
+const playBeforeCalls = (step: Step, speech: Speech, played: Effect.Effect<void>): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    speech.phase = "tools"
+    const cut = Deferred.makeUnsafe<void>()
+    speech.cut = () => {
+      step.cut = true
+      Deferred.doneUnsafe(cut, Effect.void)
+    }
+    return Effect.raceFirst(played, Deferred.await(cut)).pipe(Effect.ensuring(Effect.sync(() => {
+      speech.cut = undefined
+    })))
+  })
 
 /** One model step: streams the text out as it arrives and collects the tool calls in `step`. */
 const generate = (
   step: Step,
   model: LanguageModel.LanguageModel,
   prompt: ReturnType<typeof toPrompt>,
-  toolChoice: LanguageModel.ToolChoice<string>
+  toolChoice: LanguageModel.ToolChoice<string>,
+  speech: Speech
 ): Effect.Effect<void, unknown> => {
   const { actor, info, meter } = step
   const out = actor.core.textOutput
@@ -201,7 +222,7 @@ const generate = (
   // Called on the step the model call ends on.
   const ended = (exit: Exit.Exit<void, unknown>) => {
     if (!drain) actor.core.emit(meter.end(exit))
-    const interrupted = Exit.isFailure(exit)
+    const interrupted = Exit.isFailure(exit) || step.cut
     // Cut short: the history keeps what the user heard, when the output knows it.
     const kept = interrupted && step.started && out.heard ? out.heard(info) ?? step.text : step.text
     if (kept !== "") actor.commit(message("assistant", kept, { agent: actor.name, interrupted }))
@@ -227,7 +248,9 @@ const generate = (
     const body = drain
       ? steps.pipe(
         Effect.onExit((exit) => Effect.sync(() => actor.core.emit(meter.end(exit)))),
-        Effect.andThen(Effect.suspend(() => (step.started ? drain(info) : Effect.void)))
+        Effect.andThen(Effect.suspend(() =>
+          !step.started ? Effect.void : step.calls.length === 0 ? drain(info) : playBeforeCalls(step, speech, drain(info))
+        ))
       )
       : steps
     return Effect.onExit(body, (exit) => {

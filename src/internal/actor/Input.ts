@@ -73,7 +73,10 @@ const hold = (actor: Actor, held: HeldInput) => {
   actor.core.work.acquire()
   actor.inner.held.push(held)
   const current = actor.speeches.current()
-  if (current && Speech.inToolPhase(current)) current.skipFollowUp = true
+  if (current && Speech.inToolPhase(current)) {
+    current.skipFollowUp = true
+    current.cut?.()
+  }
 }
 
 /** Whether `releaseHeld` has anything to release now. */
