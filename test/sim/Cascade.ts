@@ -171,8 +171,9 @@ export const start = (
     return voice.session
   })
 
-/** The user says input n (or makes a noise) for `duration` ms, then is silent long enough to end the turn. */
-export const utter = (world: CascadeWorld, spec: CascadeSpec, input: number | undefined, duration: number) =>
+/** The user says input n (or makes a noise) for `duration` ms, then is silent long enough to end
+ * the turn; `stops`: the line sends nothing after the words (no silence frames), for as long. */
+export const utter = (world: CascadeWorld, spec: CascadeSpec, input: number | undefined, duration: number, stops = false) =>
   world.mic.withPermit(Effect.gen(function*() {
     const line = world.line
     if (!line) return
@@ -180,7 +181,8 @@ export const utter = (world: CascadeWorld, spec: CascadeSpec, input: number | un
     const speech = Math.max(FRAME_MS, Math.round(duration / FRAME_MS) * FRAME_MS)
     const frames = speech / FRAME_MS + Math.ceil((spec.endpointingMs + 300) / FRAME_MS)
     for (let i = 0; i < frames; i++) {
-      yield* line.offer(i < speech / FRAME_MS ? marked(mark, FRAME_MS) : AudioFrame.silence(FRAME_MS, RATE))
+      const speaking = i < speech / FRAME_MS
+      if (speaking || !stops) yield* line.offer(speaking ? marked(mark, FRAME_MS) : AudioFrame.silence(FRAME_MS, RATE))
       yield* Effect.sleep(FRAME_MS)
     }
   }))

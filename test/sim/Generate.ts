@@ -392,7 +392,8 @@ const cascade = (root: Prng, s: Scenario): Scenario => {
  * What programs do with the API that the base draw does not (docs/rules.md, "Calls and
  * contexts"), from its own fork: tools that start a say or a reply and await it or not, tools
  * returning values JSON cannot hold, a tool awaiting its own speech, hooks that await their own
- * reply or say (whose tools may run tasks and hand off).
+ * reply or say (whose tools may run tasks and hand off), a voice line that stops sending audio
+ * after the words.
  */
 const programUses = (root: Prng, s: Scenario): Scenario => {
   const rng = root.fork("program-uses-1")
@@ -428,7 +429,11 @@ const programUses = (root: Prng, s: Scenario): Scenario => {
     return { ...tooled, onEnter: { action, delay: rng.chance(0.25) ? rng.delay(400, 0) : 0 } satisfies HookSpec }
   })
   const tasks = s.tasks.map((task) => withTools(task, 0.2))
-  return { ...s, agents, tasks, responses }
+  // A line that stops sending after the words (push-to-talk released, a muted track): no silence
+  // follows, and the pipeline must hear the gap as silence.
+  const stopping = root.fork("audio-stops-1")
+  const timeline = s.timeline.map((action) => (action.op === "utter" && stopping.chance(0.25) ? { ...action, stops: true } : action))
+  return { ...s, agents, tasks, responses, timeline }
 }
 
 export const generate = (seed: number, options: { readonly programUses?: boolean } = {}): Scenario => {

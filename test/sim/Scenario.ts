@@ -119,7 +119,15 @@ export type Action =
   | { readonly op: "voice"; readonly after: number; readonly input: number }
   | { readonly op: "handoff"; readonly after: number; readonly target: string }
   /** Cascade scenarios: the user says input n as audio for `duration` ms (VAD, STT, endpointing, barge-in). */
-  | { readonly op: "utter"; readonly after: number; readonly input: number; readonly duration: number }
+  | {
+    readonly op: "utter"
+    readonly after: number
+    readonly input: number
+    readonly duration: number
+    /** The line stops sending after the words (a released push-to-talk, a muted track): no
+     * silence follows, and the pipeline must hear the gap as silence. */
+    readonly stops?: boolean
+  }
   /** Cascade scenarios: speech with no words (a cough over a reply; a false interruption when long). */
   | { readonly op: "noise"; readonly after: number; readonly duration: number }
   | { readonly op: "say"; readonly after: number }
@@ -235,7 +243,7 @@ export const formatAction = (a: Action): string => {
     case "voice":
       return `${at} user says u${a.input} (audio)`
     case "utter":
-      return `${at} user says u${a.input} (${a.duration}ms, cascade)`
+      return `${at} user says u${a.input} (${a.duration}ms, cascade${a.stops ? ", then the line stops" : ""})`
     case "noise":
       return `${at} noise ${a.duration}ms`
     case "handoff":

@@ -236,7 +236,8 @@ export const playTimeline = (state: TimelineState) =>
           case "noise": {
             const spec = state.scenario.cascade
             if (!spec) return
-            const speaking = Cascade.utter(world.cascade, spec, action.op === "utter" ? action.input : undefined, action.duration).pipe(
+            const stops = action.op === "utter" && action.stops === true
+            const speaking = Cascade.utter(world.cascade, spec, action.op === "utter" ? action.input : undefined, action.duration, stops).pipe(
               // the engine's final transcript comes sttDelay after the turn ended
               Effect.andThen(sleep(spec.sttDelay + 20))
             )

@@ -53,11 +53,12 @@ describe("generator", () => {
     const actions = new Set<string>()
     const ops = new Set<string>()
     let twoHandoffs = 0
-    const extras = { deferredHandoffs: 0, backgroundRuns: 0, goBack: 0, sessionTools: 0, realtime: 0, cascade: 0 }
+    const extras = { deferredHandoffs: 0, backgroundRuns: 0, goBack: 0, sessionTools: 0, realtime: 0, cascade: 0, audioStops: 0 }
     for (let seed = 0; seed < 400; seed++) {
       const s = generate(seed)
       extras.deferredHandoffs += s.agents.filter((a) => a.tools.some((t) => t.kind === "longRunning" && t.target)).length
       extras.backgroundRuns += s.timeline.filter((a) => a.op === "run" && a.background).length
+      extras.audioStops += s.timeline.filter((a) => a.op === "utter" && a.stops).length
       extras.sessionTools += s.sessionTools?.length ?? 0
       extras.realtime += s.realtime ? 1 : 0
       extras.goBack += Object.values(s.responses).filter((t) => t.user.some((r) => r.calls.some((c) => c.tool === "return_to_earlier_step"))).length
@@ -89,6 +90,7 @@ describe("generator", () => {
     assert.isAbove(extras.sessionTools, 40)
     assert.isAbove(extras.realtime, 60)
     assert.isAbove(extras.cascade, 20)
+    assert.isAbove(extras.audioStops, 5)
   })
 
   it("leaves a known bug's pattern out (exclude) or ignores exactly its symptom (waive)", () =>
