@@ -106,6 +106,12 @@ export type RealtimeEvent =
     readonly itemId: string
     readonly text: string
     readonly final: boolean
+    /**
+     * The items that follow the user's item in the server's conversation when its final
+     * transcript comes, in order: a transcript that comes after the answer to its turn (OpenAI
+     * transcribes on its own time) names that answer, and the words are recorded before it.
+     */
+    readonly followedBy?: ReadonlyArray<string> | undefined
     readonly failed?: { readonly message: string; readonly code?: string | undefined } | undefined
   }
   /** The server cut the model's answer (the user spoke over it). */

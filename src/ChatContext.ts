@@ -183,6 +183,27 @@ export class ChatContext {
     return false
   }
 
+  /** The id of the first item (in this context's order) whose id is one of `ids`, if any. */
+  firstOf(ids: Iterable<string>): string | undefined {
+    const wanted = new Set(ids)
+    if (wanted.size === 0) return undefined
+    for (let i = 0; i < this.length; i++) if (wanted.has(this.#buffer[i]!.id)) return this.#buffer[i]!.id
+    return undefined
+  }
+
+  /**
+   * `item` placed before the item with id `before` (a turn whose record came after what
+   * answered it, such as a transcript that arrives after the realtime answer to its turn); at
+   * the end, as `append`, when `before` is undefined or not in this context.
+   */
+  insertBefore(item: ChatItem, before: string | undefined): ChatContext {
+    const index = before === undefined ? -1 : this.items.findIndex((i) => i.id === before)
+    if (index < 0) return this.append(item)
+    const buffer = this.#buffer.slice(0, this.length)
+    buffer.splice(index, 0, item)
+    return new ChatContext(buffer, buffer.length)
+  }
+
   /** @internal The shared buffer and this context's length, for `toPrompt`'s prefix cache. */
   static view(context: ChatContext): { readonly buffer: ReadonlyArray<ChatItem>; readonly length: number } {
     return { buffer: context.#buffer, length: context.length }

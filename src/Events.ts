@@ -25,6 +25,11 @@ export interface ConversationItemAdded extends Base {
   readonly type: "conversation_item_added"
   readonly agent: string | undefined
   readonly item: ChatItem
+  /**
+   * The id of the item it was placed before in the history: it came after it (a spoken turn
+   * whose transcript came after the realtime answer to it). Absent: at the end.
+   */
+  readonly before?: string | undefined
 }
 
 export interface FunctionToolsExecuted extends Base {

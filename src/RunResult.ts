@@ -272,10 +272,19 @@ export class RunResult {
   readonly sessionEvents: ReadonlyArray<SessionEvent>
   constructor(sessionEvents: ReadonlyArray<SessionEvent>) {
     this.sessionEvents = sessionEvents
-    this.events = sessionEvents.flatMap((event) => {
+    const events: Array<RunEvent> = []
+    for (const event of sessionEvents) {
       const run = toRunEvent(event)
-      return run ? [run] : []
-    })
+      if (!run) continue
+      // In the history's order: an item placed before one recorded earlier (a spoken turn
+      // transcribed after its answer) comes before it here too.
+      const before = event.type === "conversation_item_added" && event.before !== undefined
+        ? events.findIndex((e) => e.item.id === event.before)
+        : -1
+      if (before < 0) events.push(run)
+      else events.splice(before, 0, run)
+    }
+    this.events = events
     this.expect = new RunExpect(this.events)
   }
   /** The `error` events of the run (model, tool, hook, input, realtime). */

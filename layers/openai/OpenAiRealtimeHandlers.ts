@@ -162,7 +162,7 @@ export const makeHandler = (ctx: HandlerContext) => {
           partial.delete(event.item_id)
           const text = event.transcript ?? ""
           ctx.held.setText(event.item_id, text)
-          yield* ctx.emit({ _tag: "InputTranscript", itemId: event.item_id, text, final: true })
+          yield* ctx.emit({ _tag: "InputTranscript", itemId: event.item_id, text, final: true, followedBy: ctx.held.after(event.item_id) })
           return true
         }
         case "conversation.item.input_audio_transcription.failed":

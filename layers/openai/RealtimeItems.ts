@@ -88,6 +88,12 @@ export class HeldItems {
     return this.items.find((item) => item.id === id)
   }
 
+  /** The ids of the items after `id`, in order (none when `id` is not held). */
+  after(id: string): ReadonlyArray<string> {
+    const index = this.items.findIndex((item) => item.id === id)
+    return index < 0 ? [] : this.items.slice(index + 1).map((item) => item.id)
+  }
+
   /** Places `item` after `previousId` (`null`/`"root"`: first; `undefined` or unknown: last), replacing any same-id item. */
   put(item: HeldItem, previousId: string | null | undefined): void {
     this.items = this.items.filter((i) => i.id !== item.id)

@@ -289,7 +289,13 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               record.items.push({ _tag: "Message", id: itemId, role: "user", text, interrupted: false })
               const transcript = options.untranscribable?.(text)
                 ? emit({ _tag: "InputTranscript", itemId, text: "", final: true, failed: { message: "The audio could not be transcribed.", code: "audio_unintelligible" } })
-                : emit({ _tag: "InputTranscript", itemId, text, final: true })
+                : Effect.suspend(() => {
+                  // What came after the turn by the time it is transcribed (its answer, for a
+                  // late transcript), as OpenAI's conversation shows it.
+                  const index = record.items.findIndex((i) => i.id === itemId)
+                  const followedBy = index < 0 ? [] : record.items.slice(index + 1).map((i) => i.id)
+                  return emit({ _tag: "InputTranscript", itemId, text, final: true, followedBy })
+                })
               if (options.transcriptDelay === undefined) yield* transcript
               else yield* sleep(options.transcriptDelay).pipe(Effect.andThen(transcript), Effect.forkIn(scope))
               if (response && !response.pollUnsafe()) return

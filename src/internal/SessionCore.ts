@@ -108,8 +108,9 @@ export interface SessionCore {
   readonly closed: () => boolean
   /** Stamps and publishes an event; synchronous so a transition is never seen half done. */
   readonly emit: (event: EventInput) => SessionEvent
-  /** Appends to the shared history and publishes `conversation_item_added`. */
-  readonly record: (item: ChatItem, agent: string | undefined) => void
+  /** Appends to the shared history (or places it before the first of `followedBy` the history
+   * has: a user's turn transcribed after its answer) and publishes `conversation_item_added`. */
+  readonly record: (item: ChatItem, agent: string | undefined, followedBy?: ReadonlyArray<string>) => void
   readonly history: () => ChatContext
   readonly now: () => number
 }

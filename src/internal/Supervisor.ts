@@ -147,9 +147,10 @@ const makeCore = (r: Running, realtimePool: RealtimePool.Pool | undefined): Sess
     holder: () => (r.closed ? undefined : r.state.holder),
     closed: () => r.closed,
     emit: config.events.emit,
-    record: (item: ChatItem, agent: string | undefined) => {
-      r.history = r.history.append(item)
-      config.events.emit({ type: "conversation_item_added", agent, item })
+    record: (item: ChatItem, agent: string | undefined, followedBy?: ReadonlyArray<string>) => {
+      const before = followedBy === undefined ? undefined : r.history.firstOf(followedBy)
+      r.history = r.history.insertBefore(item, before)
+      config.events.emit({ type: "conversation_item_added", agent, item, ...(before !== undefined ? { before } : {}) })
     },
     history: () => r.history,
     now: config.now

@@ -26,17 +26,9 @@ const TRANSCRIPT_ORDERS = [
   ["afterResponseDone", "transcript after response.done"]
 ] as const
 
-/**
- * KNOWN BUG (issue 40 item 2): a transcript that comes after `response.done` is committed after
- * the answer, so the history reads assistant then user (the server's conversation has the user
- * item first). The tests that check the order are expected to fail in that case until the
- * runtime places the words at their item's position; `fails` turns red once it does.
- */
-const orderTest = (order: typeof TRANSCRIPT_ORDERS[number][0]) => (order === "afterResponseDone" ? it.live.fails : it.live)
-
 describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)", () => {
   for (const [order, label] of TRANSCRIPT_ORDERS) {
-    orderTest(order)(`the user's speech reaches the holder's connection; the server's own answer is played and recorded (${label})`, () =>
+    it.live(`the user's speech reaches the holder's connection; the server's own answer is played and recorded (${label})`, () =>
       Effect.gen(function*() {
         const mock = yield* OpenAIRealtimeMock.make({
           transcribe: () => "what is the weather",
@@ -199,7 +191,7 @@ describe("realtime voice input (OpenAI Realtime and Gemini Live layers + mocks)"
     }).pipe(Effect.scoped), 30_000)
 
   for (const [order, label] of TRANSCRIPT_ORDERS) {
-    orderTest(order)(`barge-in: the user speaking over the answer cuts it; history keeps what was played; the next turn is answered (${label})`, () =>
+    it.live(`barge-in: the user speaking over the answer cuts it; history keeps what was played; the next turn is answered (${label})`, () =>
       Effect.gen(function*() {
         let turns = 0
         let answers = 0

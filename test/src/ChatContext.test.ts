@@ -67,6 +67,33 @@ describe("ChatContext", () => {
     assert.strictEqual(ctx.truncate(10).length, ctx.length)
   })
 
+  it("inserts an item before another (a turn recorded after its answer), leaving the context it came from unchanged", () => {
+    const ctx = conversation()
+    const answer = ctx.at(-2)! // "reply two"
+    const late = message("user", "two and a half")
+    const placed = ctx.insertBefore(late, answer.id)
+    const texts = (c: ChatContext.ChatContext) => c.items.flatMap((i) => (i._tag === "Message" ? [i.text] : []))
+    assert.deepStrictEqual(texts(placed).slice(-4), ["two", "two and a half", "reply two", "three"])
+    assert.strictEqual(placed.length, ctx.length + 1)
+    assert.strictEqual(placed.at(-3), late)
+    assert.deepStrictEqual(texts(ctx).slice(-3), ["two", "reply two", "three"])
+    // An append after it goes on from the new order; the old context is not grown by it.
+    const next = placed.append(message("assistant", "four"))
+    assert.deepStrictEqual(texts(next).slice(-2), ["three", "four"])
+    assert.strictEqual(ctx.length, placed.length - 1)
+    // Without an item to go before: at the end, as an append.
+    assert.deepStrictEqual(texts(ctx.insertBefore(late, "no-such-id")).slice(-1), ["two and a half"])
+    assert.deepStrictEqual(texts(ctx.insertBefore(late, undefined)).slice(-1), ["two and a half"])
+  })
+
+  it("finds the first of some ids in its own order", () => {
+    const ctx = conversation()
+    const [, first, second] = ctx.items
+    assert.strictEqual(ctx.firstOf(["missing", second!.id, first!.id]), first!.id)
+    assert.strictEqual(ctx.firstOf(["missing"]), undefined)
+    assert.strictEqual(ctx.firstOf([]), undefined)
+  })
+
   it("merges by id, appending only what is new", () => {
     const base = conversation()
     const extra = base.append(message("user", "four"))

@@ -46,8 +46,16 @@ export interface TaskRole {
 export type Heard =
   /** The model's turn detection heard the user start: speeches older than turn `userTurn` end. */
   | { readonly _tag: "SpeechStarted"; readonly userTurn: number }
-  /** The transcript of a turn; `failed`: the server could not transcribe it (no words). */
-  | { readonly _tag: "Transcript"; readonly itemId: string; readonly text: string; readonly failed: boolean }
+  /** The transcript of a turn; `failed`: the server could not transcribe it (no words).
+   * `followedBy`: the items after the turn in the server's conversation (its answer, when the
+   * transcript came after it), which the words are recorded before. */
+  | {
+    readonly _tag: "Transcript"
+    readonly itemId: string
+    readonly text: string
+    readonly failed: boolean
+    readonly followedBy?: ReadonlyArray<string> | undefined
+  }
   /** A response the server started by itself (its turn detection); `cancel` stops it unheard. */
   | {
     readonly _tag: "ServerReply"
@@ -116,7 +124,9 @@ export interface Actor {
   readonly completions: Map<string, TaskResult>
   readonly send: (message: ActorMessage) => void
   readonly holdsFloor: () => boolean
-  readonly commit: (item: ChatItem) => void
+  /** Records an item: at the end, or before the first of `followedBy` the context has (a
+   * user's turn whose transcript came after its answer). */
+  readonly commit: (item: ChatItem, followedBy?: ReadonlyArray<string>) => void
   readonly setState: (state: AgentState) => void
   readonly model: () => LanguageModel.LanguageModel | undefined
   readonly speeches: Speeches.Speeches
@@ -237,9 +247,9 @@ const build = (
       if (!Queue.offerUnsafe(mailbox, msg)) work.release()
     },
     holdsFloor,
-    commit: (item) => {
-      actor.chat = actor.chat.append(item)
-      core.record(item, agent.name)
+    commit: (item, followedBy) => {
+      actor.chat = followedBy === undefined ? actor.chat.append(item) : actor.chat.insertBefore(item, actor.chat.firstOf(followedBy))
+      core.record(item, agent.name, followedBy)
     },
     setState: (next) => {
       if (next === inner.state) return

@@ -159,7 +159,10 @@ export const heard = (actor: Actor, event: Heard): Effect.Effect<void> =>
           }
           return Effect.void
         }
-        if (words && !actor.chat.has(event.itemId)) actor.commit(message("user", event.text, { id: event.itemId, agent: actor.name }))
+        // Before the answer to its turn when the transcript came after it (the server's order).
+        if (words && !actor.chat.has(event.itemId)) {
+          actor.commit(message("user", event.text, { id: event.itemId, agent: actor.name }), event.followedBy)
+        }
         if (waiting?._tag === "Spoken") waiting.words = words ?? "untranscribable"
         else if (actor.realtime) {
           // The words of a turn passed on without them are the holder's to answer.

@@ -262,7 +262,10 @@ const dispatch = (actor: Actor, binding: RealtimeBinding, lease: Lease, event: L
               recoverable: true
             })
           }
-          actor.send({ _tag: "Heard", event: { _tag: "Transcript", itemId: event.itemId, text: event.text, failed: failed !== undefined } })
+          actor.send({
+            _tag: "Heard",
+            event: { _tag: "Transcript", itemId: event.itemId, text: event.text, failed: failed !== undefined, followedBy: event.followedBy }
+          })
         })
       case "Error":
         return Effect.sync(() => {
