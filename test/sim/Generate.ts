@@ -432,8 +432,28 @@ const programUses = (root: Prng, s: Scenario): Scenario => {
   // A line that stops sending after the words (push-to-talk released, a muted track): no silence
   // follows, and the pipeline must hear the gap as silence.
   const stopping = root.fork("audio-stops-1")
-  const timeline = s.timeline.map((action) => (action.op === "utter" && stopping.chance(0.25) ? { ...action, stops: true } : action))
-  return { ...s, agents, tasks, responses, timeline }
+  const stopped = s.timeline.map((action) => (action.op === "utter" && stopping.chance(0.25) ? { ...action, stops: true } : action))
+  return { ...s, agents, tasks, responses, timeline: leaseSteps(root, s, stopped) }
+}
+
+/**
+ * Interrupts and closes that land on the steps of a realtime lease: after an action, at the
+ * moment its update is acknowledged, its response starts, or the two together (a few ms either
+ * side), where the random times of the base draw rarely fall.
+ */
+const leaseSteps = (root: Prng, s: Scenario, timeline: ReadonlyArray<Action>): ReadonlyArray<Action> => {
+  const rt = s.realtime
+  if (!rt) return timeline
+  const rng = root.fork("lease-steps-1")
+  const steps = [0, rt.ackDelay, rt.responseDelay, rt.ackDelay + rt.responseDelay]
+  const out: Array<Action> = []
+  for (const action of timeline) {
+    out.push(action)
+    if (action.op === "close" || !rng.chance(0.15)) continue
+    const after = Math.max(0, rng.pick(steps) + rng.int(-2, 2))
+    out.push(rng.chance(0.9) ? { op: "interrupt", after } : { op: "close", after })
+  }
+  return out
 }
 
 export const generate = (seed: number, options: { readonly programUses?: boolean } = {}): Scenario => {
