@@ -26,7 +26,7 @@ export interface ServeFlags {
 }
 
 const DEMO_DESCRIPTION =
-  "Model: the built-in demo model (no API key; it understands the demo phrases: try \"what's the weather in Paris\", \"book an appointment\")."
+  `Model: the built-in demo model (no API key; it understands the demo's three flows: ${DemoModel.demoFlows.map((phrase) => `"${phrase}"`).join(" · ")}).`
 
 /** `auto`: the offline voice engines when their Debian packages are there; `local`: required; `off`. */
 export type VoiceMode = "auto" | "local" | "off"
@@ -53,13 +53,14 @@ export const serve = (flags: ServeFlags) =>
       ...(Option.isSome(flags.port) ? { port: flags.port.value } : {}),
       ...(Option.isSome(flags.host) ? { host: flags.host.value } : {})
     }
-    const { agent, userdata, model, description } = yield* Option.match(flags.agents, {
+    const { agent, userdata, model, description, phrases } = yield* Option.match(flags.agents, {
       onNone: () =>
         Effect.map(Models.openAiConfigured, (real) => ({
           agent: greeter,
           userdata: makeFrontDesk as () => unknown,
           model: real ? Models.openAi.layer : DemoModel.layer({}) as unknown as Layer.Layer<never, unknown, never>,
-          description: real ? `Model: ${Models.openAi.description}.` : DEMO_DESCRIPTION
+          description: real ? `Model: ${Models.openAi.description}.` : DEMO_DESCRIPTION,
+          phrases: real ? undefined : DemoModel.demoFlows
         })),
       onSome: (path) =>
         Effect.gen(function*() {
@@ -69,13 +70,14 @@ export const serve = (flags: ServeFlags) =>
             agent: module.agent,
             userdata: module.userdata ?? (() => undefined),
             model: choice.layer,
-            description: `Agents: ${path}. Model: ${choice.description}.`
+            description: `Agents: ${path}. Model: ${choice.description}.`,
+            phrases: undefined
           }
         })
     })
     // metrics of every session for /metrics; event logs with BATON_RECORD_DIR; OTLP with OTEL_EXPORTER_OTLP_ENDPOINT
     const observe = Observe.layerConfig.pipe(Layer.provide(NodeFileSystem.layer))
-    return yield* run({ ...options, agent, userdata, modelDescription: description }).pipe(
+    return yield* run({ ...options, agent, userdata, modelDescription: description, ...(phrases ? { modelPhrases: phrases } : {}) }).pipe(
       Effect.provide(Layer.mergeAll(model, observe, voiceLayer(flags.voice)))
     )
   })

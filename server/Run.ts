@@ -80,10 +80,10 @@ export const run = (options: Server.ServeOptions, signals: SignalSource = proces
     const realtime = yield* Effect.serviceOption(RealtimeModel)
     yield* Effect.log(
       Option.isSome(realtime)
-        ? "  voice: the realtime model's own audio"
+        ? "  Voice: the realtime model's own audio."
         : Option.isSome(voice)
-        ? "  voice: the cascaded pipeline (VAD, speech to text, text to speech)"
-        : "  voice: off (text only)"
+        ? "  Voice: the cascaded pipeline (VAD, speech to text, text to speech)."
+        : "  Voice: off (text only)."
     )
     // listening from the start, so that the first signal (which interrupts this fiber) is counted
     const urgent = yield* secondSignal(signals)

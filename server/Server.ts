@@ -18,7 +18,7 @@ import * as Connection from "./Connection.ts"
 import * as Limits from "./Limits.ts"
 import { pingedSockets } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
-import { contentSecurityPolicy, page } from "./Page.ts"
+import { contentSecurityPolicy, favicon, page } from "./Page.ts"
 import * as Registry from "./Registry.ts"
 import * as Token from "./Token.ts"
 import * as Twilio from "./Twilio.ts"
@@ -32,6 +32,8 @@ export interface ServeOptions extends ServerOptions {
   readonly realtimeInputRate?: number
   /** A line for the page saying which model answers. */
   readonly modelDescription?: string
+  /** Phrases the model understands, listed on the page (the demo model's). */
+  readonly modelPhrases?: ReadonlyArray<string>
 }
 
 /** The registry of the running server, for tests and the drain. */
@@ -87,9 +89,11 @@ const routes = (options: ServeOptions, registry: Registry.Registry) =>
         })
       })
 
-    const html = page({ model: options.modelDescription ?? "" })
+    const html = page({ model: options.modelDescription ?? "", phrases: options.modelPhrases })
     const csp = contentSecurityPolicy(html)
     yield* router.add("GET", "/", Effect.sync(() => HttpServerResponse.html(html).pipe(HttpServerResponse.setHeader("content-security-policy", csp))))
+    yield* router.add("GET", "/favicon.ico", Effect.sync(() =>
+      HttpServerResponse.text(favicon, { contentType: "image/svg+xml" }).pipe(HttpServerResponse.setHeader("cache-control", "public, max-age=86400"))))
     yield* router.add("GET", "/health", Effect.sync(() =>
       json({ status: registry.draining() ? "draining" : "ok", sessions: registry.open(), total: registry.total(), draining: registry.draining(), lagMs: Math.round(lagMs()) },
         registry.draining() ? 503 : 200)))

@@ -11,6 +11,14 @@ import { ScriptedModel } from "@baton-voice/baton/testing"
 import { instructionsFor } from "./agents.ts"
 import { findCity, findDate, findName, findNote, mentions } from "./demoParse.ts"
 
+/** The demo's three flows, one phrase each (looser phrasings work too: "I'd like to book a
+ * table", "save a note that ..."), for the page and the console. */
+export const demoFlows = [
+  "What's the weather in Paris?",
+  "I'd like to book an appointment",
+  "Please note that I prefer mornings, and what's the weather in Oslo?"
+] as const
+
 /** What the demo model understands, for the console header and its fallback answer. */
 export const demoPhrases = [
   "What's the weather in Paris?",

@@ -83,9 +83,10 @@ export const findName = (text: string): string | undefined => {
   return bare ? words.join(" ") : undefined
 }
 
-/** The note in "note that I prefer mornings, and what's the weather in Oslo?". */
+/** The note in "note that I prefer mornings, and what's the weather in Oslo?" (or "save a note
+ * that ...", "write down that ...", "remember: ..."). */
 export const findNote = (text: string): string | undefined => {
-  const match = /\b(?:note(?:\s+down)?|remember)\s*(?:that\b|:)?\s*(.+)$/i.exec(text)
+  const match = /\b(?:(?:save|take|make|add)\s+(?:a|this|the)\s+note|note(?:\s+down)?|remember|(?:write|jot|put)\s+down|save)\s*(?:that\b|:)?\s*(.+)$/i.exec(text)
   if (!match) return undefined
   const note = match[1]!
     .split(/,?\s+\b(?:and|also|then)\b\s+(?=(?:what|what's|how|tell|check|is)\b)/i)[0]!
@@ -96,7 +97,7 @@ export const findNote = (text: string): string | undefined => {
 
 export const mentions = {
   weather: (text: string) => /\b(weather|forecast|temperature|rain|sunny|snow|warm|cold)\b/i.test(text),
-  booking: (text: string) => /\b(book (?:an?|me|it|for|one)|booking|appointment|reservation|reserve|schedule a)\b/i.test(text),
+  booking: (text: string) => /\b(book (?:an?|me|us|it|for|one|in)|booking|appointment|reservation|reserve|table for|schedule (?:a|an|me))\b/i.test(text),
   note: (text: string) => findNote(text) !== undefined,
   thanks: (text: string) => /\b(thanks|thank you|that's all|that is all|done|back)\b/i.test(text),
   bye: (text: string) => /\b(bye|goodbye|see you)\b/i.test(text),

@@ -32,8 +32,9 @@ export const modelPaths = (dir: string): ModelPaths => ({
   dict: `${dir}/cmudict-en-us.dict`
 })
 
-const unavailable = (description: string) =>
-  new VoiceError({ source: "stt", reason: "Unavailable", description: `${description}; install it: ${installLine}` })
+/** The one missing piece and how to add it (the Debian packages unless said otherwise). */
+const unavailable = (description: string, install: string = installLine) =>
+  new VoiceError({ source: "stt", reason: "Unavailable", description: `${description}; install it: ${install}` })
 
 type Fn = ReturnType<LibraryHandle["func"]>
 
@@ -53,7 +54,7 @@ export interface Library {
 export const load = (paths: LibraryPaths = {}): Effect.Effect<Library, VoiceError> =>
   Effect.tryPromise({
     try: (): Promise<typeof import("koffi")> => import("koffi"),
-    catch: () => unavailable("pocketsphinx in-process needs koffi: npm install koffi")
+    catch: () => unavailable("pocketsphinx in-process needs the koffi package", "npm install koffi")
   }).pipe(Effect.flatMap((module) => loadWith(module.default, paths)))
 
 const loadWith = (koffi: typeof import("koffi").default, paths: LibraryPaths): Effect.Effect<Library, VoiceError> =>

@@ -44,7 +44,7 @@ const serve = (command: string, args: ReadonlyArray<string>, drainSeconds: numbe
     const url = yield* wait(async () => {
       for (let i = 0; i < 400; i++) {
         const m = out.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/)
-        if (m && out.includes("voice:")) return m[1]!
+        if (m && out.includes("Voice:")) return m[1]!
         await new Promise((r) => setTimeout(r, 50))
       }
       throw new Error(`no banner: ${out}`)
