@@ -3,6 +3,9 @@
  *
  *   npx node examples/voice-front-desk/main.ts [caller.wav | -] [call.wav]
  *
+ * Without an output path the call goes to a fresh folder under the system's temp directory (the
+ * path is printed), never into the clone.
+ *
  * With no caller file (or `-`), flite speaks the demo caller's line ("What is the weather in Paris?")
  * into one first. The caller's audio is played into the session in real time after the
  * greeting, through the offline pipeline (WebRTC VAD, pocketsphinx, the front desk's demo model,
@@ -10,6 +13,9 @@
  * one timeline. Needs the Debian packages `npm run setup` installs (flite, pocketsphinx,
  * pocketsphinx-en-us).
  */
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Clock, Effect, Layer, Stream } from "effect"
 import { FliteTts, PocketsphinxStt, WebRtcVad } from "@baton-voice/baton/local"
@@ -94,7 +100,7 @@ if (import.meta.main) {
   const [callerPath, outPath] = process.argv.slice(2)
   // "" or "-" for the caller: the demo line
   const caller = callerPath === undefined || callerPath === "" || callerPath === "-" ? undefined : callerPath
-  NodeRuntime.runMain(call(caller, outPath || "call.wav").pipe(Effect.provide(engines)))
+  NodeRuntime.runMain(call(caller, outPath || join(mkdtempSync(join(tmpdir(), "baton-call-")), "call.wav")).pipe(Effect.provide(engines)))
 }
 
 export { engines }
