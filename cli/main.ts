@@ -59,9 +59,18 @@ const messageOf = (error: unknown): string => {
   return typeof message === "string" && message !== "" ? message : String(error)
 }
 
+/** Runs `effect` with this run's logging; a defect is logged by the same logger (one format per
+ * run: the runtime's own report of it would be pretty among JSON lines) and exits 1. */
 const withLogging = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
-    return yield* effect.pipe(Logging.provide(yield* GlobalFlag.LogLevel))
+    return yield* effect.pipe(
+      Effect.catchDefect((defect) =>
+        Effect.logError(defect).pipe(Effect.andThen(Effect.sync(() => {
+          exitCode = 1
+        })))
+      ),
+      Logging.provide(yield* GlobalFlag.LogLevel)
+    )
   })
 
 const consoleCommand = Command.make("console", {

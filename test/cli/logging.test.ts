@@ -69,6 +69,15 @@ describe("baton logging", () => {
     assert.include(flagged.stderr, "serving on")
   })
 
+  it("issue 39: one log format per run: a run that dies logs it as JSON like its other lines, and exits 1", () => {
+    const r = spawnSync(process.execPath, ["cli/main.ts", "serve", "--port", "99999"], { env: env({}), encoding: "utf8", timeout: 20_000 })
+    assert.strictEqual(r.status, 1, r.stderr)
+    const lines = r.stderr.split("\n").filter((line) => line !== "")
+    assert.isAbove(lines.length, 0)
+    for (const line of lines) assert.doesNotThrow(() => JSON.parse(line), line)
+    assert.include(r.stderr, "ERR_SOCKET_BAD_PORT")
+  })
+
   it("an unknown BATON_LOG_LEVEL is refused in one line with exit code 1", () => {
     const r = spawnSync(process.execPath, ["cli/main.ts", "serve"], { env: env({ BATON_LOG_LEVEL: "loud" }), encoding: "utf8", timeout: 20_000 })
     assert.strictEqual(r.status, 1, r.stderr)

@@ -90,7 +90,7 @@ const serveReadmeAgents = async () => {
   child.stdout.on("data", (d) => (out += String(d)))
   child.stderr.on("data", (d) => (out += String(d)))
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
-  for (let i = 0; i < 600 && !/voice: /.test(out) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
+  for (let i = 0; i < 600 && !/voice: /i.test(out) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
   const url = out.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/)?.[1]
   return { child, url, output: () => out, exited }
 }
