@@ -6,7 +6,15 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { greetingFront, openPage, STORY } from "./browserPage.ts"
+import { join } from "node:path"
+import { Layer, Schema } from "effect"
+import { Agent, Tool } from "../../src/index.ts"
+import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import * as AudioFrame from "../../services/AudioFrame.ts"
+import { engines, speak } from "../voice/harness.ts"
+import { greetingFront, openPage, SHOTS, STORY } from "./browserPage.ts"
+
+let shotTaken = false
 
 const story = `window.baton.all.find((l) => l.agent === "front" && l.said.startsWith("Once"))`
 const storyLine = `(${story})?.div`
@@ -80,6 +88,69 @@ describe("the playground as a person meets it", () => {
       yield* Effect.promise(() => page.check("#openMic"))
       yield* until(`!document.getElementById("level").hidden && document.getElementById("level").value > 0.3`, 15_000)
       yield* shot("level-meter")
+      assert.deepStrictEqual(pageErrors, [])
+    }).pipe(Effect.scoped), 60_000)
+
+  it.live("with the voice pipeline, the interim transcript shows in the transcript as the user speaks, then their words", () =>
+    Effect.gen(function*() {
+      const question = yield* speak("What is the weather in Paris?").pipe(Effect.provide(engines))
+      const mic = AudioFrame.concat([AudioFrame.silence(500, 16000), question, AudioFrame.silence(4000, 16000)])
+      const model = ScriptedModel.layer([{ when: () => true, reply: { text: "Sunny." } }])
+      const { page, until, evaluate, shot, pageErrors } = yield* openPage({ models: Layer.mergeAll(model, engines) as Layer.Layer<never>, mic })
+      yield* until(`document.getElementById("status").textContent.includes("voice on")`)
+      const interims: Array<string> = []
+      yield* Effect.promise(() => page.check("#openMic"))
+      // polled: the guesses show in the transcript while the words are spoken
+      yield* Effect.promise(async () => {
+        for (const end = Date.now() + 20_000; Date.now() < end;) {
+          const text = await page.evaluate(`document.querySelector("#transcript .interim")?.textContent ?? ""`) as string
+          if (text !== "" && !interims.includes(text)) interims.push(text)
+          if (interims.length > 0 && text === "") break
+          if (interims.length === 1) await shotOnce()
+          await new Promise((r) => setTimeout(r, 20))
+        }
+      })
+      yield* until(`document.querySelector("#transcript .user:not(.interim)") !== null`, 20_000)
+      assert.isAbove(interims.length, 0, "an interim transcript was shown")
+      assert.include(interims[0], "you (hearing…):")
+      assert.strictEqual(yield* evaluate<number>(`document.querySelectorAll("#transcript .interim").length`), 0, "the guess gave way to the words")
+      yield* shot("heard-final")
+      assert.deepStrictEqual(pageErrors, [])
+      async function shotOnce() {
+        if (shotTaken) return
+        shotTaken = true
+        await page.screenshot({ path: join(SHOTS, "interim-transcript.png") })
+      }
+    }).pipe(Effect.scoped), 60_000)
+
+  it.live("typing over the agent's words before its tool call (voice pipeline): the words stop, marked cut; the call runs; the message is answered after it", () =>
+    Effect.gen(function*() {
+      const looked: Array<string> = []
+      const lookup = Tool.make("lookup_weather", {
+        description: "the weather of a city",
+        parameters: Schema.Struct({ city: Schema.String }),
+        handler: ({ city }) => Effect.sync(() => (looked.push(city), `${city}: sunny`))
+      })
+      const desk = Agent.make({ name: "desk", instructions: "Weather.", tools: [lookup] })
+      const model = ScriptedModel.layer([
+        { when: { user: "weather in Paris" }, reply: { text: "Let me check the weather in Paris for you, it will only take a moment.", toolCalls: [{ name: "lookup_weather", arguments: { city: "Paris" } }] } },
+        { when: { user: "windy" }, reply: { text: "Paris is sunny and calm." } }
+      ])
+      const { until, evaluate, shot, type, pageErrors, page } = yield* openPage({ agent: desk, models: Layer.mergeAll(model, engines) as Layer.Layer<never> })
+      yield* until(`document.getElementById("status").textContent.includes("voice on")`)
+      yield* Effect.promise(() => page.click("#startAudio"))
+      yield* type("what's the weather in Paris?")
+      const first = `window.baton.all.find((l) => l.said.startsWith("Let me check"))`
+      yield* until(`window.baton.played > 0 && (${first})?.shown > 5`, 20_000)
+      yield* type("is it windy?")
+      yield* until(`(${first})?.cut === true`, 10_000)
+      yield* until(`document.getElementById("transcript").textContent.includes("Paris is sunny and calm.")`, 20_000)
+      yield* until(`!window.baton.talking`, 20_000)
+      const cut = yield* evaluate<string>(`(${first}).div.querySelector(".words").textContent`)
+      yield* shot("typed-over-tool-call")
+      assert.deepStrictEqual(looked, ["Paris"], "the lookup ran")
+      assert.isBelow(cut.length, "Let me check the weather in Paris for you, it will only take a moment.".length)
+      assert.include(yield* evaluate<string>(`document.getElementById("events").textContent`), "function_tools_executed")
       assert.deepStrictEqual(pageErrors, [])
     }).pipe(Effect.scoped), 60_000)
 

@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Redacted } from "effect"
+import { Effect, type Layer, Redacted } from "effect"
 import { chromium, type Page } from "playwright-core"
 import { OpenAiRealtime } from "../../layers/openai/OpenAiRealtime.ts"
 import * as AudioFrame from "../../services/AudioFrame.ts"
@@ -42,12 +42,12 @@ export const greetingFront = Agent.make({
 })
 
 /** 0.6 s of a 220 Hz tone then 1.4 s of silence at 48 kHz: Chromium loops it as the microphone. */
-const micWav = (dir: string) => {
+const micWav = (dir: string, mic?: AudioFrame.AudioFrame) => {
   const rate = 48_000
   const data = new Int16Array(rate * 2)
   for (let i = 0; i < rate * 0.6; i++) data[i] = Math.round(Math.sin((2 * Math.PI * 220 * i) / rate) * 12_000)
   const path = join(dir, "mic.wav")
-  writeFileSync(path, Wav.encode(AudioFrame.make(data, rate)))
+  writeFileSync(path, Wav.encode(mic ?? AudioFrame.make(data, rate)))
   return path
 }
 
@@ -57,6 +57,10 @@ export interface OpenOptions {
   readonly autoplayPolicy?: boolean
   /** Hears "what is the weather" from the microphone (default); or nothing from it. */
   readonly transcribe?: string
+  /** The service's models instead of the realtime mock (a cascaded voice pipeline). */
+  readonly models?: Layer.Layer<never>
+  /** What the microphone plays (looped) instead of the tone. */
+  readonly mic?: AudioFrame.AudioFrame
 }
 
 /** The service with the realtime mock and the page open on it in Chromium (its microphone the WAV
@@ -78,7 +82,7 @@ export const openPage = (options: OpenOptions = {}) =>
           ? Plan.call("transfer_to_weather", {})
           : Plan.say("Hello.")
     })
-    const server = yield* start(options.agent ?? front, OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test"), inputTranscription: { model: "gpt-4o-mini-transcribe" } }))
+    const server = yield* start(options.agent ?? front, options.models ?? OpenAiRealtime.layer({ url: mock.url, apiKey: Redacted.make("sk-test"), inputTranscription: { model: "gpt-4o-mini-transcribe" } }))
     const dir = mkdtempSync(join(tmpdir(), "baton-browser-"))
     yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
     const browser = yield* Effect.acquireRelease(
@@ -87,7 +91,7 @@ export const openPage = (options: OpenOptions = {}) =>
           executablePath: CHROMIUM,
           args: [
             "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run",
-            "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream", `--use-file-for-fake-audio-capture=${micWav(dir)}`,
+            "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream", `--use-file-for-fake-audio-capture=${micWav(dir, options.mic)}`,
             ...(options.autoplayPolicy ? [] : ["--autoplay-policy=no-user-gesture-required"])
           ]
         })
