@@ -35,10 +35,20 @@ export interface SpeechHandle {
 }
 
 /** `passing`: its batch settled and passes the floor once the words said meanwhile end. */
-export type SpeechPhase = "queued" | "generating" | "tools" | "passing" | "done"
+/**
+ * `words`: the model made its tool calls and the words it said before them still play (the calls
+ * run once they end); `tools`: the calls run; `passing`: its batch settled and passes the floor
+ * once the words said meanwhile end.
+ */
+export type SpeechPhase = "queued" | "generating" | "words" | "tools" | "passing" | "done"
 
 /** Whether the speech waits on its tool calls (running, or settled and about to pass the floor). */
-export const inToolPhase = (speech: Speech): boolean => speech.phase === "tools" || speech.phase === "passing"
+export const inToolPhase = (speech: Speech): boolean =>
+  speech.phase === "words" || speech.phase === "tools" || speech.phase === "passing"
+
+/** Whether the speech says nothing now and waits on its calls (running, or settled and about to
+ * pass the floor): another speech may be said over it. */
+export const waitsOnCalls = (speech: Speech): boolean => speech.phase === "tools" || speech.phase === "passing"
 
 /** The actor-side record of a speech. Mutated only by its actor and its own fiber. */
 export interface Speech {

@@ -188,12 +188,13 @@ const startStep = (actor: Actor, speech: Speech, model: LanguageModel.LanguageMo
 
 /**
  * The words a step said before its tool calls, played once the model made the calls: the speech
- * is in its tool phase, so a cut (the user typed or spoke, `interrupt`) ends the words and the
- * follow-up but not the calls, which run next (issue 39; LiveKit runs tools already started).
+ * is in its `words` phase, so a cut (the user typed or spoke, `interrupt`, the floor passing) ends
+ * the words and the follow-up but not the calls, which run next (issue 39; LiveKit runs tools
+ * already started). Nothing is said over them, and a task waits for them to end.
  */
 const playBeforeCalls = (step: Step, speech: Speech, played: Effect.Effect<void>): Effect.Effect<void> =>
   Effect.suspend(() => {
-    speech.phase = "tools"
+    speech.phase = "words"
     const cut = Deferred.makeUnsafe<void>()
     speech.cut = () => {
       step.cut = true

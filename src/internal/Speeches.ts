@@ -203,10 +203,10 @@ const stackIndex = (s: State, speech: Speech.Speech): number => {
   return -1
 }
 
-/** Whether a playing speech waits on its tools. */
+/** Whether a playing speech waits on its calls (another may be said over it). */
 const anyInToolPhase = (s: State): boolean => {
-  if (s.current && Speech.inToolPhase(s.current.queued.speech)) return true
-  for (const entry of s.interjections) if (Speech.inToolPhase(entry.queued.speech)) return true
+  if (s.current && Speech.waitsOnCalls(s.current.queued.speech)) return true
+  for (const entry of s.interjections) if (Speech.waitsOnCalls(entry.queued.speech)) return true
   return false
 }
 
@@ -295,9 +295,15 @@ const interruptPlaying = (s: State, entry: Playing, force: boolean, beforeTurn?:
   Effect.suspend(() => {
     const speech = entry.queued.speech
     if (speech.phase === "done" || !cuttable(speech, force, beforeTurn)) return Effect.void
-    if (Speech.inToolPhase(speech)) {
-      if (!force) speech.skipFollowUp = true
+    // The words before its calls end (what was heard is kept) and no follow-up comes, also when
+    // the floor passes; the calls the model made run.
+    if (speech.phase === "words") {
+      speech.skipFollowUp = true
       speech.cut?.()
+      return Effect.void
+    }
+    if (Speech.waitsOnCalls(speech)) {
+      if (!force) speech.skipFollowUp = true
       return Effect.void
     }
     return (entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void).pipe(
@@ -426,8 +432,8 @@ const tokenOf = (speech: Speech.Speech): WorkTokenCell => ({
  * nothing plays and nothing queued may start. */
 const isSettled = (s: State) =>
   s.current || s.interjections.length > 0
-    ? (!s.current || Speech.inToolPhase(s.current.queued.speech)) &&
-      s.interjections.every((entry) => Speech.inToolPhase(entry.queued.speech)) &&
+    ? (!s.current || Speech.waitsOnCalls(s.current.queued.speech)) &&
+      s.interjections.every((entry) => Speech.waitsOnCalls(entry.queued.speech)) &&
       !(s.host.mayStart() && s.queue.some(interjectsOver(top(s)!.queued.speech)))
     : s.queue.length === 0 || !s.host.mayStart()
 
