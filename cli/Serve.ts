@@ -25,8 +25,7 @@ export interface ServeFlags {
   readonly host: Option.Option<string>
 }
 
-const DEMO_DESCRIPTION =
-  `Model: the built-in demo model (no API key; it understands the demo's three flows: ${DemoModel.demoFlows.map((phrase) => `"${phrase}"`).join(" · ")}).`
+const DEMO_DESCRIPTION = "Model: the built-in demo model (no API key; it understands the demo's three flows, and phrasings like them)."
 
 /** `auto`: the offline voice engines when their Debian packages are there; `local`: required; `off`. */
 export type VoiceMode = "auto" | "local" | "off"

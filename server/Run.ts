@@ -76,6 +76,7 @@ export const run = (options: Server.ServeOptions, signals: SignalSource = proces
     const url = HttpServer.formatAddress(server.address)
     for (const line of Server.banner(url, options)) yield* Effect.log(line)
     if (options.modelDescription) yield* Effect.log(`  ${options.modelDescription}`)
+    if (options.modelPhrases) yield* Effect.log(`  Try: ${options.modelPhrases.map((phrase) => `"${phrase}"`).join(" · ")}`)
     const voice = yield* VoicePipeline.engines
     const realtime = yield* Effect.serviceOption(RealtimeModel)
     yield* Effect.log(

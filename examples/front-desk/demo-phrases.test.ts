@@ -5,14 +5,18 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { AgentSession } from "@baton-voice/baton"
+import { page } from "../../server/Page.ts"
 import { greeter, makeFrontDesk } from "./agents.ts"
 import * as DemoModel from "./demoModel.ts"
 import { findNote, mentions } from "./demoParse.ts"
 
 describe("the demo model's phrases", () => {
-  it("lists its three flows", () => {
+  it("lists its three flows, on the page too", () => {
     assert.strictEqual(DemoModel.demoFlows.length, 3)
     for (const flow of DemoModel.demoFlows) assert.include(DemoModel.demoPhrases, flow)
+    const html = page({ model: "Model: the demo model", phrases: DemoModel.demoFlows })
+    const listed = [...html.matchAll(/<li>(.*?)<\/li>/g)].map((m) => m[1]!.replaceAll("&#39;", "'"))
+    assert.deepStrictEqual(listed, [...DemoModel.demoFlows])
   })
 
   it("understands looser phrasings of a booking and a note", () => {
