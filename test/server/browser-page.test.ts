@@ -96,7 +96,7 @@ describe("the playground as a person meets it", () => {
       const question = yield* speak("What is the weather in Paris?").pipe(Effect.provide(engines))
       const mic = AudioFrame.concat([AudioFrame.silence(500, 16000), question, AudioFrame.silence(4000, 16000)])
       const model = ScriptedModel.layer([{ when: () => true, reply: { text: "Sunny." } }])
-      const { page, until, evaluate, shot, pageErrors } = yield* openPage({ models: Layer.mergeAll(model, engines) as Layer.Layer<never>, mic })
+      const { page, until, evaluate, shot, pageErrors } = yield* openPage({ models: Layer.mergeAll(model, engines), mic })
       yield* until(`document.getElementById("status").textContent.includes("voice on")`)
       const interims: Array<string> = []
       yield* Effect.promise(() => page.check("#openMic"))
@@ -136,7 +136,7 @@ describe("the playground as a person meets it", () => {
         { when: { user: "weather in Paris" }, reply: { text: "Let me check the weather in Paris for you, it will only take a moment.", toolCalls: [{ name: "lookup_weather", arguments: { city: "Paris" } }] } },
         { when: { user: "windy" }, reply: { text: "Paris is sunny and calm." } }
       ])
-      const { until, evaluate, shot, type, pageErrors, page } = yield* openPage({ agent: desk, models: Layer.mergeAll(model, engines) as Layer.Layer<never> })
+      const { until, evaluate, shot, type, pageErrors, page } = yield* openPage({ agent: desk, models: Layer.mergeAll(model, engines) })
       yield* until(`document.getElementById("status").textContent.includes("voice on")`)
       yield* Effect.promise(() => page.click("#startAudio"))
       yield* type("what's the weather in Paris?")
