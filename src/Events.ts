@@ -39,7 +39,11 @@ export interface FunctionToolsExecuted extends Base {
   /** The batch passes the floor: no reply follows on this agent. */
   readonly hasHandoff: boolean
   readonly handoffTo?: string | undefined
-  /** True when the batch completed from a long-running tool after its first output. */
+  /**
+   * True when the handoff is applied later, not as the batch settles: a long-running tool's
+   * result after its first output (rule 9), or the batch of a reply said over other batches,
+   * which passes the floor once they have settled.
+   */
   readonly deferred: boolean
 }
 

@@ -184,15 +184,20 @@ const conclude = (
   calls: ReadonlyArray<FunctionCall>,
   settled: ReadonlyArray<CallResult | undefined>
 ): Effect.Effect<Next> => {
-  const { outputs, winner, reply } = record(actor, calls, settled)
-  const completion = firstCompletion(actor, calls)
+  // Said over a batch that already passes the floor: no second pass (the first decided).
+  const under = actor.speeches.under(speech)
+  const superseded = under.some((below) => below.phase === "passing") ? `${actor.name} is already passing the floor` : undefined
+  const { outputs, winner, reply } = record(actor, calls, settled, superseded)
+  const completed = firstCompletion(actor, calls)
+  const completion = superseded ? undefined : completed
   actor.core.emit({
     type: "function_tools_executed",
     agent: actor.name,
     calls: calls.map((call, i) => ({ call, output: outputs[i]! })),
     hasHandoff: winner !== undefined || completion !== undefined,
     handoffTo: winner?.target.name ?? (completion ? actor.task?.caller.name : undefined),
-    deferred: false
+    // Said over other batches, it passes the floor once they settled (`passAfter`).
+    deferred: under.length > 0 && (winner !== undefined || completion !== undefined)
   })
   // Words a tool said while the batch ran are heard before the floor moves (rule 2).
   if (!completion && !winner) return pass(actor, speech, completion, winner, reply)

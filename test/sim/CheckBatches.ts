@@ -37,6 +37,17 @@ export const checkBatches = (ctx: Ctx): Array<Violation> => {
       out.push(v("rule 3", `an output of ${batch.agent}'s batch entered history after the batch was reported`, batch.seq))
     }
     if (batch.seq >= ctx.closeSeq) continue
+    // A reply's batch said over a batch of its agent that already passes the floor (reported with
+    // its handoff, not applied yet) hands off no second time: its transfers are refused.
+    if (supersededBy(ctx, batch)) {
+      for (const c of handoffCalls(ctx, batch)) {
+        if (c.output.status !== "error" || !/is already passing the floor/.test(c.output.output)) {
+          out.push(v("rule 3", `${batch.agent}: ${c.call.name} (${c.call.callId}) got "${c.output.output}", expected a refusal: the floor was already passing`, batch.seq))
+        }
+      }
+      if (batch.hasHandoff) out.push(v("rule 3", `${batch.agent}'s batch reports a second handoff while its floor was already passing`, batch.seq))
+      continue
+    }
     const winner = firstValidHandoff(ctx, batch)
     for (const c of handoffCalls(ctx, batch)) {
       const expected = c === winner ? "handoff" : "error"
@@ -55,6 +66,16 @@ export const checkBatches = (ctx: Ctx): Array<Violation> => {
     }
   }
   return out
+}
+
+/** An earlier batch of the agent that reported a handoff not yet applied when `batch` settled,
+ * whose refusals say the floor was already passing. */
+const supersededBy = (ctx: Ctx, batch: FunctionToolsExecuted): FunctionToolsExecuted | undefined => {
+  if (!batch.calls.some((c) => c.output.status === "error" && /is already passing the floor/.test(c.output.output))) return undefined
+  return ctx.batches.find((b) =>
+    b.agent === batch.agent && b.seq < batch.seq && b.hasHandoff &&
+    !ctx.handoffs.some((e) => e.from === batch.agent && e.seq > b.seq && e.seq < batch.seq)
+  )
 }
 
 /** With the "full" policy, the new holder's next model request carries the batch's calls. */
