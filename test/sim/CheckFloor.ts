@@ -133,7 +133,19 @@ export const checkSilence = (ctx: Ctx): Array<Violation> => {
   // A batch with a handoff never produces a follow-up on the outgoing agent.
   for (const batch of ctx.batches) {
     if (batch.deferred || batch.seq >= ctx.closeSeq || !firstValidHandoff(ctx, batch)) continue
-    const next = ctx.rec.requests.find((r) => r.agent === batch.agent && r.seq > batch.seq)
+    // A response the realtime server starts by itself as the user speaks, while the agent still
+    // holds the floor and its pass waits for what is said over the batch, is the server's, and
+    // baton cancels it unheard (the turn is held for the next holder): not a call of the agent's.
+    const cancelledByServer = (r: typeof ctx.rec.requests[number]) => {
+      if (!r.byServer || r.holder !== batch.agent) return false
+      const pass = ctx.handoffs.find((e) => e.from === batch.agent && e.seq > r.seq)?.seq ?? Infinity
+      // Unheard: the agent said nothing between the server's start and its pass.
+      return !ctx.rec.events.some((e) =>
+        e.seq >= r.seq && e.seq < pass && e.type === "conversation_item_added" && e.agent === batch.agent &&
+        e.item._tag === "Message" && e.item.role === "assistant"
+      )
+    }
+    const next = ctx.rec.requests.find((r) => r.agent === batch.agent && r.seq > batch.seq && !cancelledByServer(r))
     if (!next || next.seq >= ctx.closeSeq) continue
     const back = ctx.handoffs.some((e) => e.to === batch.agent && e.seq > batch.seq && e.seq < next.seq)
     if (!back) {

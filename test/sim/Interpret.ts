@@ -34,6 +34,9 @@ export interface ModelRequest {
   readonly toolChoice: string
   /** Ids of the tool calls the prompt carries (with their outputs). */
   readonly callIds: ReadonlyArray<string>
+  /** A response the realtime server started by itself (its turn detection heard the user), not
+   * one baton asked for. */
+  readonly byServer: boolean
 }
 
 export interface TaskOutcome {
@@ -390,7 +393,8 @@ export const interpret = (scenario: Scenario, world: World): Built => {
       order: world.tick(),
       trigger,
       toolChoice: typeof request.toolChoice === "string" ? request.toolChoice : "tool",
-      callIds: toolCallIds(request.prompt)
+      callIds: toolCallIds(request.prompt),
+      byServer: request.agent === undefined
     })
     if (world.requests.length > MODEL_BUDGET) {
       if (world.requests.length === MODEL_BUDGET + 1) world.notes.push(`the model budget (${MODEL_BUDGET} requests) ran out`)
