@@ -140,7 +140,9 @@ export const make = (host: SpeechHost): Speeches => {
     startPassing: (speech) => {
       speech.phase = "passing"
       const index = stackIndex(s, speech)
-      for (let i = s.current ? index : index + 1; i >= 0 && i < s.interjections.length; i++) s.interjections[i]!.queued.speech.skipFollowUp = true
+      if (index < 0) return
+      // The interjections over it: from the one right above (stack index + 1) to the top.
+      for (let i = s.current ? index : index + 1; i < s.interjections.length; i++) s.interjections[i]!.queued.speech.skipFollowUp = true
     },
     // Nothing is under a speech unless speeches play over one another (not on a handoff's path).
     under: (speech) =>
