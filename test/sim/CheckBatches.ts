@@ -74,7 +74,8 @@ const supersededBy = (ctx: Ctx, batch: FunctionToolsExecuted): FunctionToolsExec
   if (!batch.calls.some((c) => c.output.status === "error" && /is already passing the floor/.test(c.output.output))) return undefined
   return ctx.batches.find((b) =>
     b.agent === batch.agent && b.seq < batch.seq && b.hasHandoff &&
-    !ctx.handoffs.some((e) => e.from === batch.agent && e.seq > b.seq && e.seq < batch.seq)
+    // (a task the agent lent the floor to meanwhile is no pass)
+    !ctx.handoffs.some((e) => e.from === batch.agent && e.kind === "handoff" && e.seq > b.seq && e.seq < batch.seq)
   )
 }
 

@@ -24,6 +24,13 @@ describe("a reply's batch said over another batch (simulation regressions)", () 
       assert.isTrue(refused.length > 0)
     }), 60_000)
 
+  it.effect("rule 3: the refusal holds when a task the agent lent the floor to ran between the two batches (seed 2538734)", () =>
+    Effect.gen(function*() {
+      const result = yield* simulate(2538734, { exclude: DEFAULT_EXCLUDE })
+      assert.deepStrictEqual(result.violations.map((v) => `${v.rule}: ${v.message}`), [])
+      assert.isTrue(result.recording.events.some((e) => e.type === "agent_handoff" && e.kind === "task"))
+    }), 60_000)
+
   it.effect("rule 2: a transfer asked over a batch still running is reported as deferred (seed 1608814)", () =>
     Effect.gen(function*() {
       const result = yield* simulate(1608814, { exclude: DEFAULT_EXCLUDE })
