@@ -4,6 +4,13 @@
  */
 import { Config, Effect, Option, Redacted } from "effect"
 
+/**
+ * The service's options: where it listens, the token, limits on sessions, frames, text and idle
+ * time, pings, and the drain on shutdown.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ServerOptions {
   /** 127.0.0.1 unless set: without a token the service must not face a network. */
   readonly host: string
@@ -37,6 +44,12 @@ export interface ServerOptions {
   readonly maxLagMs: number
 }
 
+/**
+ * The options when the environment sets nothing: 127.0.0.1:8080, 1000 sessions, no token.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaults: ServerOptions = {
   host: "127.0.0.1",
   port: 8080,
@@ -57,7 +70,12 @@ export const defaults: ServerOptions = {
 
 const int = (name: string, fallback: number) => Config.Int(name).pipe(Config.withDefault(fallback))
 
-/** The options from PORT, HOST, BATON_TOKEN, BATON_MAX_SESSIONS, BATON_DRAIN_S, ... */
+/**
+ * The options from PORT, HOST, BATON_TOKEN, BATON_MAX_SESSIONS, BATON_DRAIN_S, ...
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const fromEnv: Effect.Effect<ServerOptions, Config.ConfigError> = Effect.gen(function*() {
   return {
     host: yield* Config.String("HOST").pipe(Config.withDefault(defaults.host)),

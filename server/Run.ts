@@ -69,6 +69,27 @@ export const drain = (registry: Registry.Registry, drainSeconds: number, urgent:
     yield* Effect.log(`drained: ${finished} finished, ${closed} closed`)
   })
 
+/**
+ * Serves `options.agent` until a signal: logs the banner (address, access, model, voice mode),
+ * then on SIGINT or SIGTERM drains the open sessions for `drainSeconds` before closing (a second
+ * signal closes them at once). Needs the model and voice layers the agents use.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer, Option } from "effect"
+ * import { NodeRuntime, NodeServices } from "@effect/platform-node"
+ * import { Config, run } from "@baton-voice/baton/node"
+ * import { OpenAiChat } from "@baton-voice/baton/openai"
+ *
+ * run({ ...Config.defaults, agent: greeter }).pipe(
+ *   Effect.provide(Layer.mergeAll(OpenAiChat.layerConfigFetch, NodeServices.layer)),
+ *   NodeRuntime.runMain
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const run = (options: Server.ServeOptions, signals: SignalSource = processSignals) =>
   Effect.gen(function*() {
     const server = yield* HttpServer.HttpServer

@@ -23,6 +23,13 @@ import * as Registry from "./Registry.ts"
 import * as Token from "./Token.ts"
 import * as Twilio from "./Twilio.ts"
 
+/**
+ * The service's options plus what it serves: the entry agent, per-session userdata, the realtime
+ * model's input rate and how the page describes the model.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ServeOptions extends ServerOptions {
   /** The agent each new session starts with. */
   readonly agent: Agent.Agent
@@ -36,7 +43,12 @@ export interface ServeOptions extends ServerOptions {
   readonly modelPhrases?: ReadonlyArray<string>
 }
 
-/** The registry of the running server, for tests and the drain. */
+/**
+ * The registry of the running server, for tests and the drain.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class ServerState extends Context.Service<ServerState, { readonly registry: Registry.Registry }>()("baton/server/ServerState") {}
 
 const json = (body: unknown, status = 200) => HttpServerResponse.jsonUnsafe(body, { status })
@@ -116,7 +128,12 @@ const routes = (options: ServeOptions, registry: Registry.Registry) =>
     yield* router.add("GET", "/twilio", upgradeTo("twilio", Twilio.serve))
   }))
 
-/** Whether `host` is this machine only: `localhost`, `::1` or any of 127.0.0.0/8 (also as `::ffff:127.x.y.z`). */
+/**
+ * Whether `host` is this machine only: `localhost`, `::1` or any of 127.0.0.0/8 (also as `::ffff:127.x.y.z`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const isLoopback = (host: string): boolean => {
   const bare = host.replace(/^\[(.*)\]$/, "$1").toLowerCase()
   if (bare === "localhost" || bare === "::1") return true
@@ -124,10 +141,20 @@ export const isLoopback = (host: string): boolean => {
   return isIPv4(v4) && v4.startsWith("127.")
 }
 
-/** Without a shared secret the service must not face a network: a non-loopback HOST is refused. */
+/**
+ * Without a shared secret the service must not face a network: a non-loopback HOST is refused.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class UnsafeHost extends Data.TaggedError("UnsafeHost")<{ readonly message: string }> {}
 
-/** Serves on `options.host:options.port` until the Layer's Scope closes. */
+/**
+ * Serves on `options.host:options.port` until the Layer's Scope closes.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: ServeOptions) =>
   Layer.unwrap(Effect.gen(function*() {
     if (Option.isNone(options.token) && !isLoopback(options.host)) {
@@ -153,7 +180,12 @@ export const layer = (options: ServeOptions) =>
     )
   }))
 
-/** How the service introduces itself at start, with what to know about access. */
+/**
+ * How the service introduces itself at start, with what to know about access.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const banner = (url: string, options: ServerOptions): ReadonlyArray<string> => [
   `baton is serving on ${url}  (open it in a browser)`,
   Option.isSome(options.token)

@@ -9,15 +9,39 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto"
 import { Redacted } from "effect"
 
-/** The routes a token may open. */
+/**
+ * The routes a token may open.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const routes = ["ws", "twilio"] as const
+/**
+ * A route a token may open.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Route = typeof routes[number]
 
+/**
+ * Whether `name` is a route a token may open.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isRoute = (name: string): name is Route => (routes as ReadonlyArray<string>).includes(name)
 
 const sign = (secret: Redacted.Redacted<string>, payload: string) =>
   createHmac("sha256", Redacted.value(secret)).update(payload).digest("base64url")
 
+/**
+ * A token for `route`, valid for `ttlSeconds` from `nowMs`, signed with `secret`, with its expiry
+ * (seconds since the epoch).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const mint = (
   secret: Redacted.Redacted<string>,
   ttlSeconds: number,
@@ -29,11 +53,24 @@ export const mint = (
   return { token: `${payload}.${sign(secret, payload)}`, route, expiresAt }
 }
 
+/**
+ * What `verify` says of a token: valid, or why not.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Verdict = "ok" | "malformed" | "bad signature" | "expired" | "for another route"
 
 /** A SHA-256 signature in base64url is 43 characters, its last one carrying 4 bits. */
 const shape = /^([a-z]+)\.(\d{1,15})\.([A-Za-z0-9_-]{43})$/
 
+/**
+ * Checks `token` for `route` at `nowMs`: its shape, its signature (constant-time), its route and
+ * its expiry.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const verify = (secret: Redacted.Redacted<string>, token: string, route: Route, nowMs: number): Verdict => {
   const parts = shape.exec(token)
   if (parts === null || !isRoute(parts[1]!)) return "malformed"
@@ -46,6 +83,11 @@ export const verify = (secret: Redacted.Redacted<string>, token: string, route: 
 
 const digest = (text: string) => createHash("sha256").update(text).digest()
 
-/** Whether `candidate` is the shared secret (for `POST /token` only): no early answer on length. */
+/**
+ * Whether `candidate` is the shared secret (for `POST /token` only): no early answer on length.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const isSecret = (secret: Redacted.Redacted<string>, candidate: string): boolean =>
   timingSafeEqual(digest(Redacted.value(secret)), digest(candidate))

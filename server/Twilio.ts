@@ -25,6 +25,12 @@ const PHONE_RATE = 8000
 const CHUNK = 160
 
 const Media = Schema.Struct({ payload: Schema.String })
+/**
+ * The messages of a Twilio Media Stream (connected, start, media, mark, dtmf, stop) as a schema.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const TwilioMessage = Schema.Union([
   Schema.Struct({ event: Schema.Literal("connected") }),
   Schema.Struct({ event: Schema.Literal("start"), streamSid: Schema.String }),
@@ -47,7 +53,12 @@ const parse = (text: string): TwilioMessage | string => {
   return result._tag === "Success" ? result.success : `not a Media Streams message: ${String(result.failure).split("\n")[0]}`
 }
 
-/** Serves one Twilio stream until `stop`, the socket closing, `idleSeconds` without a message, or the drain. */
+/**
+ * Serves one Twilio stream until `stop`, the socket closing, `idleSeconds` without a message, or the drain.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket, ctx: ConnectionContext) {
   // Taking the reader completes the upgrade; writes wait for it, so it comes first.
   const reader = yield* socket.reader

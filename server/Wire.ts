@@ -17,6 +17,13 @@
  */
 import { Schema } from "effect"
 
+/**
+ * The messages a client sends as JSON text frames: user text, an interrupt, its audio format, a
+ * request for the timeline, and the end of its audio.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const ClientMessage = Schema.Union([
   Schema.Struct({ type: Schema.Literal("user_text"), text: Schema.String }),
   Schema.Struct({ type: Schema.Literal("interrupt") }),
@@ -29,7 +36,12 @@ export type ClientMessage = typeof ClientMessage.Type
 const decodeMessage = Schema.decodeUnknownResult(ClientMessage)
 const KNOWN: ReadonlySet<string> = new Set(["user_text", "interrupt", "audio_format", "audio_end", "timeline"])
 
-/** A text frame as a client message, or a one-line reason it is not one. */
+/**
+ * A text frame as a client message, or a one-line reason it is not one.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const parseClientFrame = (text: string): ClientMessage | string => {
   let json: unknown
   try {
@@ -45,7 +57,12 @@ export const parseClientFrame = (text: string): ClientMessage | string => {
   return result.success
 }
 
-/** Frames the server sends besides the session's own events. */
+/**
+ * Frames the server sends besides the session's own events.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ServerFrame =
   | { readonly type: "ready"; readonly sessionId: string; readonly agent: string | undefined; readonly audio: "realtime" | "pipeline" | "none"; readonly inputSampleRate: number }
   | { readonly type: "agent_text"; readonly agent: string; readonly speechId: string; readonly delta: string }
@@ -56,6 +73,11 @@ export type ServerFrame =
   /** The session so far as a handoff timeline picture (SVG), asked for with `{"type":"timeline"}`. */
   | { readonly type: "timeline"; readonly svg: string }
 
-/** Events carry chat items and errors: plain data, except what JSON cannot say (bigints, cycles). */
+/**
+ * Events carry chat items and errors: plain data, except what JSON cannot say (bigints, cycles).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const encode = (frame: unknown): string =>
   JSON.stringify(frame, (_key, value) => (typeof value === "bigint" ? value.toString() : value))

@@ -5,6 +5,13 @@
 import { Context } from "effect"
 import type { ModelInfo } from "./ModelParts.ts"
 
+/**
+ * Who calls a model: the agent and speech, and callbacks a fallback model uses to say which model
+ * answered and which failed.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ModelCallInfo {
   readonly agent: string
   readonly speechId: string
@@ -15,4 +22,11 @@ export interface ModelCallInfo {
   readonly failedOver?: ((model: ModelInfo, reason: string) => void) | undefined
 }
 
+/**
+ * The model call in progress, set by baton around each model request so providers and fallbacks
+ * can report who served it; `undefined` outside one.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export const ModelCall = Context.Reference<ModelCallInfo | undefined>("baton/ModelCall", { defaultValue: () => undefined })

@@ -31,6 +31,13 @@ import * as Fallback from "./Fallback.ts"
 import { ModelCall } from "./ModelCall.ts"
 import * as ModelParts from "./ModelParts.ts"
 
+/**
+ * Options of the fallback model: when to move on (as for every fallback) and how long a model may
+ * take to its first part.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options extends Fallback.Options {
   /** How long a model may take to its first part before the next is asked (default 10 s). */
   readonly attemptTimeout?: Duration.Input | undefined
@@ -43,7 +50,12 @@ interface Candidate extends Fallback.Engine {
 
 type Models<E, R> = readonly [Layer.Layer<LanguageModel.LanguageModel, E, R>, ...Array<Layer.Layer<LanguageModel.LanguageModel, E, R>>]
 
-/** One `LanguageModel` over `models`, asked in order (see the module's comment). */
+/**
+ * One `LanguageModel` over `models`, asked in order (see the module's comment).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = <E, R>(models: Models<E, R>, options: Options = {}): Layer.Layer<LanguageModel.LanguageModel, E, R> =>
   Layer.effect(
     LanguageModel.LanguageModel,

@@ -13,31 +13,62 @@ import type { AiError, LanguageModel, Response, Tool } from "effect/ai"
 
 const TypeId = Symbol.for("baton/ModelParts")
 
-/** The provider's part stream for one request (what `LanguageModel.make`'s `streamText` gets). */
+/**
+ * The provider's part stream for one request (what `LanguageModel.make`'s `streamText` gets).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type StreamParts = (
   options: LanguageModel.ProviderOptions
 ) => Stream.Stream<Response.StreamPartEncoded, AiError.AiError>
 
 const InfoId = Symbol.for("baton/ModelParts/info")
 
-/** Who serves a model (for usage, metrics and traces). */
+/**
+ * Who serves a model (for usage, metrics and traces).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ModelInfo {
   readonly provider: string
   readonly model: string
 }
 
-/** `model` with its provider's part stream attached (the same function it was made with). */
+/**
+ * `model` with its provider's part stream attached (the same function it was made with).
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const withParts = (model: LanguageModel.LanguageModel, parts: StreamParts, info?: ModelInfo): LanguageModel.LanguageModel =>
   Object.assign(Object.create(Object.getPrototypeOf(model)), model, { [TypeId]: parts, [InfoId]: info })
 
-/** The provider and model `model` names, if it was made with them. */
+/**
+ * The provider and model `model` names, if it was made with them.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
 export const infoOf = (model: LanguageModel.LanguageModel): ModelInfo | undefined =>
   (model as { readonly [InfoId]?: ModelInfo })[InfoId]
 
-/** The part stream `model` carries, if any. */
+/**
+ * The part stream `model` carries, if any.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
 export const partsOf = (model: LanguageModel.LanguageModel): StreamParts | undefined =>
   (model as { readonly [TypeId]?: StreamParts })[TypeId]
 
+/**
+ * One text request to a provider: the prompt, the tools offered and the tool choice.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Request {
   readonly prompt: LanguageModel.ProviderOptions["prompt"]
   readonly tools: ReadonlyArray<Tool.Any>
@@ -51,6 +82,9 @@ export interface Request {
  * `oneOf` tool choice, and tool choice `"none"` when there are no tools at all). With no
  * tracing backend installed (Effect's `nativeTracer`), no span is built: nothing could see it
  * (Effect's own HTTP server skips its spans the same way), and it cost about 5 µs of a handoff.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const run = <E, R>(
   parts: StreamParts,
@@ -58,7 +92,12 @@ export const run = <E, R>(
   onPart: (part: Response.StreamPartEncoded) => Effect.Effect<void, E, R>
 ): Effect.Effect<void, E | AiError.AiError, R> => Effect.withFiber((fiber) => runOn(fiber, parts, request, onPart))
 
-/** `run`, called on a step of `fiber` (a caller that already has its fiber saves a step). */
+/**
+ * `run`, called on a step of `fiber` (a caller that already has its fiber saves a step).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const runOn = <E, R>(
   fiber: Fiber.Fiber<unknown, unknown>,
   parts: StreamParts,
@@ -121,6 +160,9 @@ const runIn = <E, R>(
  * step, where `runForEach` takes a loop iteration per part. The next part's handler is still
  * called only once the previous part's effect has ended, so a handler sees the state that
  * effect left (the floor, what was said).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const forEachPart = <A, E, R, E2, R2>(
   stream: Stream.Stream<A, E, R>,
@@ -138,7 +180,12 @@ export const forEachPart = <A, E, R, E2, R2>(
     return from(0)
   })
 
-/** Folds stream parts into the non-streaming part list a provider's `generateText` returns. */
+/**
+ * Folds stream parts into the non-streaming part list a provider's `generateText` returns.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const collectParts = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Response.PartEncoded> => {
   const out: Array<Response.PartEncoded> = []
   const open = new Map<string, { type: "text" | "reasoning"; text: string }>()

@@ -18,8 +18,20 @@ const decodeTable = (() => {
   return table
 })()
 
+/**
+ * One µ-law byte as a PCM16 sample.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const decodeSample = (byte: number): number => decodeTable[byte & 0xff]!
 
+/**
+ * One PCM16 sample as a µ-law byte (G.711).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const encodeSample = (sample: number): number => {
   let s = Math.max(-32768, Math.min(32767, Math.round(sample)))
   const sign = s < 0 ? 0x80 : 0
@@ -32,14 +44,24 @@ export const encodeSample = (sample: number): number => {
   return ~(sign | (exponent << 4) | mantissa) & 0xff
 }
 
-/** µ-law bytes to PCM16 samples. */
+/**
+ * µ-law bytes to PCM16 samples.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const decode = (bytes: Uint8Array): Int16Array => {
   const out = new Int16Array(bytes.length)
   for (let i = 0; i < bytes.length; i++) out[i] = decodeTable[bytes[i]!]!
   return out
 }
 
-/** PCM16 samples to µ-law bytes. */
+/**
+ * PCM16 samples to µ-law bytes.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const encode = (samples: Int16Array): Uint8Array => {
   const out = new Uint8Array(samples.length)
   for (let i = 0; i < samples.length; i++) out[i] = encodeSample(samples[i]!)

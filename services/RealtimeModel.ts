@@ -18,7 +18,12 @@
 import { Context, type Duration, type Effect, Schema, type Scope, type Stream } from "effect"
 import type { ChatContext } from "../src/ChatContext.ts"
 
-/** What may change on an open connection, and what the model does by itself. */
+/**
+ * What may change on an open connection, and what the model does by itself.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RealtimeCapabilities {
   /** Instructions can be replaced mid-session. */
   readonly mutableInstructions: boolean
@@ -41,6 +46,12 @@ export interface RealtimeCapabilities {
   readonly messageTruncation: boolean
 }
 
+/**
+ * A tool as a realtime model sees it: name, description and JSON Schema of its parameters.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RealtimeTool {
   readonly name: string
   readonly description: string
@@ -48,8 +59,21 @@ export interface RealtimeTool {
   readonly parameters: Record<string, unknown>
 }
 
+/**
+ * Which tools a realtime response may call: any, none, at least one, or one named.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type RealtimeToolChoice = "auto" | "none" | "required" | { readonly tool: string }
 
+/**
+ * What a realtime connection is opened with: instructions, tools, tool choice and the conversation
+ * to seed it with.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RealtimeSessionConfig {
   readonly instructions: string
   readonly tools: ReadonlyArray<RealtimeTool>
@@ -64,11 +88,24 @@ export interface RealtimeSessionConfig {
   readonly pipelined?: boolean | undefined
 }
 
+/**
+ * Tokens a realtime response used.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Usage {
   readonly inputTokens: number
   readonly outputTokens: number
 }
 
+/**
+ * The events of a realtime connection, in order: responses starting and ending, text, audio and
+ * transcript deltas, function calls, the user's speech and transcripts, and errors.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type RealtimeEvent =
   | { readonly _tag: "ResponseStarted"; readonly responseId: string }
   | { readonly _tag: "TextDelta"; readonly responseId: string; readonly itemId: string; readonly delta: string }
@@ -129,6 +166,9 @@ export type RealtimeEvent =
  * (`failed`: `code` says why, as the provider put it, e.g. OpenAI's `server_error`), what the
  * model cannot do (`unsupported`), a lease that moved on (`revoked`), or a broken exchange
  * (`protocol`).
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class RealtimeError extends Schema.TaggedError<RealtimeError>()("RealtimeError", {
   reason: Schema.Literals(["connect", "closed", "rejected", "timeout", "protocol", "unsupported", "revoked", "failed"]),
@@ -140,17 +180,32 @@ export class RealtimeError extends Schema.TaggedError<RealtimeError>()("Realtime
  * How long a requested response may take to start (`response.created`, or the provider's first
  * sign of it) before the reply fails with a `timeout` (default 10 s). A server that never
  * answers must not hold a turn for ever.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export const RealtimeResponseTimeout = Context.Reference<Duration.Input>("baton/RealtimeResponseTimeout", {
   defaultValue: () => "10 seconds"
 })
 
-/** A server acknowledgement to wait for, or not (pipelining). */
+/**
+ * A server acknowledgement to wait for, or not (pipelining).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Ack {
   /** Succeeds when the server accepted the request; fails on an error answer or the timeout. */
   readonly await: Effect.Effect<void, RealtimeError>
 }
 
+/**
+ * An open realtime connection: its events, and the operations baton uses on it (update the
+ * session, add items, send audio, request, cancel or truncate a response).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RealtimeConnection {
   readonly id: string
   readonly provider: string
@@ -198,6 +253,14 @@ export interface RealtimeConnection {
   readonly clearAudio: Effect.Effect<void, RealtimeError>
 }
 
+/**
+ * A speech-to-speech model (OpenAI Realtime, Gemini Live): its provider, model and capabilities,
+ * and `connect`, which opens a configured connection in a Scope. Provide one of its layers to run
+ * realtime agents.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class RealtimeModel extends Context.Service<RealtimeModel, {
   readonly provider: string
   /** Connections of the same provider and model are candidates for reuse on a handoff. */

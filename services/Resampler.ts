@@ -7,6 +7,12 @@ import { Context, Effect, Layer } from "effect"
 import { RtcNode } from "../layers/rtc/RtcNode.ts"
 import * as AudioFrame from "./AudioFrame.ts"
 
+/**
+ * One conversion between two rates: push frames, flush at the end.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ResamplerStage {
   readonly inputRate: number
   readonly outputRate: number
@@ -16,6 +22,12 @@ export interface ResamplerStage {
   readonly flush: () => ReadonlyArray<AudioFrame.AudioFrame>
 }
 
+/**
+ * Makes resampling stages.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ResamplerService {
   readonly make: (inputRate: number, outputRate: number, channels?: number) => Effect.Effect<ResamplerStage>
 }
@@ -28,6 +40,13 @@ const identity = (rate: number): ResamplerStage => ({
   flush: () => []
 })
 
+/**
+ * Converts audio between sample rates. `SincResampler.layer` needs no native code;
+ * `Resampler.layer` uses rtc-node's.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Resampler extends Context.Service<Resampler, ResamplerService>()("baton/Resampler") {
   /**
    * Conversion by `@livekit/rtc-node`'s `AudioResampler`. It needs the `RtcNode` resource, which

@@ -81,7 +81,12 @@ const checkRate = (name: string, rate: number) => {
   if (!Number.isInteger(rate) || rate <= 0) throw new RangeError(`${name} must be a positive integer (Hz), got ${rate}`)
 }
 
-/** A stage converting `channels`-channel PCM16 audio from `inputRate` to `outputRate`. */
+/**
+ * A stage converting `channels`-channel PCM16 audio from `inputRate` to `outputRate`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const stage = (inputRate: number, outputRate: number, channels = 1): ResamplerStage => {
   checkRate("inputRate", inputRate)
   checkRate("outputRate", outputRate)
@@ -159,7 +164,12 @@ export const stage = (inputRate: number, outputRate: number, channels = 1): Resa
   }
 }
 
-/** `Resampler` by this module: no native code, nothing to load or dispose. */
+/**
+ * `Resampler` by this module: no native code, nothing to load or dispose.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<Resampler> = Layer.succeed(Resampler, {
   make: (inputRate, outputRate, channels = 1) => Effect.sync(() => stage(inputRate, outputRate, channels))
 })

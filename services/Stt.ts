@@ -7,16 +7,34 @@ import { Context, type Effect, type Scope, type Stream } from "effect"
 import type { AudioFrame } from "./AudioFrame.ts"
 import type { VoiceError } from "./VoiceError.ts"
 
+/**
+ * Options of a speech-to-text stream: the language.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SttOptions {
   readonly language?: string
 }
 
+/**
+ * What a speech-to-text stream emits: interim guesses, then the final text of each utterance.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SttEvent =
   /** A guess at what is being said; replaced by the next interim or the final. */
   | { readonly _tag: "Interim"; readonly text: string }
   /** What was said in one utterance (may be empty when nothing was recognised). */
   | { readonly _tag: "Final"; readonly text: string; readonly confidence?: number }
 
+/**
+ * One speech-to-text stream: push frames, end the utterance, read its transcripts.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SttStream {
   /** The next frame of the user's audio, at `Stt.sampleRate`. */
   readonly push: (frame: AudioFrame) => Effect.Effect<void, VoiceError>
@@ -26,10 +44,23 @@ export interface SttStream {
   readonly events: Stream.Stream<SttEvent, VoiceError>
 }
 
+/**
+ * A speech-to-text engine: the rate it takes and a way to open streams.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SttService {
   /** The rate the engine takes (16000 for most). */
   readonly sampleRate: number
   readonly stream: (options?: SttOptions) => Effect.Effect<SttStream, VoiceError, Scope.Scope>
 }
 
+/**
+ * Speech to text, for the voice pipeline. Provide one of its layers (Deepgram, OpenAI,
+ * pocketsphinx) or `SttFallback.layer` over several.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Stt extends Context.Service<Stt, SttService>()("baton/Stt") {}

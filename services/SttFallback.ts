@@ -26,7 +26,12 @@ interface Engine extends Fallback.Engine {
 
 type Engines<E, R> = readonly [Layer.Layer<Stt, E, R>, ...Array<Layer.Layer<Stt, E, R>>]
 
-/** One `Stt` over `engines`, tried in order (see the module's comment). */
+/**
+ * One `Stt` over `engines`, tried in order (see the module's comment).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = <E, R>(engines: Engines<E, R>, options: Pick<Fallback.Options, "recoverAfter"> = {}): Layer.Layer<Stt, E, R> =>
   Layer.effect(
     Stt,

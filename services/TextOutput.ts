@@ -5,11 +5,24 @@
  */
 import { Context, Effect } from "effect"
 
+/**
+ * Which speech a piece of text or audio belongs to: its id and agent.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SpeechInfo {
   readonly speechId: string
   readonly agent: string
 }
 
+/**
+ * Where agents' words go: a speech starts, text is written, it ends (interrupted or not), and
+ * `played` completes once it has all been heard.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TextOutputService {
   readonly start: (info: SpeechInfo) => Effect.Effect<void>
   /** Completes when the text is delivered. */
@@ -24,11 +37,23 @@ export interface TextOutputService {
   readonly heard?: (info: SpeechInfo) => string | undefined
 }
 
-/** Discards everything; the default when nothing is provided. */
+/**
+ * Discards everything; the default when nothing is provided.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const discard: TextOutputService = {
   start: () => Effect.void,
   write: () => Effect.void,
   end: () => Effect.void
 }
 
+/**
+ * Where agents' words go (a console, a client's socket, the voice pipeline); discards them unless
+ * provided.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export const TextOutput = Context.Reference<TextOutputService>("baton/TextOutput", { defaultValue: () => discard })

@@ -6,6 +6,12 @@
  */
 import { Tool as AiTool } from "effect/ai"
 
+/**
+ * A JSON Schema document.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type JsonSchema = Record<string, unknown>
 
 const EMPTY: JsonSchema = { type: "object", properties: {}, additionalProperties: false }
@@ -20,6 +26,9 @@ const isAnyButNull = (schema: JsonSchema) =>
  * An object schema with `properties` for any parameters schema baton can produce; `undefined`
  * when the parameters are not an object at all (a union or a primitive at the top), which no
  * provider takes as a function's parameters.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const normalize = (schema: unknown): JsonSchema | undefined => {
   if (!isRecord(schema) || Object.keys(schema).length === 0 || isAnyButNull(schema)) return EMPTY
@@ -27,7 +36,12 @@ export const normalize = (schema: unknown): JsonSchema | undefined => {
   return isRecord(schema["properties"]) ? schema : { ...schema, properties: {} }
 }
 
-/** The provider-ready parameters of an `effect/ai` tool. */
+/**
+ * The provider-ready parameters of an `effect/ai` tool.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const parametersOf = (tool: AiTool.Any): JsonSchema => {
   const schema = normalize(AiTool.getJsonSchema(tool))
   if (schema === undefined) {

@@ -24,6 +24,13 @@ import { Resampler } from "./Resampler.ts"
 import { Tts, type TtsOptions, type TtsService } from "./Tts.ts"
 import { VoiceError } from "./VoiceError.ts"
 
+/**
+ * Options of the fallback engine: when to move on (as for every fallback) and how long an engine
+ * may take to its first frame.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options extends Fallback.Options {
   /** How long an engine may take to its first frame before the next is asked (default 5 s). */
   readonly attemptTimeout?: Duration.Input | undefined
@@ -35,7 +42,12 @@ interface Engine extends Fallback.Engine {
 
 type Engines<E, R> = readonly [Layer.Layer<Tts, E, R>, ...Array<Layer.Layer<Tts, E, R>>]
 
-/** One `Tts` over `engines`, asked in order (see the module's comment). */
+/**
+ * One `Tts` over `engines`, asked in order (see the module's comment).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = <E, R>(engines: Engines<E, R>, options: Options = {}): Layer.Layer<Tts, E, R | Resampler> =>
   Layer.effect(
     Tts,

@@ -5,6 +5,13 @@
  */
 import { Schema } from "effect"
 
+/**
+ * Why a voice engine failed: unavailable here, unusable audio, a refused request, the network, or
+ * a timeout.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const VoiceErrorReason = Schema.Literals([
   /** The engine cannot run here: a missing package, model file or library. */
   "Unavailable",
@@ -21,6 +28,13 @@ export const VoiceErrorReason = Schema.Literals([
 ])
 export type VoiceErrorReason = typeof VoiceErrorReason.Type
 
+/**
+ * A voice engine (VAD, speech to text, text to speech, audio) failed: its source, the reason, a
+ * description saying what to do, and the provider's status where there is one.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class VoiceError extends Schema.TaggedError<VoiceError>()("VoiceError", {
   source: Schema.Literals(["vad", "stt", "tts", "audio"]),
   reason: VoiceErrorReason,

@@ -38,6 +38,9 @@ const readFormat = (view: DataView, at: number, size: number): Format | string =
 /**
  * The samples of a PCM16 WAV file as one frame. A `data` size past the end of the file (what a
  * writer that streamed to a pipe leaves, 0 or 0xFFFFFFFF) is read to the end of the file.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const decode = (bytes: Uint8Array): Effect.Effect<AudioFrame.AudioFrame, VoiceError> =>
   Effect.suspend(() => {
@@ -45,7 +48,12 @@ export const decode = (bytes: Uint8Array): Effect.Effect<AudioFrame.AudioFrame, 
     return typeof result === "string" ? Effect.fail(invalid(`not a usable WAV file: ${result}`)) : Effect.succeed(result)
   })
 
-/** {@link decode} without Effect: a frame, or why the bytes are not one. */
+/**
+ * {@link decode} without Effect: a frame, or why the bytes are not one.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const decodeSync = (bytes: Uint8Array): AudioFrame.AudioFrame | string => {
   if (bytes.byteLength < 12) return `${bytes.byteLength} bytes is shorter than a RIFF header`
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
@@ -76,11 +84,20 @@ export const decodeSync = (bytes: Uint8Array): AudioFrame.AudioFrame | string =>
   return format === undefined ? "it has no fmt chunk" : "it has no data chunk"
 }
 
+/**
+ * The size of the header `header` writes.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const HEADER_BYTES = 44
 
 /**
  * The 44-byte header of a PCM16 WAV file holding `dataBytes` bytes of samples. A recorder that
  * streams to disk writes it first with 0 and again with the final size when it closes.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const header = (sampleRate: number, channels: number, dataBytes: number): Uint8Array => {
   const out = new Uint8Array(HEADER_BYTES)
@@ -104,7 +121,12 @@ export const header = (sampleRate: number, channels: number, dataBytes: number):
   return out
 }
 
-/** A PCM16 WAV file (44-byte header) holding `frame`. */
+/**
+ * A PCM16 WAV file (44-byte header) holding `frame`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const encode = (frame: AudioFrame.AudioFrame): Uint8Array => {
   const pcm = AudioFrame.toPcm16(frame)
   const out = new Uint8Array(HEADER_BYTES + pcm.byteLength)
@@ -113,7 +135,12 @@ export const encode = (frame: AudioFrame.AudioFrame): Uint8Array => {
   return out
 }
 
-/** Reads and decodes a WAV file. */
+/**
+ * Reads and decodes a WAV file.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const readFile = (path: string): Effect.Effect<AudioFrame.AudioFrame, VoiceError> =>
   Effect.tryPromise({
     try: () => Fs.readFile(path),
@@ -123,7 +150,12 @@ export const readFile = (path: string): Effect.Effect<AudioFrame.AudioFrame, Voi
     Effect.mapError((e) => e.description.includes(path) ? e : invalid(`${path}: ${e.description}`))
   )
 
-/** Encodes `frame` and writes it to `path`. */
+/**
+ * Encodes `frame` and writes it to `path`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const writeFile = (path: string, frame: AudioFrame.AudioFrame): Effect.Effect<void, VoiceError> =>
   Effect.tryPromise({
     try: () => Fs.writeFile(path, encode(frame)),

@@ -19,9 +19,20 @@ import type { Tool } from "./Tool.ts"
 /**
  * A hook is an Effect run in the agent's actor, with `CurrentAgent` available. Its other
  * services come from the Layers provided to the program that started the session.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Hook = Effect.Effect<void, unknown, any>
 
+/**
+ * The parts of an agent given to `make`: its name (unique among the agents of a session),
+ * instructions, tools, lifecycle hooks, an optional model of its own and the tool-step limit per
+ * reply.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AgentOptions {
   readonly name: string
   readonly instructions: string
@@ -38,6 +49,13 @@ export interface AgentOptions {
   readonly maxToolSteps?: number
 }
 
+/**
+ * What makes an agent a task: whether the task's function calls are merged back into its caller's
+ * context, and what it sees of that context. `AgentTask.make` sets it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TaskSpec {
   /** Merge the task's function calls back into the caller's context too (default false). */
   readonly includeFunctionCalls: boolean
@@ -50,6 +68,9 @@ export interface TaskSpec {
  * the program (type only); `AgentSession.start` with it needs the same. An agent annotated
  * `Agent.Agent` (as agents that refer to each other must be) says nothing (`any`); annotate
  * `Agent.Agent<WeatherApi>` to keep the check.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Agent<R = any> {
   readonly _tag: "Agent"
@@ -67,10 +88,20 @@ export interface Agent<R = any> {
   readonly task?: TaskSpec | undefined
 }
 
-/** The services a list of tools needs. */
+/**
+ * The services a list of tools needs.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export type ToolRequirements<T> = T extends ReadonlyArray<infer Item> ? Item extends Tool<any, infer R> ? R : never : never
 
-/** `AgentOptions` with each part's requirements seen by the type checker. */
+/**
+ * `AgentOptions` with each part's requirements seen by the type checker.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TypedAgentOptions<T extends ReadonlyArray<Tool<any, any>>, E, X, S, M>
   extends Omit<AgentOptions, "tools" | "onEnter" | "onExit" | "onResume" | "model">
 {
@@ -81,6 +112,39 @@ export interface TypedAgentOptions<T extends ReadonlyArray<Tool<any, any>>, E, X
   readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, M>
 }
 
+/**
+ * Makes an agent value from its options. Use it once per agent and refer to other agents through
+ * thunks so agents can hand off to each other in a cycle; the agent's type collects what its
+ * tools, hooks and model need. Throws when two tools share a name.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Agent, Tool } from "@baton-voice/baton"
+ *
+ * const weather: Agent.Agent = Agent.make({
+ *   name: "weather",
+ *   instructions: "Answer weather questions; hand back when done.",
+ *   tools: [
+ *     Tool.make("lookup_weather", {
+ *       description: "Weather for a city",
+ *       parameters: Schema.Struct({ city: Schema.String }),
+ *       handler: ({ city }) => Effect.succeed(`Sunny in ${city}`)
+ *     }),
+ *     Tool.handoff("transfer_to_greeter", () => greeter)
+ *   ]
+ * })
+ * const greeter: Agent.Agent = Agent.make({
+ *   name: "greeter",
+ *   instructions: "Greet the caller; transfer weather questions.",
+ *   tools: [Tool.handoff("transfer_to_weather", () => weather)],
+ *   onEnter: Agent.reply({ instructions: "greet the user" }).pipe(Effect.asVoid)
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make: <const T extends ReadonlyArray<Tool<any, any>> = [], E = never, X = never, S = never, M = never>(
   options: TypedAgentOptions<T, E, X, S, M>
 ) => Agent<ToolRequirements<T> | Exclude<E | X | S, CurrentAgent> | M> = (options: AgentOptions): Agent => {
@@ -102,14 +166,31 @@ export const make: <const T extends ReadonlyArray<Tool<any, any>> = [], E = neve
   }
 }
 
+/**
+ * Whether `u` is an agent value made by `make` (or `AgentTask.make`). Use it where a tool result
+ * or a handoff target may be an agent.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isAgent = (u: unknown): u is Agent =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Agent" && "instructions" in u
 
-/** Queues a reply of the current agent (it does not wait for it: the user can barge in). */
+/**
+ * Queues a reply of the current agent (it does not wait for it: the user can barge in).
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const reply = (options: ReplyOptions = {}): Effect.Effect<SpeechHandle, FloorError, CurrentAgent> =>
   CurrentAgent.use((agent) => agent.generateReply(options))
 
-/** Queues a fixed utterance of the current agent. */
+/**
+ * Queues a fixed utterance of the current agent.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const say = (text: string, options: SayOptions = {}): Effect.Effect<SpeechHandle, FloorError, CurrentAgent> =>
   CurrentAgent.use((agent) => agent.say(text, options))
 

@@ -25,6 +25,14 @@ import type { HandoffOutcome, SessionMessage } from "./internal/SessionCore.ts"
 import type { SpeechHandle } from "./Speech.ts"
 import type { Tool } from "./Tool.ts"
 
+/**
+ * A running session: send it user text or audio, `run` a turn and wait for its result, watch its
+ * events, interrupt the agent speaking, and close it. Made by `start`; it lives in the Scope it
+ * was started in.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AgentSession<U = unknown> {
   readonly id: string
   readonly userdata: U
@@ -89,7 +97,12 @@ export interface AgentSession<U = unknown> {
   readonly realtime: () => { readonly open: number; readonly opened: number } | undefined
 }
 
-/** `R`: what the entry agent (and the session's tools) need from the program; see `Agent`. */
+/**
+ * `R`: what the entry agent (and the session's tools) need from the program; see `Agent`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StartOptions<U, R = any> {
   readonly agent: Agent<R>
   readonly userdata?: U
@@ -104,12 +117,23 @@ export interface StartOptions<U, R = any> {
   readonly maxInputChars?: number
 }
 
+/**
+ * Options of `session.run`: whether to wait for background tools too.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RunOptions {
   /** Also wait for background (long-running) tools to finish and be told (default false). */
   readonly waitForBackground?: boolean
 }
 
-/** What a program must provide for `R`: nothing for an agent whose type says nothing (`Agent<any>`). */
+/**
+ * What a program must provide for `R`: nothing for an agent whose type says nothing (`Agent<any>`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export type Requirements<R> = 0 extends 1 & R ? never : R
 
 /**
@@ -119,6 +143,22 @@ export type Requirements<R> = 0 extends 1 & R ? never : R
  *
  * Not a span of its own (unlike `run`, `say`, `handoff`): the session's fibers are forked here
  * and would all carry it as their parent for the session's whole life.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { AgentSession } from "@baton-voice/baton"
+ * import { OpenAiChat } from "@baton-voice/baton/openai"
+ *
+ * const program = Effect.gen(function*() {
+ *   const session = yield* AgentSession.start({ agent: greeter })
+ *   const result = yield* session.run("What's the weather in Paris?")
+ *   console.log(result.toString())
+ * }).pipe(Effect.scoped, Effect.provide(OpenAiChat.layerConfigFetch))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const start: <U = undefined, R = any>(
   options: StartOptions<U, R>

@@ -33,6 +33,9 @@ declare const Result: unique symbol
  * A task with result `A` whose tools, hooks and model need `R` (type only, as for `Agent<R>`):
  * `AgentTask.run` needs the same. A task typed `AgentTask<A>` says nothing (`any`), as
  * `Agent.Agent` does; annotate `AgentTask<A, CrmApi>` to keep the check.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface AgentTask<A, R = any> extends Agent<R> {
   readonly task: NonNullable<Agent["task"]>
@@ -40,6 +43,13 @@ export interface AgentTask<A, R = any> extends Agent<R> {
   readonly [Result]?: A
 }
 
+/**
+ * The options of `AgentTask.make`: an agent's options plus what the task sees of its caller's
+ * context and whether its function calls go back into it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AgentTaskOptions extends AgentOptions {
   /** Merge the task's function calls back into the caller's context too (default false). */
   readonly includeFunctionCalls?: boolean
@@ -47,7 +57,12 @@ export interface AgentTaskOptions extends AgentOptions {
   readonly context?: ContextPolicy
 }
 
-/** `AgentTaskOptions` with each part's requirements seen by the type checker. */
+/**
+ * `AgentTaskOptions` with each part's requirements seen by the type checker.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool<any, any>>, E, X, S, M>
   extends TypedAgentOptions<T, E, X, S, M>
 {
@@ -59,6 +74,30 @@ export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool<any, any>>, 
  * Makes a task. Its result type comes from the annotation (`const ask: AgentTask<string, Crm> =
  * AgentTask.make({...})`, checked against what its parts need) or an explicit
  * `AgentTask.make<string>({...})` (then its needs are unchecked, `any`).
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { AgentTask, Tool } from "@baton-voice/baton"
+ *
+ * const askEmail: AgentTask.AgentTask<string> = AgentTask.make<string>({
+ *   name: "ask_email",
+ *   instructions: "Ask the user for their email address, then record it.",
+ *   tools: [
+ *     Tool.make("record_email", {
+ *       description: "Record the user's email address",
+ *       parameters: Schema.Struct({ email: Schema.String }),
+ *       handler: ({ email }) => AgentTask.complete(askEmail, email)
+ *     })
+ *   ]
+ * })
+ *
+ * // in a tool handler or hook of the agent holding the floor:
+ * const email = AgentTask.run(askEmail)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make: <
   A,
@@ -77,6 +116,9 @@ export const make: <
 /**
  * Runs `task` with the floor lent by the current agent, and returns its result. Needs what the
  * task needs, so the tool or hook that runs it does too.
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const run: <A, R>(task: AgentTask<A, R>) => Effect.Effect<A, TaskError, CurrentAgent | KnownRequirements<R>> = Effect
   .fn("AgentTask.run")(
@@ -97,6 +139,9 @@ const checkOwner = (task: Agent) =>
  * task's model does not reply to (the floor goes back to the caller). From a tool in its batch,
  * the floor goes back once the batch has settled; from a hook, or a tool that reported progress
  * and went on in the background, once what the task was saying has been cut and recorded.
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const complete: <A>(task: AgentTask<A>, value: A) => Effect.Effect<NoReply, TaskError, CurrentAgent> = Effect.fn(
   "AgentTask.complete"
@@ -107,7 +152,12 @@ export const complete: <A>(task: AgentTask<A>, value: A) => Effect.Effect<NoRepl
   )
 )
 
-/** Ends `task` with a failure its caller receives as a `TaskError`. */
+/**
+ * Ends `task` with a failure its caller receives as a `TaskError`.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const fail: (task: AgentTask<any>, message: string) => Effect.Effect<NoReply, TaskError, CurrentAgent> = Effect.fn(
   "AgentTask.fail"
 )((task: AgentTask<any>, message: string) =>

@@ -4,13 +4,34 @@
  * A `ChatContext` is an immutable value. Actors own theirs and replace it as the conversation
  * grows; the session keeps one more for the whole conversation (every agent's items plus the
  * handoff records). What a context becomes in a model's prompt is `ChatPrompt.toPrompt`.
+ *
+ * @since 0.1.0
  */
 
+/**
+ * Who a message is from: the instructions (`system`, `developer`), the user or an agent
+ * (`assistant`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Role = "system" | "developer" | "user" | "assistant"
 
-/** How a function call ended. Every call in a context gets exactly one output (rule 4). */
+/**
+ * How a function call ended. Every call in a context gets exactly one output (rule 4).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type OutputStatus = "ok" | "error" | "cancelled" | "interrupted" | "handoff" | "progress"
 
+/**
+ * A message in the conversation: instructions, user text or an agent's words (with `interrupted`
+ * when a reply was cut short and `text` is what was delivered).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Message {
   readonly _tag: "Message"
   readonly id: string
@@ -22,6 +43,12 @@ export interface Message {
   readonly agent?: string | undefined
 }
 
+/**
+ * A tool call the model made, with its arguments as the model sent them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FunctionCall {
   readonly _tag: "FunctionCall"
   readonly id: string
@@ -32,6 +59,12 @@ export interface FunctionCall {
   readonly agent?: string | undefined
 }
 
+/**
+ * The output recorded for a function call (matched by `callId`), with how the call ended.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FunctionCallOutput {
   readonly _tag: "FunctionCallOutput"
   readonly id: string
@@ -43,8 +76,21 @@ export interface FunctionCallOutput {
   readonly agent?: string | undefined
 }
 
+/**
+ * How the floor moved to an agent: the session's `start`, a `handoff`, a `task` lent the floor, or
+ * a `return` from a task.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type HandoffKind = "start" | "handoff" | "task" | "return"
 
+/**
+ * A record in the history that the floor moved from one agent to another.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AgentHandoff {
   readonly _tag: "AgentHandoff"
   readonly id: string
@@ -56,12 +102,29 @@ export interface AgentHandoff {
   readonly reason?: string | undefined
 }
 
+/**
+ * One item of a chat context: a message, a function call, its output or a handoff record.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ChatItem = Message | FunctionCall | FunctionCallOutput | AgentHandoff
 
 let counter = 0
-/** Process-unique ids for chat items. */
+/**
+ * Process-unique ids for chat items.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const nextId = (prefix: string): string => `${prefix}_${(++counter).toString(36)}`
 
+/**
+ * Makes a `Message` item (a fresh id unless given). Use it to seed a context or in tests.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const message = (
   role: Role,
   text: string,
@@ -75,6 +138,12 @@ export const message = (
   agent: options.agent
 })
 
+/**
+ * Makes a `FunctionCall` item (a fresh id unless given).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const functionCall = (
   fields: {
     readonly callId: string
@@ -92,6 +161,12 @@ export const functionCall = (
   agent: fields.agent
 })
 
+/**
+ * Makes a `FunctionCallOutput` item for the call with `callId` (a fresh id).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const functionCallOutput = (
   fields: {
     readonly callId: string
@@ -103,6 +178,12 @@ export const functionCallOutput = (
   }
 ): FunctionCallOutput => ({ _tag: "FunctionCallOutput", id: nextId("fco"), ...fields })
 
+/**
+ * Makes an `AgentHandoff` record (a fresh id).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const agentHandoff = (
   fields: {
     readonly from?: string | undefined
@@ -113,6 +194,13 @@ export const agentHandoff = (
   }
 ): AgentHandoff => ({ _tag: "AgentHandoff", id: nextId("handoff"), ...fields })
 
+/**
+ * What `ChatContext.copy` leaves out: function calls and their outputs, instructions, handoff
+ * records.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface CopyOptions {
   readonly excludeFunctionCalls?: boolean
   readonly excludeInstructions?: boolean
@@ -129,6 +217,14 @@ const keep = (options: CopyOptions) => (item: ChatItem) =>
   !(options.excludeInstructions && isInstruction(item)) &&
   !(options.excludeHandoffs && item._tag === "AgentHandoff")
 
+/**
+ * An immutable, ordered list of chat items: what an agent's model sees, or the session's shared
+ * history. Build one with `ChatContext.make` or start from `ChatContext.empty`; each change (add,
+ * insert, copy, truncate) returns a new context.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export class ChatContext {
   static readonly empty = new ChatContext([], 0)
   static make(items: Iterable<ChatItem>): ChatContext {

@@ -52,4 +52,12 @@ export type TaskResult =
   | { readonly _tag: "Success"; readonly value: unknown }
   | { readonly _tag: "Failure"; readonly error: TaskError }
 
+/**
+ * The agent whose actor runs the current tool handler or hook: its name, chat context and
+ * userdata, and the operations that need the floor (reply, say, run a task, complete one). The
+ * session provides it to every handler and hook; `Agent.reply` and `Agent.say` use it.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class CurrentAgent extends Context.Service<CurrentAgent, AgentHandle>()("baton/CurrentAgent") {}

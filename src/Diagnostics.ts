@@ -4,6 +4,13 @@
  */
 import { Effect, type Fiber, Scope } from "effect"
 
+/**
+ * Live sessions, actors, scopes and fibers, and work-token errors: what the simulation checks for
+ * leaks after a run.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Counts {
   readonly sessions: number
   readonly actors: number
@@ -19,27 +26,52 @@ const counts = { sessions: 0, actors: 0, scopes: 0, fibers: 0, tokenErrors: 0 }
  * the test suite reports (test/setup/tokens.ts). */
 let lastTokenError: string | undefined
 
+/**
+ * Records a work token released more often than acquired (a baton bug; the test setup fails the
+ * test that did it).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const tokenError = () => {
   counts.tokenErrors++
   lastTokenError = new Error("a work token was released twice").stack
 }
 
-/** The stack of the last double release, if any. */
+/**
+ * The stack of the last double release, if any.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const lastTokenErrorStack = (): string | undefined => lastTokenError
 
+/**
+ * The counts now.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const snapshot = (): Counts => ({ ...counts })
 
 /**
  * `Effect.forkIn`, with the forked fiber counted as live until it ends: an observer on the
  * fiber rather than a wrapper around its body, three fewer interpreter steps per fiber (a
  * handoff starts three).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const forkIn = (scope: Scope.Scope, options?: { readonly startImmediately?: boolean | undefined }) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Fiber.Fiber<A, E>, never, R> =>
   Effect.map(Effect.forkIn(effect, scope, options), counted)
 
 /** `forkIn` for a caller that keeps no handle on the fiber: counted, and one step fewer than
- * `forkIn` then `Effect.asVoid`. */
+ * `forkIn` then `Effect.asVoid`. 
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const startIn = (scope: Scope.Scope, options?: { readonly startImmediately?: boolean | undefined }) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<void, never, R> =>
   Effect.map(Effect.forkIn(effect, scope, options), countedVoid)
@@ -49,7 +81,11 @@ const countedVoid = (fiber: Fiber.Fiber<unknown, unknown>): void => {
 }
 
 /** Counts `fiber` as live until it ends; for a caller that goes on from `Effect.forkIn` with a
- * step of its own anyway (one step fewer than `forkIn` then a step). */
+ * step of its own anyway (one step fewer than `forkIn` then a step). 
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const counted = <A, E>(fiber: Fiber.Fiber<A, E>): Fiber.Fiber<A, E> => {
   counts.fibers++
   fiber.addObserver(fiberEnded)
@@ -60,14 +96,24 @@ const fiberEnded = () => {
   counts.fibers--
 }
 
-/** Counts `effect` as a live fiber while it runs (for an effect that is not a fiber's whole body). */
+/**
+ * Counts `effect` as a live fiber while it runs (for an effect that is not a fiber's whole body).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const fiber = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.suspend(() => {
     counts.fibers++
     return effect.pipe(Effect.ensuring(Effect.sync(() => void counts.fibers--)))
   })
 
-/** A child scope of `parent`, counted until it closes. */
+/**
+ * A child scope of `parent`, counted until it closes.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const forkScope = (parent: Scope.Scope, kind: "sessions" | "actors"): Effect.Effect<Scope.Closeable> =>
   Effect.suspend(() => {
     const { scope, onClose } = forkScopeUnsafe(parent, kind)
@@ -78,6 +124,9 @@ export const forkScope = (parent: Scope.Scope, kind: "sessions" | "actors"): Eff
  * `forkScope` on the caller's step: the child scope now, counted, and `onClose`, which adds the
  * scope's one finalizer of this kind (`finalizer`, then the count goes down). Its owner can then
  * build itself around the scope and add its own finalizer in the same step.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const forkScopeUnsafe = (
   parent: Scope.Scope,

@@ -6,6 +6,9 @@ import type { RunResult } from "./RunResult.ts"
  * An agent tried to speak, reply or start a task without holding the floor. `reason`:
  * `not_holder` (another agent holds it), `no_holder` (none does yet), `agent_closed` (the agent
  * has left the session), `session_closed`.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class FloorError extends Schema.TaggedError<FloorError>()("FloorError", {
   agent: Schema.String,
@@ -13,7 +16,12 @@ export class FloorError extends Schema.TaggedError<FloorError>()("FloorError", {
   message: Schema.String
 }) {}
 
-/** An `AgentTask` did not complete with a result. */
+/**
+ * An `AgentTask` did not complete with a result.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class TaskError extends Schema.TaggedError<TaskError>()("TaskError", {
   task: Schema.String,
   reason: Schema.Literals(["failed", "cancelled", "invalid"]),
@@ -21,12 +29,22 @@ export class TaskError extends Schema.TaggedError<TaskError>()("TaskError", {
   cause: Schema.optional(Schema.Unknown)
 }) {}
 
-/** User input the session does not take (too long); nothing of it was recorded. */
+/**
+ * User input the session does not take (too long); nothing of it was recorded.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
   message: Schema.String
 }) {}
 
-/** The session is closed; nothing more can be sent to it. */
+/**
+ * The session is closed; nothing more can be sent to it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class SessionClosed extends Schema.TaggedError<SessionClosed>()("SessionClosed", {
   message: Schema.String
 }) {}
@@ -35,6 +53,9 @@ export class SessionClosed extends Schema.TaggedError<SessionClosed>()("SessionC
  * `session.run` failed to get an answer: the model (or the realtime connection) failed and the
  * turn produced no reply and no handoff. It carries the run's result, with the error events, so
  * a caller can show what happened; a turn that answered despite a failed step is not a failure.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class TurnFailed extends Data.TaggedError("TurnFailed")<{
   readonly message: string

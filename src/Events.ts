@@ -7,6 +7,12 @@ import type { ChatItem, FunctionCall, FunctionCallOutput, HandoffKind } from "./
 import type { UsageSummary } from "./observe/Usage.ts"
 import type { SpeechSource } from "./Speech.ts"
 
+/**
+ * What an agent is doing: starting up, listening, thinking (a model call runs) or speaking.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type AgentState = "initializing" | "listening" | "thinking" | "speaking"
 
 interface Base {
@@ -14,6 +20,12 @@ interface Base {
   readonly at: number
 }
 
+/**
+ * An agent's state changed.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AgentStateChanged extends Base {
   readonly type: "agent_state_changed"
   readonly agent: string
@@ -21,6 +33,13 @@ export interface AgentStateChanged extends Base {
   readonly previous: AgentState
 }
 
+/**
+ * A chat item entered the session's history (a message, a function call, its output or a handoff
+ * record).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ConversationItemAdded extends Base {
   readonly type: "conversation_item_added"
   readonly agent: string | undefined
@@ -32,6 +51,13 @@ export interface ConversationItemAdded extends Base {
   readonly before?: string | undefined
 }
 
+/**
+ * A batch of tool calls settled: each call with its output, and whether the batch passes the
+ * floor.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FunctionToolsExecuted extends Base {
   readonly type: "function_tools_executed"
   readonly agent: string
@@ -47,6 +73,12 @@ export interface FunctionToolsExecuted extends Base {
   readonly deferred: boolean
 }
 
+/**
+ * The floor passed from one agent to another (a handoff, a task lent the floor, or its return).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AgentHandoffEvent extends Base {
   readonly type: "agent_handoff"
   readonly from: string | undefined
@@ -56,6 +88,13 @@ export interface AgentHandoffEvent extends Base {
   readonly reason?: string | undefined
 }
 
+/**
+ * A handoff was asked for but not applied (another one in the same batch won, or the batch was
+ * cut); `reason` says why.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface HandoffNotApplied extends Base {
   readonly type: "handoff_not_applied"
   readonly agent: string
@@ -63,6 +102,12 @@ export interface HandoffNotApplied extends Base {
   readonly reason: string
 }
 
+/**
+ * An agent's speech was queued (a reply, a fixed utterance, a tool's follow-up).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SpeechCreated extends Base {
   readonly type: "speech_created"
   readonly agent: string
@@ -70,6 +115,12 @@ export interface SpeechCreated extends Base {
   readonly source: SpeechSource
 }
 
+/**
+ * An agent's speech ended, played to the end or interrupted.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SpeechFinished extends Base {
   readonly type: "speech_finished"
   readonly agent: string
@@ -77,6 +128,13 @@ export interface SpeechFinished extends Base {
   readonly interrupted: boolean
 }
 
+/**
+ * Something failed (a model, a tool, a hook, input, the transport, a realtime connection or a
+ * voice engine): one line saying what and, for model failures, a reason a program can branch on.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ErrorEvent extends Base {
   readonly type: "error"
   readonly agent: string | undefined
@@ -94,12 +152,23 @@ export interface ErrorEvent extends Base {
   readonly recoverable: boolean
 }
 
+/**
+ * The user started or stopped speaking (voice sessions).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface UserStateChanged extends Base {
   readonly type: "user_state_changed"
   readonly state: "speaking" | "listening"
 }
 
-/** What a speech-to-text engine heard of the user: guesses as they speak, then the final text. */
+/**
+ * What a speech-to-text engine heard of the user: guesses as they speak, then the final text.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface UserInputTranscribed extends Base {
   readonly type: "user_input_transcribed"
   readonly transcript: string
@@ -110,6 +179,9 @@ export interface UserInputTranscribed extends Base {
  * A realtime connection was opened, moved to a new holder, updated for it, fell back (an update
  * was refused), closed, or dropped (its socket was lost or the server hung up; the agent's next
  * request opens a new one).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface RealtimeConnectionEvent extends Base {
   readonly type: "realtime_connection"
@@ -121,6 +193,9 @@ export interface RealtimeConnectionEvent extends Base {
 /**
  * One model call ended: an LLM step or a realtime response. Times are milliseconds from
  * `startedAt` (the request); tokens as the provider reported them (absent when it did not).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface ModelCallEvent extends Base {
   readonly type: "model_call"
@@ -143,6 +218,12 @@ export interface ModelCallEvent extends Base {
   readonly failedOver?: ReadonlyArray<{ readonly provider: string; readonly model: string; readonly reason: string }> | undefined
 }
 
+/**
+ * The session closed: why, and what its model calls used.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface CloseEvent extends Base {
   readonly type: "close"
   readonly reason: string
@@ -150,6 +231,13 @@ export interface CloseEvent extends Base {
   readonly usage?: UsageSummary | undefined
 }
 
+/**
+ * Every event a session emits, in order, with a sequence number and a time; `session.events`
+ * streams them and the event log records them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SessionEvent =
   | AgentStateChanged
   | ConversationItemAdded
@@ -167,5 +255,10 @@ export type SessionEvent =
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
 
-/** An event before the session stamps it. */
+/**
+ * An event before the session stamps it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type EventInput = DistributiveOmit<SessionEvent, "seq" | "at">

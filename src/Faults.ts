@@ -4,6 +4,13 @@
  */
 import { Context } from "effect"
 
+/**
+ * Protocol faults the simulation injects to check that its checker catches broken rules (each one
+ * breaks the rules it names).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ProtocolFaults {
   /** Batch outputs enter history in completion order instead of call order (breaks rule 3). */
   readonly outputsInCompletionOrder: boolean
@@ -14,6 +21,12 @@ export interface ProtocolFaults {
   readonly lastFinisherDecides: boolean
 }
 
+/**
+ * No fault: the protocol as baton runs it.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const none: ProtocolFaults = { outputsInCompletionOrder: false, lastFinisherDecides: false }
 
 export const ProtocolFaults = Context.Reference<ProtocolFaults>("baton/ProtocolFaults", { defaultValue: () => none })

@@ -14,6 +14,9 @@ import { ChatContext } from "./ChatContext.ts"
  *
  * On a first activation it seeds the new actor; on a return to a paused actor the selected
  * items it does not have yet are merged into its own context.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type ContextPolicy =
   | "full"
@@ -21,6 +24,13 @@ export type ContextPolicy =
   | { readonly lastTurns: number; readonly excludeFunctionCalls?: boolean }
   | ((context: ChatContext) => ChatContext)
 
+/**
+ * The context the new agent starts from: the outgoing agent's context without its instructions,
+ * filtered by `policy` (all of it, none, the last turns, or a function of it).
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const applyContextPolicy = (policy: ContextPolicy, context: ChatContext): ChatContext => {
   const base = context.copy({ excludeInstructions: true })
   if (policy === "full") return base
@@ -30,10 +40,29 @@ export const applyContextPolicy = (policy: ContextPolicy, context: ChatContext):
   return policy.excludeFunctionCalls ? truncated.copy({ excludeFunctionCalls: true }) : truncated
 }
 
+/**
+ * An agent, or a thunk returning one (so agents can refer to each other before both exist).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type AgentRef = Agent | (() => Agent)
 
+/**
+ * The agent `ref` names (calls the thunk when it is one).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const resolveAgent = (ref: AgentRef): Agent => (typeof ref === "function" ? ref() : ref)
 
+/**
+ * Options of a handoff: the output the outgoing model sees for the call, what the new agent sees
+ * of the conversation, and why (for events and logs).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface HandoffOptions {
   /** The output the outgoing agent's model sees for the call (default: "Transferred to <name>."). */
   readonly message?: string
@@ -51,6 +80,23 @@ export interface HandoffOptions {
 /**
  * A tool result that passes the floor to `target` once the whole batch has settled. `R` is what
  * the target needs (type only): a tool whose handler returns it needs the same.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Handoff, Tool } from "@baton-voice/baton"
+ *
+ * // a handler that decides at run time whether to pass the floor
+ * const checkout = Tool.make("checkout", {
+ *   description: "Check out the cart",
+ *   parameters: Schema.Struct({ total: Schema.Number }),
+ *   handler: ({ total }) =>
+ *     Effect.succeed(total > 1000 ? Handoff.to(() => supervisor, { reason: "large order" }) : "Done.")
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Handoff<R = never> {
   readonly _tag: "Handoff"
@@ -60,9 +106,22 @@ export interface Handoff<R = never> {
   readonly options: HandoffOptions
 }
 
-/** `R`, or nothing when it is `any` (an agent annotated `Agent.Agent` says nothing about its needs). */
+/**
+ * `R`, or nothing when it is `any` (an agent annotated `Agent.Agent` says nothing about its needs).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export type KnownRequirements<R> = 0 extends (1 & R) ? never : R
 
+/**
+ * A tool result that passes the floor to `target` once the whole batch of tool calls has settled.
+ * Return it from a handler when the handoff depends on the call (`Tool.handoff` makes a tool that
+ * always hands off).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const to = <R = never>(target: Agent<R> | (() => Agent<R>), options: HandoffOptions = {}): Handoff<KnownRequirements<R>> => ({
   _tag: "Handoff",
   target,
@@ -72,11 +131,20 @@ export const to = <R = never>(target: Agent<R> | (() => Agent<R>), options: Hand
 /**
  * What a tool handler's result hands the floor to needs: the target of a `Handoff`, or an agent
  * returned as it is (nothing for results of type `any` or `unknown`).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export type TargetRequirements<A> = 0 extends (1 & A) ? never
   : A extends Handoff<infer R> ? R
   : A extends Agent<infer R> ? KnownRequirements<R>
   : never
 
+/**
+ * Whether `u` is a handoff result made by `to`.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isHandoff = (u: unknown): u is Handoff =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Handoff" && "target" in u

@@ -8,6 +8,13 @@ import type { ChatItem } from "./ChatContext.ts"
 import type { ErrorEvent, SessionEvent } from "./Events.ts"
 import * as Timeline from "./Timeline.ts"
 
+/**
+ * One event of a run as tests see it: a message, a function call, its output, or a handoff, with
+ * the chat item it came from.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type RunEvent =
   | {
     readonly type: "message"
@@ -45,8 +52,20 @@ export type RunEvent =
     readonly item: ChatItem
   }
 
+/**
+ * Text to match: equal to a string, or matching a regular expression.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Text = string | RegExp
 
+/**
+ * A `RunResult.expect` assertion failed; the message lists the run's events.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ExpectationError extends Error {
   override readonly name = "ExpectationError"
 }
@@ -59,6 +78,13 @@ const parse = (text: string): unknown => {
   }
 }
 
+/**
+ * The run event of a session event, for the events that add a chat item; `undefined` for the
+ * others.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const toRunEvent = (event: SessionEvent): RunEvent | undefined => {
   if (event.type !== "conversation_item_added") return undefined
   const item = event.item
@@ -93,6 +119,12 @@ export const toRunEvent = (event: SessionEvent): RunEvent | undefined => {
 
 const clip = (text: string, max = 80) => (text.length > max ? `${text.slice(0, max)}…` : text)
 
+/**
+ * One line for `event`, as a failed expectation prints it.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const describeEvent = (event: RunEvent): string => {
   switch (event.type) {
     case "message":
@@ -122,17 +154,35 @@ const partialMatch = (actual: unknown, expected: unknown): boolean => {
   return Object.entries(expected).every(([key, value]) => partialMatch((actual as Record<string, unknown>)[key], value))
 }
 
+/**
+ * What `expect` matches in a message event; every given field must match.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface MessageMatch {
   readonly role?: "system" | "developer" | "user" | "assistant"
   readonly content?: Text
   readonly agent?: string
 }
+/**
+ * What `expect` matches in a function call event; `arguments` is a partial object.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FunctionCallMatch {
   readonly name?: string
   /** A partial object: each given key must match. */
   readonly arguments?: Record<string, unknown>
   readonly agent?: string
 }
+/**
+ * What `expect` matches in a function call output event.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FunctionCallOutputMatch {
   readonly name?: string
   readonly output?: Text
@@ -140,6 +190,12 @@ export interface FunctionCallOutputMatch {
   readonly status?: string
   readonly agent?: string
 }
+/**
+ * What `expect` matches in a handoff event.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface HandoffMatch {
   readonly to?: string
   readonly from?: string
@@ -165,7 +221,12 @@ const predicates = {
     (m.kind === undefined || e.kind === m.kind) && (m.resumed === undefined || e.resumed === m.resumed)
 }
 
-/** Assertions on one event. */
+/**
+ * Assertions on one event.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export class EventAssert {
   private readonly run: RunExpect
   readonly event: RunEvent | undefined
@@ -196,7 +257,12 @@ export class EventAssert {
 const describeMatch = (match: object) =>
   JSON.stringify(match, (_, v) => (v instanceof RegExp ? v.toString() : v))
 
-/** A cursor over the run's events, in the spirit of LiveKit's `RunResult.expect`. */
+/**
+ * A cursor over the run's events, in the spirit of LiveKit's `RunResult.expect`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export class RunExpect {
   private cursor = 0
   readonly events: ReadonlyArray<RunEvent>
@@ -264,6 +330,14 @@ export class RunExpect {
   }
 }
 
+/**
+ * The result of `session.run`: the items the turn added (messages, calls, outputs, handoffs) in
+ * order, every session event since the input, a cursor of expectations over them (`expect`), and
+ * the turn's errors. `toString()` prints them and `timeline()` draws them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export class RunResult {
   readonly events: ReadonlyArray<RunEvent>
   /** The cursor over the events (one per result: `nextEvent` calls move through them). */

@@ -8,12 +8,24 @@
 import { Context, Effect, Layer, type Scope } from "effect"
 import type { AgentSession } from "./AgentSession.ts"
 
+/**
+ * Something that watches each session started in its context (metrics, traces, a recorder): a name
+ * and what it runs for a session, in the session's Scope.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SessionObserver {
   readonly name: string
   readonly observe: (session: AgentSession<unknown>) => Effect.Effect<void, never, Scope.Scope>
 }
 
-/** The observers of the sessions started in this context (none by default). */
+/**
+ * The observers of the sessions started in this context (none by default).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export const SessionObservers = Context.Reference<ReadonlyArray<SessionObserver>>("baton/SessionObservers", {
   defaultValue: () => []
 })
@@ -22,6 +34,9 @@ export const SessionObservers = Context.Reference<ReadonlyArray<SessionObserver>
  * Adds `observers` to those of the context it is built in (the ones provided further out are
  * kept). Layers of observers chain (`Layer.provideMerge`); merged side by side, each would
  * start from the same list and one would win.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = (...observers: ReadonlyArray<SessionObserver>): Layer.Layer<never> =>
   Layer.effect(
@@ -31,7 +46,12 @@ export const layer = (...observers: ReadonlyArray<SessionObserver>): Layer.Layer
     })
   )
 
-/** Runs every observer of the context on `session` (called by `AgentSession.start`). */
+/**
+ * Runs every observer of the context on `session` (called by `AgentSession.start`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const observeAll = (session: AgentSession<unknown>): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
     for (const observer of yield* SessionObservers) yield* observer.observe(session)

@@ -25,6 +25,13 @@ export type SpeechOutcome =
     readonly cause?: string | undefined
   }
 
+/**
+ * A speech queued by `Agent.reply` or `Agent.say`: its id, agent and source, `wait` for how it
+ * ended (finished, interrupted, dropped or failed), and `interrupt` to cut it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SpeechHandle {
   readonly id: string
   readonly agent: string

@@ -9,6 +9,13 @@ import * as AgentTask from "./AgentTask.ts"
 import { CurrentAgent } from "./CurrentAgent.ts"
 import * as Tool from "./Tool.ts"
 
+/**
+ * One step of a task group: an id, a description (shown to the model for going back) and the task
+ * to run.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TaskGroupEntry {
   readonly id: string
   readonly description: string
@@ -16,6 +23,13 @@ export interface TaskGroupEntry {
   readonly task: AgentTask.AgentTask<any> | (() => AgentTask.AgentTask<any>)
 }
 
+/**
+ * The options of `TaskGroup.make`: the group's name, its steps in order, and a callback after each
+ * one.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TaskGroupOptions {
   readonly name: string
   readonly instructions?: string
@@ -24,6 +38,12 @@ export interface TaskGroupOptions {
   readonly onTaskCompleted?: (id: string, result: unknown, results: Readonly<Record<string, unknown>>) => Effect.Effect<void>
 }
 
+/**
+ * The results of a task group's steps, by step id.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type TaskGroupResult = Readonly<Record<string, unknown>>
 
 /** The value a task completes with when the user goes back: the group re-runs from `id`. */
@@ -48,6 +68,29 @@ const goBackTool = (earlier: ReadonlyArray<TaskGroupEntry>): Tool.Tool => {
   })
 }
 
+/**
+ * A task that runs `tasks` in order, each lent the floor in turn, and completes with their results
+ * by id. Each later step gets a tool to go back to an earlier one when the user wants to change
+ * what they gave there; the group then re-runs from that step. Throws when two steps share an id.
+ *
+ * @example
+ * ```ts
+ * import { AgentTask, TaskGroup } from "@baton-voice/baton"
+ *
+ * const intake = TaskGroup.make({
+ *   name: "intake",
+ *   tasks: [
+ *     { id: "name", description: "the caller's name", task: askName },
+ *     { id: "email", description: "the caller's email", task: askEmail }
+ *   ]
+ * })
+ * // in a tool handler or hook: the record of both results
+ * const results = AgentTask.run(intake)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: TaskGroupOptions): AgentTask.AgentTask<TaskGroupResult> => {
   const ids = new Set<string>()
   for (const entry of options.tasks) {

@@ -17,23 +17,44 @@ export { decode as decodeJsonl, encodeLine, TimelineError } from "./timeline/Jso
 export type { Layout } from "./timeline/Layout.ts"
 export { layout } from "./timeline/Layout.ts"
 
+/**
+ * Options of the timeline picture.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** The picture's heading (default "baton timeline"). */
   readonly title?: string
 }
 
-/** The SVG of `events` (in any order; drawn by sequence number). */
+/**
+ * The SVG of `events` (in any order; drawn by sequence number).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const fromEvents = (events: ReadonlyArray<SessionEvent>, options: Options = {}): string =>
   render(layout(events), options)
 
-/** The SVG of a JSONL event log's text. */
+/**
+ * The SVG of a JSONL event log's text.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const fromJsonlText = (text: string, options: Options = {}): Effect.Effect<string, TimelineError> =>
   Effect.suspend(() => {
     const events = decode(text)
     return events instanceof TimelineError ? Effect.fail(events) : Effect.succeed(fromEvents(events, options))
   })
 
-/** The SVG of the JSONL event log at `path`. */
+/**
+ * The SVG of the JSONL event log at `path`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const fromJsonl = Effect.fn("Timeline.fromJsonl")(function*(path: string, options: Options = {}) {
   const fs = yield* FileSystem.FileSystem
   const text = yield* fs.readFileString(path).pipe(
@@ -47,6 +68,9 @@ export const fromJsonl = Effect.fn("Timeline.fromJsonl")(function*(path: string,
 /**
  * `baton timeline <input.jsonl> [-o output.svg]`: writes the picture next to the input (same
  * name, `.svg`) unless told where, and returns the path written.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const command = Effect.fn("Timeline.command")(function*(input: string, output?: string) {
   const svg = yield* fromJsonl(input)

@@ -18,11 +18,22 @@ import * as Handoff from "./Handoff.ts"
 import type { SpeechHandle } from "./Speech.ts"
 import * as ToolOutput from "./ToolOutput.ts"
 
-/** The error a handler fails with to tell the model something went wrong, in words it can use. */
+/**
+ * The error a handler fails with to tell the model something went wrong, in words it can use.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
   message: Schema.String
 }) {}
 
+/**
+ * The call a handler runs for: its id, the tool's name and the raw arguments.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ToolCallInfo {
   readonly id: string
   readonly name: string
@@ -30,7 +41,12 @@ export interface ToolCallInfo {
   readonly arguments: string
 }
 
-/** What a handler gets besides its decoded parameters. */
+/**
+ * What a handler gets besides its decoded parameters.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ToolContext<U = unknown> {
   readonly call: ToolCallInfo
   readonly agent: Agent
@@ -46,9 +62,20 @@ export interface ToolContext<U = unknown> {
   readonly progress: (message: string) => Effect.Effect<void>
 }
 
-/** What to do when the model calls a tool that is still running from an earlier call. */
+/**
+ * What to do when the model calls a tool that is still running from an earlier call.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type DuplicatePolicy = "allow" | "reject" | "replace"
 
+/**
+ * How a tool behaves when called again while it runs, and whether the model may cancel it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ToolOptions {
   /** When the model calls it while an earlier call still runs in the background (default "allow"). */
   readonly onDuplicate?: DuplicatePolicy
@@ -60,6 +87,9 @@ export interface ToolOptions {
  * A tool: its parameters `P` and the services `R` its handler needs (besides `CurrentAgent`,
  * which the session provides). `R` is carried by the type only: an agent with this tool needs
  * `R`, and so does `AgentSession.start` with that agent, so a missing Layer is a compile error.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Tool<P = any, R = any> {
   readonly _tag: "Tool"
@@ -81,6 +111,21 @@ const NAME = /^[a-zA-Z0-9_-]{1,64}$/
 /**
  * Defines a tool. The handler's services come from the Layers provided to the program that
  * started the session.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Tool } from "@baton-voice/baton"
+ *
+ * const lookupWeather = Tool.make("lookup_weather", {
+ *   description: "Weather for a city",
+ *   parameters: Schema.Struct({ city: Schema.String }),
+ *   handler: ({ city }) => Effect.succeed(`Sunny in ${city}, 21°C`)
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoParameters, U = any, A = unknown, R = never>(
   name: string,
@@ -111,13 +156,21 @@ export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoP
   }
 }
 
-/** `R`, or nothing when it is `any` (an agent annotated `Agent.Agent` says nothing about its needs). */
+/**
+ * `R`, or nothing when it is `any` (an agent annotated `Agent.Agent` says nothing about its needs).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export type KnownRequirements<R> = Handoff.KnownRequirements<R>
 
 /**
  * A tool that hands off to `target` (a thunk, so agents can refer to each other in a cycle). It
  * needs what the target needs, so an agent reached by a handoff is checked too (unless it is
  * annotated `Agent.Agent`, which says nothing).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const handoff = <R = never>(
   name: string,
@@ -129,22 +182,48 @@ export const handoff = <R = never>(
     handler: () => Effect.succeed(Handoff.to(target, options))
   })
 
+/**
+ * A tool result recorded as the call's output without a reply from the agent. Made by `noReply`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface NoReply {
   readonly _tag: "NoReply"
   readonly output: unknown
 }
 
-/** The call's output is recorded, but the agent does not generate a reply for it. */
+/**
+ * The call's output is recorded, but the agent does not generate a reply for it.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const noReply = (output: unknown = "done"): NoReply => ({ _tag: "NoReply", output })
 
+/**
+ * Whether `u` is a result made by `noReply`.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isNoReply = (u: unknown): u is NoReply =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "NoReply" && "output" in u
 
 /** The text the model sees for a handler's value (see `ToolOutput.render`, which also says
- * when a value cannot be read). */
+ * when a value cannot be read). 
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const render = (value: unknown): string => ToolOutput.render("the tool", value).text
 
-/** Why arguments were rejected, worded for the model. */
+/**
+ * Why arguments were rejected, worded for the model.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidArguments extends Schema.TaggedError<InvalidArguments>()("InvalidArguments", {
   message: Schema.String
 }) {}
@@ -152,6 +231,9 @@ export class InvalidArguments extends Schema.TaggedError<InvalidArguments>()("In
 /**
  * Decodes the model's arguments with the JSON codec of the tool's schema (the codec its JSON
  * Schema describes), reporting every issue.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const decodeArguments = <P>(tool: Tool<P>, raw: string): Effect.Effect<P, InvalidArguments> => {
   const parsed = parseJson(raw)

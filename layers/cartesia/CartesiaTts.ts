@@ -17,6 +17,13 @@ import { VoiceError } from "../../services/VoiceError.ts"
 import type { Liveness } from "../shared/Liveness.ts"
 import * as VoiceSocket from "../shared/VoiceSocket.ts"
 
+/**
+ * Options of Cartesia text to speech: the key, voice id, endpoint, model, sample rate and how long
+ * to wait for a chunk.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface CartesiaTtsOptions {
   readonly apiKey: Redacted.Redacted<string>
   /** A Cartesia voice id (uuid). */
@@ -39,6 +46,12 @@ export interface CartesiaTtsOptions {
   readonly liveness?: Liveness | undefined
 }
 
+/**
+ * Cartesia's TTS WebSocket endpoint, the default `baseUrl`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultBaseUrl = "wss://api.cartesia.ai/tts/websocket"
 
 type Route = Queue.Queue<AudioFrame.AudioFrame, VoiceError | Cause.Done>
@@ -134,6 +147,13 @@ const openConnection = (options: CartesiaTtsOptions, rate: number, layerScope: S
     return connection
   })
 
+/**
+ * The `Tts` service over Cartesia's `/tts/websocket`: one socket for the layer's life, each
+ * utterance a context multiplexed on it; opened when first needed and again after it is lost.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fn("CartesiaTts.make")(function*(options: CartesiaTtsOptions) {
   const rate = options.sampleRate ?? 24000
   const chunkTimeout = options.chunkTimeout ?? Duration.seconds(5)
@@ -199,9 +219,20 @@ export const make = Effect.fn("CartesiaTts.make")(function*(options: CartesiaTts
   return { sampleRate: rate, synthesize } satisfies TtsService
 })
 
+/**
+ * `Tts` by Cartesia with explicit options.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: CartesiaTtsOptions): Layer.Layer<Tts, VoiceError> => Layer.effect(Tts, make(options))
 
-/** {@link layer} from the environment: `CARTESIA_API_KEY`, `CARTESIA_VOICE`, `CARTESIA_BASE_URL`, `CARTESIA_MODEL`. */
+/**
+ * {@link layer} from the environment: `CARTESIA_API_KEY`, `CARTESIA_VOICE`, `CARTESIA_BASE_URL`, `CARTESIA_MODEL`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<Tts, VoiceError | Config.ConfigError> = Layer.effect(
   Tts,
   Effect.gen(function*() {

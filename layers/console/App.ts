@@ -9,6 +9,13 @@ import { type Agent, AgentSession, Timeline } from "../../src/index.ts"
 import { ConsoleTransport } from "./ConsoleTransport.ts"
 import type { Style } from "./Style.ts"
 
+/**
+ * Options of the console app: the entry agent, userdata, the header's title and model line, and
+ * where to write the timeline at the end.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AppOptions<R> {
   readonly agent: Agent.Agent
   /** A fresh userdata value for the session (default: none). */
@@ -21,6 +28,12 @@ export interface AppOptions<R> {
   readonly timeline?: string | undefined
 }
 
+/**
+ * The lines the console opens with: the title, the model line and how to use it.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const header = (style: Style, title: string, model: string): ReadonlyArray<string> => [
   style.bold(title),
   model,
@@ -28,6 +41,14 @@ export const header = (style: Style, title: string, model: string): ReadonlyArra
   ""
 ]
 
+/**
+ * Runs the console app: prints the header, starts a session with `options.agent`, attaches the
+ * console to it and, when it ends, writes the session's timeline if asked. Needs
+ * `ConsoleTransport` and what the agent needs.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const run = <R>(options: AppOptions<R>) =>
   Effect.gen(function*() {
     const console = yield* ConsoleTransport

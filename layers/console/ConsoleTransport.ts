@@ -46,6 +46,12 @@ import * as LineEditor from "./LineEditor.ts"
 import { agentLabel, renderEvent } from "./Render.ts"
 import * as Style from "./Style.ts"
 
+/**
+ * Options of the console: colours, echo, the prompt and the terminal to edit lines on.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** Use ANSI colours (default: stdout is a terminal and `NO_COLOR` is unset or empty). */
   readonly color?: boolean
@@ -62,8 +68,21 @@ export interface Options {
   readonly thinking?: boolean
 }
 
+/**
+ * The prompt shown when the session is idle.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_PROMPT = "you> "
 
+/**
+ * What the console offers: its style, printing whole lines, and `attach`, which runs it for a
+ * session.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ConsoleTransportService {
   readonly style: Style.Style
   /** Writes whole lines, after closing any line left open (a prompt, a reply being streamed). */
@@ -77,7 +96,12 @@ export interface ConsoleTransportService {
   readonly attach: (session: AgentSession<any>) => Effect.Effect<void, FatalModelError>
 }
 
-/** The model refused the configuration (key, URL, request shape): the console cannot go on. */
+/**
+ * The model refused the configuration (key, URL, request shape): the console cannot go on.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class FatalModelError extends Data.TaggedError("FatalModelError")<{ readonly message: string }> {}
 
 /** Reasons no later turn can fix, with what the user should do. */
@@ -87,7 +111,12 @@ const fatal: Partial<Record<string, string>> = {
   InvalidRequest: "the server refused the request: check OPENAI_MODEL, and that OPENAI_BASE_URL ends in /v1"
 }
 
-/** The one line to leave with when `event` is a failure no later turn can fix. */
+/**
+ * The one line to leave with when `event` is a failure no later turn can fix.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const fatalLine = (event: SessionEvent): string | undefined => {
   if (event.type !== "error" || event.source !== "model" || event.retryable || event.reason === undefined) return undefined
   const todo = fatal[event.reason]
@@ -324,12 +353,18 @@ const build = (options: Options, terminal: LineEditor.Terminal | undefined) =>
  * The console over a `Stdio` service (tests provide a fake one), reading lines from its stdin, or
  * editing them on `options.terminal`.
  * Provides `ConsoleTransport` and the `TextOutput` that sessions started under it write to.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = (options: Options = {}): Layer.Layer<ConsoleTransport, never, Stdio.Stdio> => build(options, options.terminal)
 
 /**
  * The console over the process's stdin and stdout; on a terminal (both ends), with line editing
  * (`LineEditor.ts`) and the "thinking" indicator.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerNode = (options: Options = {}): Layer.Layer<ConsoleTransport> =>
   build(
@@ -337,6 +372,14 @@ export const layerNode = (options: Options = {}): Layer.Layer<ConsoleTransport> 
     options.terminal ?? (process.stdin.isTTY && process.stdout.isTTY ? { input: process.stdin, output: process.stdout } : undefined)
   ).pipe(Layer.provide(NodeStdio.layer))
 
+/**
+ * A terminal for one session: lines typed in go to the session, the agents' words, tool calls and
+ * handoffs come out. Provide `layer` (over a `Stdio` service) or `layerNode` (the process's stdin
+ * and stdout).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class ConsoleTransport extends Context.Service<ConsoleTransport, ConsoleTransportService>()(
   "baton/layers/console/ConsoleTransport"
 ) {

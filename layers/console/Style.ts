@@ -4,6 +4,12 @@
  * piped output and tests see plain text.
  */
 
+/**
+ * The console's ANSI styles (bold, dim, colours), each the identity when colours are off.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Style {
   readonly enabled: boolean
   readonly bold: (text: string) => string

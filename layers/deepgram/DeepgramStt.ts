@@ -27,6 +27,13 @@ import { VoiceError } from "../../services/VoiceError.ts"
 import type { Liveness } from "../shared/Liveness.ts"
 import * as VoiceSocket from "../shared/VoiceSocket.ts"
 
+/**
+ * Options of Deepgram streaming speech to text: the key, endpoint, model, keep-alive interval and
+ * recognition settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface DeepgramSttOptions {
   readonly apiKey: Redacted.Redacted<string>
   /** Default `wss://api.deepgram.com/v1/listen`. */
@@ -48,6 +55,12 @@ export interface DeepgramSttOptions {
   readonly liveness?: Liveness | undefined
 }
 
+/**
+ * Deepgram's streaming endpoint, the default `baseUrl`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultBaseUrl = "wss://api.deepgram.com/v1/listen"
 const sampleRate = 16000
 
@@ -252,6 +265,13 @@ const invalidOptions = (options: DeepgramSttOptions): VoiceError | undefined => 
   return undefined
 }
 
+/**
+ * The `Stt` service over Deepgram's `/v1/listen` WebSocket: one socket per stream, interim and
+ * final transcripts as they come.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: DeepgramSttOptions): SttService => ({
   sampleRate,
   stream: Effect.fn("DeepgramStt.stream")(function*(streamOptions?: SttOptions) {
@@ -297,9 +317,20 @@ export const make = (options: DeepgramSttOptions): SttService => ({
   })
 })
 
+/**
+ * `Stt` by Deepgram with explicit options.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: DeepgramSttOptions): Layer.Layer<Stt> => Layer.succeed(Stt, make(options))
 
-/** {@link layer} from the environment: `DEEPGRAM_API_KEY`, `DEEPGRAM_BASE_URL`, `DEEPGRAM_MODEL`. */
+/**
+ * {@link layer} from the environment: `DEEPGRAM_API_KEY`, `DEEPGRAM_BASE_URL`, `DEEPGRAM_MODEL`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<Stt, Config.ConfigError> = Layer.effect(
   Stt,
   Effect.gen(function*() {

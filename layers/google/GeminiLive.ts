@@ -39,6 +39,13 @@ export const DEFAULT_MODEL = "gemini-2.5-flash-native-audio-preview-12-2025"
 export const DEFAULT_URL =
   "wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
 
+/**
+ * Explicit options for the Gemini Live layer: key, model, endpoint, voice and the socket's
+ * liveness checks.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   readonly apiKey?: Redacted.Redacted<string> | undefined
   /** Default {@link DEFAULT_MODEL}; `models/` is prefixed when missing. */
@@ -69,7 +76,12 @@ export interface Options {
   readonly goAwayMargin?: Duration.Input | undefined
 }
 
-/** Non-secret settings of the model in use, provided as the `GeminiLive` service. */
+/**
+ * Non-secret settings of the model in use, provided as the `GeminiLive` service.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Info {
   readonly model: string
   /** The endpoint, without the key. */
@@ -181,6 +193,9 @@ const layerConfigWith = (tuning: TuningOptions = {}) =>
 /**
  * The Gemini Live model. The service holds the non-secret settings in use; its layers also
  * provide `RealtimeModel`.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export class GeminiLive extends Context.Service<GeminiLive, Info>()("baton/layers/google/GeminiLive") {
   static readonly make = make

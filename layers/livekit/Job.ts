@@ -16,6 +16,12 @@ import * as Dtmf from "../../src/voice/Dtmf.ts"
 import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
 import { Room, type RoomConnection, type RoomParticipant } from "./Room.ts"
 
+/**
+ * A job from LiveKit's dispatch: its id, the room, the server URL and the participant token.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface JobSpec {
   readonly id: string
   readonly roomName: string
@@ -23,6 +29,12 @@ export interface JobSpec {
   readonly token: Redacted.Redacted<string>
 }
 
+/**
+ * What a job runs: the entry agent, per-session userdata and the realtime model's input rate.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface JobOptions {
   readonly agent: Agent.Agent
   readonly userdata?: () => unknown
@@ -54,6 +66,15 @@ const mirror = (session: AgentSession.AgentSession, conn: RoomConnection, user: 
     })
   )
 
+/**
+ * Runs one job: joins its room, waits for the user and runs a session for them (the voice pipeline
+ * when the context has its three engines, else the realtime model's audio, else text only), with
+ * the room's chat and keypad as input, until they leave or the room fails. Needs `Room` and the
+ * model layers.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const run = Effect.fn("LiveKit.job")(function*(job: JobSpec, options: JobOptions) {
   const room = yield* Room
   const conn = yield* room.join(job.url, job.token)

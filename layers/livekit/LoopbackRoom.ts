@@ -15,6 +15,13 @@ import { RtcNode } from "../rtc/RtcNode.ts"
 import { Room, type RoomConnection, type RoomParticipant } from "./Room.ts"
 import * as RtcAudio from "./RtcAudio.ts"
 
+/**
+ * An offline room for tests and demos: its `Room` layer, and a participant that speaks frames,
+ * types in the chat, presses keys and leaves.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Loopback {
   /** Provides `Room`: every join is this one room. */
   readonly layer: Layer.Layer<Room>
@@ -36,6 +43,13 @@ export interface Loopback {
 const RATE = 16000
 const user: RoomParticipant = { identity: "user", name: "User" }
 
+/**
+ * Makes a loopback room over rtc-node (no LiveKit server): the agent's side joins it as it would a
+ * real room. Needs `RtcNode`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fn("LoopbackRoom.make")(function*() {
   const rtc = yield* RtcNode
   const mic = RtcAudio.source(rtc, RATE)

@@ -19,11 +19,29 @@ import {
 import { AccessToken } from "livekit-server-sdk"
 import { Effect, Redacted } from "effect"
 
+/**
+ * The protocol's messages and statuses as `@livekit/protocol` defines them (`WorkerMessage` up,
+ * `ServerMessage` down).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export { JobStatus, ServerMessage, WorkerMessage, WorkerStatus }
 
+/**
+ * The version the worker registers with.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const VERSION = "baton-0.1.0"
 
-/** The worker's own token: the `agent` grant, signed with the API key and secret. */
+/**
+ * The worker's own token: the `agent` grant, signed with the API key and secret.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const workerToken = (apiKey: string, apiSecret: Redacted.Redacted<string>) =>
   Effect.promise(() => {
     const token = new AccessToken(apiKey, Redacted.value(apiSecret), { identity: `baton-worker-${process.pid}`, ttl: "10m" })
@@ -31,7 +49,12 @@ export const workerToken = (apiKey: string, apiSecret: Redacted.Redacted<string>
     return token.toJwt()
   }).pipe(Effect.map(Redacted.make))
 
-/** `ws://host/agent` from `ws://host`, `wss://host/`, `http://host` or `https://host`. */
+/**
+ * `ws://host/agent` from `ws://host`, `wss://host/`, `http://host` or `https://host`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const agentUrl = (url: string): string => {
   const base = url.replace(/^http(s?):\/\//, "ws$1://").replace(/\/+$/, "")
   return `${base}/agent`
@@ -39,6 +62,12 @@ export const agentUrl = (url: string): string => {
 
 const message = (value: WorkerMessage["message"]) => new WorkerMessage({ message: value }).toBinary()
 
+/**
+ * The message that registers a room worker under `agentName` (empty for automatic dispatch).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const register = (agentName: string) =>
   message({
     case: "register",
@@ -50,6 +79,12 @@ export const register = (agentName: string) =>
     })
   })
 
+/**
+ * The answer to a job offer: whether the worker takes job `jobId`, and as which participant.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const availability = (jobId: string, available: boolean, agentName: string) =>
   message({
     case: "availability",
@@ -61,18 +96,41 @@ export const availability = (jobId: string, available: boolean, agentName: strin
     })
   })
 
+/**
+ * The worker's status update: full or available, its load and its job count.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const workerStatus = (full: boolean, load: number, jobCount: number) =>
   message({
     case: "updateWorker",
     value: new UpdateWorkerStatus({ status: full ? WorkerStatus.WS_FULL : WorkerStatus.WS_AVAILABLE, load, jobCount })
   })
 
+/**
+ * A job's status update (running, success, failed), with an error text on failure.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const jobStatus = (jobId: string, status: JobStatus, error = "") =>
   message({ case: "updateJob", value: new UpdateJobStatus({ jobId, status, error }) })
 
+/**
+ * A ping with the time `now`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const ping = (now: number) => message({ case: "ping", value: new WorkerPing({ timestamp: BigInt(now) }) })
 
-/** A server frame, or what is wrong with it. */
+/**
+ * A server frame, or what is wrong with it.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const decode = (bytes: Uint8Array): ServerMessage | string => {
   try {
     const decoded = ServerMessage.fromBinary(bytes)

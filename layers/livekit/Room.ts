@@ -7,13 +7,31 @@ import { Context, Data, type Effect, type Redacted, type Scope, type Stream } fr
 import type { AudioFrame } from "../../services/AudioFrame.ts"
 import type { AudioOutputService } from "../../services/AudioOutput.ts"
 
+/**
+ * Joining a room or waiting in it failed; the message says what.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RoomError extends Data.TaggedError("RoomError")<{ readonly message: string }> {}
 
+/**
+ * A participant in a room: identity and name.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RoomParticipant {
   readonly identity: string
   readonly name: string
 }
 
+/**
+ * A joined room: the user's arrival, their audio and chat, and the agent's audio and text out.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RoomConnection {
   readonly name: string
   /** The first remote participant (the user), waiting for one to join. */
@@ -34,9 +52,22 @@ export interface RoomConnection {
   readonly left: (participant: RoomParticipant) => Effect.Effect<void>
 }
 
+/**
+ * Joins rooms.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RoomService {
   /** Joins the room a job names, with the token the dispatch gave; leaves when the Scope closes. */
   readonly join: (url: string, token: Redacted.Redacted<string>) => Effect.Effect<RoomConnection, RoomError, Scope.Scope>
 }
 
+/**
+ * LiveKit rooms, as the worker's jobs use them. `RtcRoom.layer` joins real rooms through rtc-node;
+ * `LoopbackRoom` runs one offline.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Room extends Context.Service<Room, RoomService>()("baton/livekit/Room") {}

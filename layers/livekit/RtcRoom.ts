@@ -10,6 +10,13 @@ import { RtcNode } from "../rtc/RtcNode.ts"
 import { Room, type RoomConnection, RoomError, type RoomParticipant } from "./Room.ts"
 import * as RtcAudio from "./RtcAudio.ts"
 
+/**
+ * `Room` over `@livekit/rtc-node`: joins the job's room with its token and leaves it when the
+ * Scope closes. Needs `RtcNode`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<Room, never, RtcNode> = Layer.effect(
   Room,
   Effect.gen(function*() {

@@ -23,6 +23,13 @@ import * as Job from "./Job.ts"
 import * as Protocol from "./Protocol.ts"
 import { Room } from "./Room.ts"
 
+/**
+ * The worker's options: the LiveKit server, API key and secret, the agent name for explicit
+ * dispatch, how many jobs it takes, and what each job runs.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface WorkerOptions {
   /** The LiveKit server (`LIVEKIT_URL`: ws://, wss://, http:// or https://). */
   readonly url: string
@@ -46,6 +53,13 @@ export interface WorkerOptions {
   readonly job: Job.JobOptions
 }
 
+/**
+ * What the worker knows of itself: its id, whether it is connected, registrations, jobs running,
+ * accepted and refused, and problems seen.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface WorkerState {
   readonly workerId: string | undefined
   readonly connected: boolean
@@ -62,12 +76,40 @@ export interface WorkerState {
   readonly problems: ReadonlyArray<string>
 }
 
+/**
+ * A running worker: its state, and `registered`, which completes when it first registers.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Worker {
   readonly state: () => WorkerState
   /** Completes when the worker has registered (the first time). */
   readonly registered: Effect.Effect<void>
 }
 
+/**
+ * Starts a LiveKit agent worker in the current Scope: it registers with the server's `/agent`
+ * endpoint (reconnecting with backoff when the socket is lost), accepts job offers while it has
+ * room (`maxJobs`, event-loop lag under `maxLagMs`), runs each assigned job as a session
+ * (`Job.run`) and reports its status; closing the Scope drains the jobs. Needs `Room`.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Redacted } from "effect"
+ * import { RtcNode } from "@baton-voice/baton/services"
+ * import { RtcRoom, Worker } from "@baton-voice/baton/livekit"
+ *
+ * const worker = Effect.gen(function*() {
+ *   const w = yield* Worker.make({ url: "wss://my.livekit.cloud", apiKey: "key", apiSecret: Redacted.make("secret"), job: { agent: greeter } })
+ *   yield* w.registered
+ *   return yield* Effect.never
+ * }).pipe(Effect.scoped, Effect.provide(RtcRoom.layer), Effect.provide(RtcNode.layer))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fn("LiveKit.Worker")(function*(options: WorkerOptions) {
   const room = yield* Room
   const workerScope = yield* Scope.Scope

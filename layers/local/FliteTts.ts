@@ -19,8 +19,20 @@ import { VoiceError } from "../../services/VoiceError.ts"
 import * as Wav from "../../services/Wav.ts"
 import * as Process from "./Process.ts"
 
+/**
+ * How to install flite on Debian or Ubuntu (shown when it is missing).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const installLine = "apt-get install -y flite"
 
+/**
+ * Options of flite: the program, the voice and the frame length.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FliteTtsOptions {
   /** The flite program; default `flite` on PATH. */
   readonly binary?: string
@@ -76,7 +88,12 @@ const synthesizeFile = (binary: string, file: string, text: string, voice: strin
     Effect.ensuring(Effect.promise(() => Promise.all([Fs.rm(file, { force: true }), Fs.rm(`${file}.txt`, { force: true })])))
   )
 
-/** The Tts service over flite, in a Scope that owns its temp directory. */
+/**
+ * The Tts service over flite, in a Scope that owns its temp directory.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fn("FliteTts.make")(function*(options: FliteTtsOptions = {}) {
   const binary = options.binary ?? "flite"
   const defaultVoice = options.voice ?? "rms"
@@ -116,10 +133,21 @@ export const make = Effect.fn("FliteTts.make")(function*(options: FliteTtsOption
   return { sampleRate: probe.sampleRate, synthesize } satisfies TtsService
 })
 
+/**
+ * `Tts` by flite (offline, no key).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: FliteTtsOptions = {}): Layer.Layer<Tts, VoiceError> =>
   Layer.effect(Tts, make(options))
 
-/** {@link layer} from the environment: `FLITE_BINARY`, `FLITE_VOICE`. */
+/**
+ * {@link layer} from the environment: `FLITE_BINARY`, `FLITE_VOICE`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<Tts, VoiceError | Config.ConfigError> = Layer.effect(
   Tts,
   Effect.gen(function*() {

@@ -16,6 +16,13 @@ import { Stt, type SttEvent, type SttService, type SttStream } from "../../servi
 import { VoiceError } from "../../services/VoiceError.ts"
 import * as Ffi from "./PocketsphinxFfi.ts"
 
+/**
+ * Options of pocketsphinx: where its library and model files are, and how often interim text is
+ * read.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PocketsphinxSttOptions extends Ffi.LibraryPaths {
   /** Folder with `en-us/`, `en-us.lm.bin`, `cmudict-en-us.dict`. Default Debian's. */
   readonly modelDir?: string
@@ -135,6 +142,13 @@ const makeStream = (
     return { stream, close }
   })
 
+/**
+ * The `Stt` service over pocketsphinx (loaded with koffi), with interim text while the user speaks
+ * and a final per utterance; its decoders are freed when the Scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fn("PocketsphinxStt.make")(function*(options: PocketsphinxSttOptions = {}) {
   const model = Ffi.modelPaths(options.modelDir ?? Ffi.defaultModelDir)
   const interimEveryMs = options.interimEveryMs ?? 250
@@ -162,10 +176,21 @@ export const make = Effect.fn("PocketsphinxStt.make")(function*(options: Pockets
   return { sampleRate, stream } satisfies SttService
 })
 
+/**
+ * `Stt` by pocketsphinx (offline, no key).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: PocketsphinxSttOptions = {}): Layer.Layer<Stt, VoiceError> =>
   Layer.effect(Stt, make(options))
 
-/** {@link layer} from the environment: `POCKETSPHINX_MODEL_DIR` (default Debian's en-us). */
+/**
+ * {@link layer} from the environment: `POCKETSPHINX_MODEL_DIR` (default Debian's en-us).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<Stt, VoiceError | Config.ConfigError> = Layer.effect(
   Stt,
   Effect.gen(function*() {

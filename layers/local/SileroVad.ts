@@ -19,9 +19,27 @@ import { Vad, type VadEvent, type VadOptions, type VadService, type VadStream } 
 import { VoiceError } from "../../services/VoiceError.ts"
 import { makeSmoother, makeWindower } from "./VadSmoothing.ts"
 
+/**
+ * Where `npm run setup` puts the Silero model (`.cache/models/silero_vad.onnx`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultModelPath = fileURLToPath(new URL("../../.cache/models/silero_vad.onnx", import.meta.url))
+/**
+ * The command that fetches the Silero model (shown when it is missing).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const fetchCommand = "npm run setup (or: bash scripts/fetch-silero.sh)"
 
+/**
+ * Options of Silero VAD: the path of its ONNX model.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SileroVadOptions {
   readonly modelPath?: string
 }
@@ -79,6 +97,13 @@ const streamOn = (ort: OrtModule, session: Ort.InferenceSession) =>
     return { push, speaking: smoother.speaking } satisfies VadStream
   })
 
+/**
+ * The `Vad` service over the Silero ONNX model, run by `onnxruntime-node` (an optional peer,
+ * loaded here). Fails `Unavailable` when the model or the runtime is missing.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fn("SileroVad.make")(function*(options: SileroVadOptions = {}) {
   const modelPath = options.modelPath ?? defaultModelPath
   if (!Fs.existsSync(modelPath)) {
@@ -99,9 +124,20 @@ export const make = Effect.fn("SileroVad.make")(function*(options: SileroVadOpti
   return { sampleRates: rates, stream: streamOn(ort, session) } satisfies VadService
 })
 
+/**
+ * `Vad` by Silero (offline, needs its model file and `onnxruntime-node`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: SileroVadOptions = {}): Layer.Layer<Vad, VoiceError> => Layer.effect(Vad, make(options))
 
-/** {@link layer} from the environment: `SILERO_VAD_MODEL` (default `.cache/models/silero_vad.onnx`). */
+/**
+ * {@link layer} from the environment: `SILERO_VAD_MODEL` (default `.cache/models/silero_vad.onnx`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<Vad, VoiceError | Config.ConfigError> = Layer.effect(
   Vad,
   Effect.gen(function*() {

@@ -22,6 +22,12 @@ interface FvadModule {
   readonly HEAP16: Int16Array
 }
 
+/**
+ * Options of WebRTC VAD: libfvad's aggressiveness.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface WebRtcVadOptions {
   /** libfvad aggressiveness 0..3 for streams that give no `threshold`. Default 2. */
   readonly mode?: number
@@ -79,14 +85,31 @@ const streamOn = (mod: FvadModule, defaultMode: number) =>
     return { push, speaking: smoother.speaking } satisfies VadStream
   })
 
+/**
+ * The `Vad` service over libfvad compiled to WebAssembly (`@echogarden/fvad-wasm`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fn("WebRtcVad.make")(function*(options: WebRtcVadOptions = {}) {
   const mod = yield* loadModule
   return { sampleRates: rates, stream: streamOn(mod, options.mode ?? 2) } satisfies VadService
 })
 
+/**
+ * `Vad` by WebRTC's VAD (offline, the default VAD).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: WebRtcVadOptions = {}): Layer.Layer<Vad, VoiceError> => Layer.effect(Vad, make(options))
 
-/** {@link layer} from the environment: `WEBRTC_VAD_MODE` (0..3, default 2). */
+/**
+ * {@link layer} from the environment: `WEBRTC_VAD_MODE` (0..3, default 2).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<Vad, VoiceError | Config.ConfigError> = Layer.effect(
   Vad,
   Effect.gen(function*() {

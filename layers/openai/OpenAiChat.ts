@@ -73,7 +73,12 @@ export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
 /** Default `OPENAI_MODEL`. */
 export const DEFAULT_MODEL = "gpt-4o-mini"
 
-/** Explicit options for {@link OpenAiChat.layer} (with the limits of `ChatLimits.Tuning`). */
+/**
+ * Explicit options for {@link OpenAiChat.layer} (with the limits of `ChatLimits.Tuning`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options extends ChatLimits.Tuning {
   /** Model name sent as `model`. */
   readonly model: string
@@ -100,7 +105,12 @@ export interface Options extends ChatLimits.Tuning {
 /** Options of {@link OpenAiChat.layerConfigWith}: everything but what the environment provides. */
 export type TuningOptions = Omit<Options, "model" | "apiKey" | "baseUrl">
 
-/** Non-secret settings of the model in use, provided as the `OpenAiChat` service. */
+/**
+ * Non-secret settings of the model in use, provided as the `OpenAiChat` service.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Info {
   readonly model: string
   readonly baseUrl: string
@@ -330,6 +340,9 @@ const layerConfigWith = (tuning: TuningOptions = {}) =>
 /**
  * The OpenAI chat-completions model. The service itself holds the non-secret
  * settings in use; its layers also provide `LanguageModel.LanguageModel`.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export class OpenAiChat extends Context.Service<OpenAiChat, Info>()("baton/layers/openai/OpenAiChat") {
   /** Builds the `LanguageModel` service from explicit options (requires `HttpClient`). */

@@ -37,7 +37,12 @@ import { defaultLiveness, type Liveness } from "./RealtimeSocket.ts"
 export const DEFAULT_MODEL = "gpt-realtime"
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-/** Server turn detection (docs/protocols.md 1.2); `null` in {@link Options.turnDetection} disables it. */
+/**
+ * Server turn detection (docs/protocols.md 1.2); `null` in {@link Options.turnDetection} disables it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type TurnDetection =
   | {
     readonly type: "server_vad"
@@ -57,6 +62,13 @@ export type TurnDetection =
     readonly interruptResponse?: boolean
   }
 
+/**
+ * Explicit options for the OpenAI Realtime layer: key, model, URL, voice, turn detection,
+ * transcription and the socket's liveness checks.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   readonly apiKey?: Redacted.Redacted<string> | undefined
   /** Default {@link DEFAULT_MODEL}. */
@@ -90,7 +102,12 @@ export interface Options {
   readonly headers?: Readonly<Record<string, string>> | undefined
 }
 
-/** Non-secret settings of the model in use, provided as the `OpenAiRealtime` service. */
+/**
+ * Non-secret settings of the model in use, provided as the `OpenAiRealtime` service.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Info {
   readonly model: string
   /** The socket URL (no secret: the key travels in a header). */
@@ -235,6 +252,9 @@ const layerConfigWith = (tuning: TuningOptions = {}) =>
 /**
  * The OpenAI Realtime model. The service holds the non-secret settings in use; its layers also
  * provide `RealtimeModel`.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export class OpenAiRealtime extends Context.Service<OpenAiRealtime, Info>()("baton/layers/openai/OpenAiRealtime") {
   static readonly make = make

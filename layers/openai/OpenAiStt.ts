@@ -15,6 +15,13 @@ import { VoiceError } from "../../services/VoiceError.ts"
 import * as Wav from "../../services/Wav.ts"
 import { connectionConfig, type OpenAiAudioConnection, post } from "./AudioHttp.ts"
 
+/**
+ * Options of OpenAI speech to text: the connection (key, base URL), the model and a prompt of the
+ * domain's words.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface OpenAiSttOptions extends OpenAiAudioConnection {
   /** Default `gpt-4o-mini-transcribe`. */
   readonly model?: string
@@ -43,6 +50,13 @@ const transcribe = (options: OpenAiSttOptions, audio: AudioFrame.AudioFrame, lan
     return body.text.trim()
   }).pipe(Effect.withSpan("OpenAiStt.transcribe"))
 
+/**
+ * The `Stt` service over OpenAI's `/audio/transcriptions`: an utterance's frames are buffered and
+ * sent as one WAV file when it ends, so it gives finals only, no interim text.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: OpenAiSttOptions): SttService => ({
   sampleRate,
   stream: Effect.fn("OpenAiStt.stream")(function*(streamOptions?: SttOptions) {
@@ -72,9 +86,20 @@ export const make = (options: OpenAiSttOptions): SttService => ({
   })
 })
 
+/**
+ * `Stt` by OpenAI's transcriptions endpoint with explicit options.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: OpenAiSttOptions): Layer.Layer<Stt> => Layer.succeed(Stt, make(options))
 
-/** {@link layer} from the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_STT_MODEL`. */
+/**
+ * {@link layer} from the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_STT_MODEL`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<Stt, Config.ConfigError> = Layer.effect(
   Stt,
   Effect.gen(function*() {

@@ -13,6 +13,13 @@ import { Tts, type TtsOptions, type TtsService } from "../../services/Tts.ts"
 import { VoiceError } from "../../services/VoiceError.ts"
 import { connectionConfig, errorText, type OpenAiAudioConnection, post } from "./AudioHttp.ts"
 
+/**
+ * Options of OpenAI text to speech: the connection (key, base URL), the model, the voice and how
+ * to speak.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface OpenAiTtsOptions extends OpenAiAudioConnection {
   /** Default `gpt-4o-mini-tts`. */
   readonly model?: string
@@ -41,6 +48,13 @@ const toFrames = (chunks: Stream.Stream<Uint8Array, VoiceError>) =>
     )
   })
 
+/**
+ * The `Tts` service over OpenAI's `/audio/speech`, streaming PCM as it arrives; empty text gives
+ * no audio.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: OpenAiTtsOptions): TtsService => ({
   sampleRate,
   synthesize: (text: string, call?: TtsOptions) =>
@@ -73,9 +87,20 @@ export const make = (options: OpenAiTtsOptions): TtsService => ({
       )
 })
 
+/**
+ * `Tts` by OpenAI's speech endpoint with explicit options.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: OpenAiTtsOptions): Layer.Layer<Tts> => Layer.succeed(Tts, make(options))
 
-/** {@link layer} from the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_TTS_MODEL`, `OPENAI_TTS_VOICE`. */
+/**
+ * {@link layer} from the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_TTS_MODEL`, `OPENAI_TTS_VOICE`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<Tts, Config.ConfigError> = Layer.effect(
   Tts,
   Effect.gen(function*() {

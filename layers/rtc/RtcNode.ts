@@ -35,6 +35,14 @@ export const importPeer = <A>(load: () => Promise<A>, what: string, install: Rea
     })
   )
 
+/**
+ * `@livekit/rtc-node`, loaded once for the application and disposed when its layer closes. Provide
+ * `RtcNode.layer` for every part that uses rtc-node (LiveKit rooms, its resampler); it fails with
+ * `MissingPeer` when the package is not installed.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class RtcNode extends Context.Service<RtcNode, RtcNodeModule>()("baton/RtcNode") {
   static readonly layer: Layer.Layer<RtcNode, MissingPeer> = Layer.effect(
     RtcNode,

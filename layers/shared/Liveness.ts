@@ -8,6 +8,13 @@
 import { Duration } from "effect"
 import { WebSocket } from "ws"
 
+/**
+ * How a provider socket is checked: a ping every `interval`, the socket counted lost when no
+ * answer comes within `timeout`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Liveness {
   readonly interval: Duration.Input
   readonly timeout: Duration.Input

@@ -11,9 +11,20 @@ import { AiError, LanguageModel, type Prompt, type Response } from "effect/ai"
 import { ModelCall, type ModelCallInfo } from "../../services/ModelCall.ts"
 import * as ModelParts from "../../services/ModelParts.ts"
 
+/**
+ * Text to match: equal to a string, or matching a regular expression.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Text = string | RegExp
 
-/** What the last message of a request was. */
+/**
+ * What the last message of a request was.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type LastInput =
   | { readonly kind: "user"; readonly text: string }
   | { readonly kind: "tool"; readonly outputs: ReadonlyArray<{ readonly name: string; readonly output: string; readonly isError: boolean }> }
@@ -21,6 +32,13 @@ export type LastInput =
   | { readonly kind: "assistant"; readonly text: string }
   | { readonly kind: "none" }
 
+/**
+ * One request the scripted model received: its index, the agent that made it, the agent's
+ * instructions, the tools offered, the tool choice and what its last input was.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RecordedRequest {
   readonly index: number
   /** The agent that made the call (baton sets it). */
@@ -33,6 +51,13 @@ export interface RecordedRequest {
   readonly last: LastInput
 }
 
+/**
+ * A tool call a scripted reply makes: the tool's name and its arguments (an object sent as JSON,
+ * or a string sent as is).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ScriptedToolCall {
   readonly name: string
   /** An object is sent as JSON; a string is sent as is (to test malformed arguments). */
@@ -40,6 +65,13 @@ export interface ScriptedToolCall {
   readonly id?: string
 }
 
+/**
+ * What a scripted rule answers: text (streamed in pieces when an array), tool calls, delays before
+ * and between parts, or a failure.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ScriptedResponse {
   /** Text to stream; an array streams one delta per element. */
   readonly text?: string | ReadonlyArray<string>
@@ -54,6 +86,13 @@ export interface ScriptedResponse {
   readonly usage?: { readonly inputTokens: number; readonly outputTokens: number }
 }
 
+/**
+ * When a rule answers: the last input is user text, a tool's output or per-reply instructions
+ * matching the given text, the request comes from an agent, or a predicate on the request holds.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Matcher =
   | { readonly user: Text; readonly agent?: string }
   | { readonly toolOutput: Text; readonly name?: string; readonly agent?: string }
@@ -61,6 +100,12 @@ export type Matcher =
   | { readonly agent: string }
   | ((request: RecordedRequest) => boolean)
 
+/**
+ * One rule of a scripted model: when it matches, what it replies, and how many times it may.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Rule {
   readonly when: Matcher
   readonly reply: ScriptedResponse | ((request: RecordedRequest) => ScriptedResponse)
@@ -68,11 +113,24 @@ export interface Rule {
   readonly times?: number
 }
 
+/**
+ * What the `ScriptedModel` service gives a test: every request received, and those of one agent.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ScriptedModelService {
   readonly requests: ReadonlyArray<RecordedRequest>
   readonly requestsFor: (agent: string) => ReadonlyArray<RecordedRequest>
 }
 
+/**
+ * The recorder of a scripted model's requests, provided by `layer` beside the `LanguageModel` it
+ * answers as. Use it in a test to assert what an agent asked the model, or that it asked nothing.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class ScriptedModel extends Context.Service<ScriptedModel, ScriptedModelService>()("baton/testing/ScriptedModel") {}
 
 const test = (text: string, expected: Text) =>
@@ -84,6 +142,12 @@ const textOf = (content: ReadonlyArray<{ readonly type: string }>) => {
   return text
 }
 
+/**
+ * What the last message of `prompt` is: user text, a tool's output, instructions, or none.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const lastInput = (prompt: Prompt.Prompt): LastInput => {
   const messages = prompt.content
   const last = messages[messages.length - 1]
@@ -107,6 +171,12 @@ export const lastInput = (prompt: Prompt.Prompt): LastInput => {
   }
 }
 
+/**
+ * Whether `matcher` matches `request`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const matches = (matcher: Matcher, request: RecordedRequest): boolean => {
   if (typeof matcher === "function") return matcher(request)
   if (matcher.agent !== undefined && request.agent !== matcher.agent) return false
@@ -219,6 +289,13 @@ const pullOnce = <A>(chunk: A): Pull.Pull<A, never, void> => {
   })
 }
 
+/**
+ * Options of `layer`: whether to keep every request with its prompt, and the model name it
+ * reports.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface LayerOptions {
   /**
    * Keep every request with its whole prompt (default true, for tests). A served model, load and
@@ -231,7 +308,29 @@ export interface LayerOptions {
   readonly model?: string
 }
 
-/** A LanguageModel answering by `rules` (first match wins) and the `ScriptedModel` recorder. */
+/**
+ * A LanguageModel answering by `rules` (first match wins) and the `ScriptedModel` recorder.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { it } from "@effect/vitest"
+ * import { AgentSession } from "@baton-voice/baton"
+ * import { ScriptedModel } from "@baton-voice/baton/testing"
+ *
+ * it.effect("transfers weather questions", () =>
+ *   Effect.gen(function*() {
+ *     const session = yield* AgentSession.start({ agent: greeter })
+ *     const result = yield* session.run("weather in Paris?")
+ *     result.expect.containsAgentHandoff({ from: "greeter", to: "weather" })
+ *   }).pipe(Effect.provide(ScriptedModel.layer([
+ *     { when: { user: "weather" }, reply: { toolCalls: [{ name: "transfer_to_weather" }] } }
+ *   ]))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   rules: ReadonlyArray<Rule>,
   options: LayerOptions = {}

@@ -20,12 +20,26 @@ import { ChatContext, type ChatItem } from "../../src/ChatContext.ts"
 import { toPrompt } from "../../src/ChatPrompt.ts"
 import * as ScriptedModel from "./ScriptedModel.ts"
 
+/**
+ * One operation a scripted realtime connection received (an update, a response request, audio...),
+ * with the test time it came.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Op {
   readonly op: string
   readonly at: number
   readonly detail?: unknown
 }
 
+/**
+ * What a scripted realtime connection received and what its server side holds: the operations, the
+ * conversation items, instructions and tools, and whether it closed.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ConnectionRecord {
   readonly id: string
   readonly ops: Array<Op>
@@ -38,12 +52,32 @@ export interface ConnectionRecord {
   readonly responses: Array<{ readonly agent: string | undefined; readonly instructions: string }>
 }
 
+/**
+ * What the `ScriptedRealtime` service gives a test: every connection opened, with its record.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ScriptedRealtimeService {
   readonly connections: ReadonlyArray<ConnectionRecord>
 }
 
+/**
+ * The recorder of a scripted realtime model's connections, provided by `layer` beside the
+ * `RealtimeModel` it serves.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class ScriptedRealtime extends Context.Service<ScriptedRealtime, ScriptedRealtimeService>()("baton/testing/ScriptedRealtime") {}
 
+/**
+ * The capabilities of an OpenAI Realtime-like model: instructions, tools and the conversation
+ * change on an open connection; the default of `layer`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const openAiLike: RealtimeCapabilities = {
   mutableInstructions: true,
   mutableTools: true,
@@ -57,6 +91,13 @@ export const openAiLike: RealtimeCapabilities = {
   messageTruncation: true
 }
 
+/**
+ * The capabilities of a Gemini Live-like model: instructions, tools and the conversation are fixed
+ * at connect time.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const geminiLike: RealtimeCapabilities = {
   ...openAiLike,
   mutableInstructions: false,
@@ -66,6 +107,13 @@ export const geminiLike: RealtimeCapabilities = {
   messageTruncation: false
 }
 
+/**
+ * Options of the scripted realtime model: its rules (as for `ScriptedModel`), capabilities, names,
+ * delays, and the faults to inject (dropped connections, failed or stalled responses).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   readonly rules: ReadonlyArray<ScriptedModel.Rule>
   readonly capabilities?: RealtimeCapabilities
@@ -124,6 +172,9 @@ const UTTERANCE = "baton-scripted-utterance:"
 /**
  * Audio this model hears as `text` (its turn detection: speech start, the user's transcript,
  * then an answer it starts by itself; an answer playing is stopped). Other audio is only logged.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const utterance = (text: string): Uint8Array => new TextEncoder().encode(UTTERANCE + text)
 
@@ -134,6 +185,14 @@ const heardText = (pcm: Uint8Array): string | undefined => {
 
 const sleep = (d: Duration.Input | undefined) => (d === undefined ? Effect.void : Effect.sleep(d))
 
+/**
+ * A `RealtimeModel` answering by `options.rules` (first match wins), with the `ScriptedRealtime`
+ * recorder. Use it to test realtime agents without a network; `utterance` makes audio its turn
+ * detection hears.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRealtime> =>
   Layer.effectContext(
     Effect.gen(function*() {

@@ -13,7 +13,12 @@ import { AudioInput, type AudioInputService } from "../../services/AudioInput.ts
 import { AudioOutput, type AudioOutputService } from "../../services/AudioOutput.ts"
 import * as Wav from "../../services/Wav.ts"
 
-/** Mono samples of `frame` at `rate` (channels averaged, linear interpolation between rates). */
+/**
+ * Mono samples of `frame` at `rate` (channels averaged, linear interpolation between rates).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const toMono = (frame: AudioFrame.AudioFrame, rate: number): Int16Array => {
   const n = AudioFrame.samplesPerChannel(frame)
   const mono = new Int16Array(n)
@@ -91,6 +96,13 @@ const makeTrack = (path: string, startedAt: number): Effect.Effect<Track, never,
     return { append }
   })
 
+/**
+ * Records a call's audio, both sides: wraps an output or an input so what passes through is
+ * recorded, or takes the user's frames directly.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AudioRecorder {
   /** `inner` with everything written to it also recorded as the agent's side. */
   readonly output: (inner: AudioOutputService) => AudioOutputService
@@ -100,7 +112,12 @@ export interface AudioRecorder {
   readonly user: (frame: AudioFrame.AudioFrame) => Effect.Effect<void>
 }
 
-/** A recorder writing `<prefix>.agent.wav` and `<prefix>.user.wav` until the Scope closes. */
+/**
+ * A recorder writing `<prefix>.agent.wav` and `<prefix>.user.wav` until the Scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fn("AudioRecorder.make")(function*(prefix: string) {
   const startedAt = yield* Clock.currentTimeMillis
   const agent = yield* makeTrack(`${prefix}.agent.wav`, startedAt)
@@ -123,6 +140,9 @@ export const make = Effect.fn("AudioRecorder.make")(function*(prefix: string) {
  * Wraps the context's `AudioOutput` (and `AudioInput`, when there is one) with a recorder
  * writing `<prefix>.agent.wav` / `<prefix>.user.wav`; the files are finished when the layer's
  * Scope closes.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = (prefix: string): Layer.Layer<never, never, FileSystem.FileSystem> =>
   Layer.effectContext(Effect.gen(function*() {
@@ -133,7 +153,12 @@ export const layer = (prefix: string): Layer.Layer<never, never, FileSystem.File
   }))
 
 let calls = 0
-/** `layer(<BATON_RECORD_DIR>/call-<time>-<n>)` when the variable is set; nothing otherwise. */
+/**
+ * `layer(<BATON_RECORD_DIR>/call-<time>-<n>)` when the variable is set; nothing otherwise.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<never, Config.ConfigError, FileSystem.FileSystem> = Layer.unwrap(
   Effect.gen(function*() {
     const dir = yield* Config.option(Config.String("BATON_RECORD_DIR"))

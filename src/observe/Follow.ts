@@ -13,6 +13,9 @@ import type { SessionEvent } from "../Events.ts"
  * (an observer attached at start sees start-up) until `close`. Runs in a fiber of its own; when
  * `scope` closes, it waits for `close` if the session is closing, else stops, and hands over what
  * was not handled yet. `handle` runs uninterruptibly (a line is never half written).
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const follow = <R>(
   session: AgentSession<unknown>,

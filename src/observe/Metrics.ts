@@ -14,42 +14,149 @@ import { follow } from "./Follow.ts"
 
 const seconds = Metric.exponentialBoundaries({ start: 0.0005, factor: 2, count: 18 }) // 0.5 ms .. 65 s
 
+/**
+ * Counter `baton_sessions_total`: sessions started and closed (attribute `state`).
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const sessions = Metric.counter("baton_sessions_total", { description: "Sessions started and closed (attribute state)" })
+/**
+ * Counter `baton_handoffs_total`: passes of the floor, by from, to and kind.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const handoffs = Metric.counter("baton_handoffs_total", { description: "Passes of the floor, by from, to and kind" })
+/**
+ * Counter `baton_handoffs_not_applied_total`: handoffs asked for and not applied, by agent and
+ * target.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const handoffsNotApplied = Metric.counter("baton_handoffs_not_applied_total", { description: "Handoffs asked for but not applied, by agent and target" })
+/**
+ * Histogram `baton_floor_passage_seconds`: from the batch that passed the floor settling to the
+ * new holder having it.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const floorPassage = Metric.histogram("baton_floor_passage_seconds", {
   description: "From the batch that passed the floor settling to the new holder having it",
   boundaries: seconds
 })
+/**
+ * Counter `baton_turns_total`: user turns and agent replies (attribute `role`; `source` for
+ * agents).
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const turns = Metric.counter("baton_turns_total", { description: "User turns and agent replies (attribute role; source for agents)" })
+/**
+ * Counter `baton_interruptions_total`: agent speeches cut short, by agent.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const interruptions = Metric.counter("baton_interruptions_total", { description: "Agent speeches cut short, by agent" })
+/**
+ * Histogram `baton_time_to_first_text_seconds`: from a model call's request (a realtime response's
+ * start) to its first text.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const timeToFirstText = Metric.histogram("baton_time_to_first_text_seconds", {
   description: "From a model call's request (a realtime response's start) to its first text",
   boundaries: seconds
 })
+/**
+ * Histogram `baton_time_to_first_audio_seconds`: from a realtime response's start to its first
+ * audio.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const timeToFirstAudio = Metric.histogram("baton_time_to_first_audio_seconds", {
   description: "From a realtime response's start to its first audio",
   boundaries: seconds
 })
+/**
+ * Counter `baton_model_calls_total`: model calls by provider, model, kind and outcome.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const modelCalls = Metric.counter("baton_model_calls_total", { description: "Model calls by provider, model, kind and outcome" })
+/**
+ * Counter `baton_model_errors_total`: failed model calls by provider, model and reason.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const modelErrors = Metric.counter("baton_model_errors_total", { description: "Failed model calls by provider, model and reason" })
+/**
+ * Histogram `baton_tool_call_seconds`: from a tool call to its output entering the history.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const toolDuration = Metric.histogram("baton_tool_call_seconds", {
   description: "From a tool call to its output entering the history (outputs enter in call order once the batch settled)",
   boundaries: seconds
 })
+/**
+ * Counter `baton_realtime_connections_total`: realtime connections by action (opened, reused,
+ * updated, fell_back, closed, dropped).
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const realtimeConnections = Metric.counter("baton_realtime_connections_total", {
   description: "Realtime connections by action: opened (fresh), reused, updated, fell_back, closed, dropped"
 })
+/**
+ * Counter `baton_tokens_total`: tokens by provider, model and direction.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const tokens = Metric.counter("baton_tokens_total", { description: "Tokens by provider, model and direction (input, output)" })
+/**
+ * Counter `baton_audio_seconds_total`: seconds of model audio by provider and model.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const audioSeconds = Metric.counter("baton_audio_seconds_total", { description: "Seconds of model audio by provider and model" })
+/**
+ * Counter `baton_errors_total`: error events by source.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const errors = Metric.counter("baton_errors_total", { description: "Error events by source" })
 
-/** What a session's metrics remember between events: when calls and batches started. */
+/**
+ * What a session's metrics remember between events: when calls and batches started.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface State {
   readonly calls: Map<string, { readonly at: number; readonly name: string }>
   passStartedAt: number | undefined
 }
 
+/**
+ * A fresh `State` for one session.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeState = (): State => ({ calls: new Map(), passStartedAt: undefined })
 
 const inc = (metric: Metric.Metric<number, unknown>, attributes: Record<string, string>, by = 1) =>
@@ -111,11 +218,21 @@ const updates = (state: State, event: SessionEvent): ReadonlyArray<Effect.Effect
   }
 }
 
-/** Updates the metrics for `events` (of one session, in order). */
+/**
+ * Updates the metrics for `events` (of one session, in order).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const record = (state: State, events: ReadonlyArray<SessionEvent>): Effect.Effect<void> =>
   Effect.all(events.flatMap((event) => updates(state, event)), { discard: true })
 
-/** The observer that keeps the metrics of every session. */
+/**
+ * The observer that keeps the metrics of every session.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const observer: SessionObserver = {
   name: "metrics",
   observe: (session) =>

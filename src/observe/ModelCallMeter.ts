@@ -9,6 +9,13 @@ import type { ModelCallEvent } from "../Events.ts"
 
 type Fields = Omit<ModelCallEvent, "seq" | "at">
 
+/**
+ * What a model call reports as it runs: text and audio arriving, usage, the model name, a fallback
+ * answering, and how it ended. It becomes the call's `model_call` event.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Meter {
   /** Text arrived (the first call sets the time to first text). */
   readonly text: () => void
@@ -24,7 +31,12 @@ export interface Meter {
   readonly end: (exit: Exit.Exit<unknown, unknown>) => Fields
 }
 
-/** The reason of a failure: an `AiError`'s reason tag, a tagged error's `reason`, or its tag. */
+/**
+ * The reason of a failure: an `AiError`'s reason tag, a tagged error's `reason`, or its tag.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const reasonOf = (error: unknown): string => {
   if (typeof error !== "object" || error === null) return "unknown"
   const e = error as { readonly reason?: unknown; readonly _tag?: unknown }
@@ -123,4 +135,10 @@ class CallMeter implements Meter {
   }
 }
 
+/**
+ * Starts metering one model call of `base`'s agent and speech, timed by `now`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const start = (base: Base, now: () => number): Meter & { readonly agent: string; readonly speechId: string } => new CallMeter(base, now)

@@ -9,7 +9,12 @@ import * as SessionObserver from "../SessionObserver.ts"
 import { encodeLine } from "../timeline/Jsonl.ts"
 import { follow } from "./Follow.ts"
 
-/** Where a session's event log goes in `dir`. */
+/**
+ * Where a session's event log goes in `dir`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const eventLogPath = (dir: string, sessionId: string): string => `${dir.replace(/\/+$/, "")}/${sessionId}.jsonl`
 
 const encoder = new TextEncoder()
@@ -17,6 +22,9 @@ const encoder = new TextEncoder()
 /**
  * Appends `session`'s events to the file at `path` until it closes (or the Scope does). A file
  * that cannot be opened or written is logged once as a warning; the session goes on.
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const record = Effect.fn("Recorder.record")(function*(session: AgentSession<unknown>, path: string) {
   const fs = yield* FileSystem.FileSystem
@@ -34,14 +42,24 @@ export const record = Effect.fn("Recorder.record")(function*(session: AgentSessi
     ))
 })
 
-/** An observer that records every session to `dir` (created if missing). */
+/**
+ * An observer that records every session to `dir` (created if missing).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const observer = (dir: string, fs: FileSystem.FileSystem): SessionObserver.SessionObserver => ({
   name: "recorder",
   observe: (session) =>
     record(session, eventLogPath(dir, session.id)).pipe(Effect.provideService(FileSystem.FileSystem, fs))
 })
 
-/** Records every session of the context to `dir`. */
+/**
+ * Records every session of the context to `dir`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (dir: string): Layer.Layer<never, never, FileSystem.FileSystem> =>
   Layer.unwrap(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -51,7 +69,12 @@ export const layer = (dir: string): Layer.Layer<never, never, FileSystem.FileSys
     return SessionObserver.layer(observer(dir, fs))
   }))
 
-/** `layer(BATON_RECORD_DIR)` when the variable is set; nothing otherwise. */
+/**
+ * `layer(BATON_RECORD_DIR)` when the variable is set; nothing otherwise.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<never, Config.ConfigError, FileSystem.FileSystem> = Layer.unwrap(
   Effect.map(Config.option(Config.String("BATON_RECORD_DIR")), (dir) =>
     Option.isSome(dir) && dir.value.trim() !== "" ? layer(dir.value.trim()) : Layer.empty)

@@ -38,7 +38,12 @@ const makeState = (): State => ({
   calls: new Map(), passStartedAt: undefined, lastAt: 0
 })
 
-/** Turns a session's events into spans of `tracer`. */
+/**
+ * Turns a session's events into spans of `tracer`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeSpans = (tracer: Tracer.Tracer, sessionId: string) => {
   const state = makeState()
   const open = (
@@ -165,7 +170,12 @@ export const makeSpans = (tracer: Tracer.Tracer, sessionId: string) => {
   return { handle, finish, state }
 }
 
-/** The observer that traces every session with the context's `Tracer`. */
+/**
+ * The observer that traces every session with the context's `Tracer`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const observer: SessionObserver.SessionObserver = {
   name: "tracing",
   observe: (session) =>
@@ -185,7 +195,12 @@ const exporterOn = (name: string) =>
     Config.withDefault(true)
   )
 
-/** `base` with `/v1/<signal>` appended to its path. */
+/**
+ * `base` with `/v1/<signal>` appended to its path.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const signalUrl = (base: string, signal: "traces" | "metrics"): string => {
   const url = new URL(base)
   url.pathname = `${url.pathname.replace(/\/+$/, "")}/v1/${signal}`
@@ -199,6 +214,9 @@ export const signalUrl = (base: string, signal: "traces" | "metrics"): string =>
  * `OTEL_TRACES_EXPORTER` / `OTEL_METRICS_EXPORTER` (default "otlp", as the OpenTelemetry spec
  * says; "none" turns one off). Adds the tracing observer when on (the metrics observer is
  * `Observe.layerConfig`'s, so metrics are kept whether or not they are exported).
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerConfig: Layer.Layer<OtlpExporter.Flusher, Config.ConfigError> = Layer.unwrap(Effect.gen(function*() {
   const endpoint = yield* Config.option(Config.String("OTEL_EXPORTER_OTLP_ENDPOINT"))

@@ -5,6 +5,12 @@
  */
 import type { ModelCallEvent } from "../Events.ts"
 
+/**
+ * Calls, failed calls, tokens in and out, and seconds of model audio.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Counts {
   readonly calls: number
   readonly errors: number
@@ -13,15 +19,34 @@ export interface Counts {
   readonly audioOutputSeconds: number
 }
 
+/**
+ * The counts of one provider's model.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ModelUsage extends Counts {
   readonly provider: string
   readonly model: string
 }
 
+/**
+ * The counts of one agent's calls.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AgentUsage extends Counts {
   readonly agent: string
 }
 
+/**
+ * What a session's model calls used: totals, per model and per agent. `session.usage`, the close
+ * event and `Usage.fromEvents` give it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface UsageSummary {
   readonly total: Counts
   readonly byModel: ReadonlyArray<ModelUsage>
@@ -40,12 +65,23 @@ const addTo = (counts: Mutable<Counts>, event: ModelCallEvent) => {
   counts.audioOutputSeconds += event.audioOutputSeconds ?? 0
 }
 
+/**
+ * Adds `model_call` events up into a `UsageSummary`. Made by `collector`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Collector {
   readonly add: (event: ModelCallEvent) => void
   readonly summary: () => UsageSummary
 }
 
-/** An empty collector (in insertion order: models and agents as they first called). */
+/**
+ * An empty collector (in insertion order: models and agents as they first called).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const collector = (): Collector => {
   const total = zero()
   const byModel = new Map<string, Mutable<ModelUsage>>()
@@ -76,7 +112,12 @@ export const collector = (): Collector => {
   }
 }
 
-/** The usage of `events` (any session events; only `model_call` ones count). */
+/**
+ * The usage of `events` (any session events; only `model_call` ones count).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const fromEvents = (events: ReadonlyArray<{ readonly type: string }>): UsageSummary => {
   const c = collector()
   for (const event of events) if (event.type === "model_call") c.add(event as ModelCallEvent)

@@ -6,14 +6,24 @@
 import { Schema } from "effect"
 import type { SessionEvent } from "../Events.ts"
 
-/** An event log could not be read or drawn. */
+/**
+ * An event log could not be read or drawn.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class TimelineError extends Schema.TaggedError<TimelineError>()("TimelineError", {
   reason: Schema.Literals(["invalid_line", "empty", "read_failed", "write_failed"]),
   message: Schema.String,
   cause: Schema.optional(Schema.Unknown)
 }) {}
 
-/** One event as a line (no newline). */
+/**
+ * One event as a line (no newline).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const encodeLine = (event: SessionEvent): string => JSON.stringify(event)
 
 const isEvent = (value: unknown): value is SessionEvent =>
@@ -30,7 +40,12 @@ const parseLine = (line: string): unknown => {
   }
 }
 
-/** The events of a JSONL text; blank lines are skipped. */
+/**
+ * The events of a JSONL text; blank lines are skipped.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const decode = (text: string, source = "the event log"): ReadonlyArray<SessionEvent> | TimelineError => {
   const events: Array<SessionEvent> = []
   const lines = text.split("\n")

@@ -76,6 +76,13 @@ export interface Tick {
   readonly ms: number
 }
 
+/**
+ * The positions of a timeline picture: lanes per agent, the floor band, bars, passages, markers
+ * and axis ticks, and its size. Made by `layout`; `Svg` draws it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Layout {
   readonly lanes: ReadonlyArray<Lane>
   readonly floor: ReadonlyArray<FloorSpan>
@@ -136,7 +143,12 @@ const firstHolder = (events: ReadonlyArray<SessionEvent>): string | undefined =>
 const agentOf = (item: Item, agent: string | undefined): string =>
   (item._tag === "AgentHandoff" ? undefined : item.agent) ?? agent ?? SESSION_LANE
 
-/** Lays out `events` (any order; sorted by sequence number here). */
+/**
+ * Lays out `events` (any order; sorted by sequence number here).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const layout = (input: ReadonlyArray<SessionEvent>): Layout => {
   const events = [...input].sort((a, b) => a.seq - b.seq)
   const startedAt = events[0]?.at ?? 0

@@ -7,6 +7,13 @@
  */
 import { Duration, Effect, Fiber, Scope } from "effect"
 
+/**
+ * How keypad presses become a turn: the digit that ends it, the pause that ends it, the most
+ * digits, and the text it starts with.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** Ends the turn at once (default `#`). */
   readonly finishDigit?: string | undefined
@@ -18,6 +25,12 @@ export interface Options {
   readonly prefix?: string | undefined
 }
 
+/**
+ * Gathers keypad presses into turns: `press` a key, `flush` what is pressed when the call ends.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Collector {
   /** One key: 0-9, `*`, `#` or A-D; anything else is ignored with a warning. */
   readonly press: (digit: string) => Effect.Effect<void>
@@ -27,7 +40,12 @@ export interface Collector {
 
 const KEY = /^[0-9*#A-D]$/
 
-/** Gathers presses into turns for `deliver`; its pause timer lives in the current Scope. */
+/**
+ * Gathers presses into turns for `deliver`; its pause timer lives in the current Scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const collector = (deliver: (text: string) => Effect.Effect<void>, options: Options = {}): Effect.Effect<Collector, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope

@@ -33,6 +33,14 @@ import type { AgentSession } from "../AgentSession.ts"
 import type { SpeechInfo } from "../../services/TextOutput.ts"
 import type { VoiceOutput } from "./VoiceOutput.ts"
 
+/**
+ * How the voice input listens: endpointing delay, how long speech must last to cut a reply,
+ * resuming after a false interruption, audio kept before speech starts, and the VAD and STT
+ * options.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface VoiceInputOptions {
   /** Silence after speech before the user's turn ends (ms; default 500). */
   readonly minEndpointingDelayMs?: number
@@ -53,12 +61,28 @@ export interface VoiceInputOptions {
   readonly onError?: (error: VoiceError, info?: SpeechInfo) => Effect.Effect<void>
 }
 
-/** The user's audio stopped here (push-to-talk released, a muted track): what follows is silence. */
+/**
+ * The user's audio stopped here (push-to-talk released, a muted track): what follows is silence.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AudioEnd {
   readonly _tag: "AudioEnd"
 }
+/**
+ * The marker that the user's audio stopped (push-to-talk released).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const audioEnd: AudioEnd = { _tag: "AudioEnd" }
-/** What the pipeline hears: frames, and the points where the audio stopped. */
+/**
+ * What the pipeline hears: frames, and the points where the audio stopped.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Input = AudioFrame.AudioFrame | AudioEnd
 const isAudioEnd = (input: Input): input is AudioEnd => "_tag" in input && input._tag === "AudioEnd"
 
@@ -94,6 +118,14 @@ interface Listening {
   failed: boolean
 }
 
+/**
+ * Listens for `session`: runs the VAD and speech to text over `frames`, ends the user's turn after
+ * silence and sends its transcript, and cuts `output` when the user talks over a reply (barge-in).
+ * Needs `Vad` and `Stt`; runs until the frames end.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, output: VoiceOutput, options: VoiceInputOptions = {}) =>
   Effect.gen(function*() {
     const vadService = yield* Vad

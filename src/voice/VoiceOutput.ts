@@ -17,6 +17,13 @@ import type { VoiceError } from "../../services/VoiceError.ts"
 import { heard, type Spoken } from "./Heard.ts"
 import * as Sentences from "./Sentences.ts"
 
+/**
+ * How the voice output speaks: how far ahead of real time audio is handed over, how sentences are
+ * joined, and the TTS options per agent.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface VoiceOutputOptions {
   /** Audio handed to the output ahead of real time (ms; default 200). */
   readonly leadMs?: number
@@ -29,6 +36,13 @@ export interface VoiceOutputOptions {
   readonly onError?: (error: VoiceError, info?: SpeechInfo) => Effect.Effect<void>
 }
 
+/**
+ * The speaking half of the voice pipeline: a `TextOutput` whose words are spoken, whether audio is
+ * playing, `cut` for barge-in, and what was heard of the last reply cut.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface VoiceOutput {
   readonly textOutput: TextOutputService
   /** Audio of a reply is playing (or about to). */
@@ -60,6 +74,14 @@ interface Playback {
 /** Roughly how long a sentence takes to say, until its audio is complete (for cuts mid-synthesis). */
 const estimateMs = (text: string) => text.length * 65
 
+/**
+ * Makes the voice output: sentences of each speech are synthesized with `Tts` and played to
+ * `AudioOutput` in real time; a cut clears the output and keeps what was heard. Lives in the
+ * current Scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: VoiceOutputOptions = {}) =>
   Effect.gen(function*() {
     const tts = yield* Tts

@@ -21,8 +21,21 @@ import * as AgentSession from "../AgentSession.ts"
 import * as VoiceInput from "./VoiceInput.ts"
 import * as VoiceOutput from "./VoiceOutput.ts"
 
+/**
+ * The options of both halves of the voice pipeline.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface VoiceOptions extends VoiceInput.VoiceInputOptions, VoiceOutput.VoiceOutputOptions {}
 
+/**
+ * The options of `VoicePipeline.start`: those of `AgentSession.start`, the voice options, the
+ * user's audio and a text copy of the agents' words.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StartOptions<U> extends Omit<AgentSession.StartOptions<U>, "textOutput"> {
   readonly voice?: VoiceOptions
   /** The user's audio (default: the `AudioInput` of the context); `VoiceInput.audioEnd` in it
@@ -32,13 +45,24 @@ export interface StartOptions<U> extends Omit<AgentSession.StartOptions<U>, "tex
   readonly alsoText?: TextOutputService
 }
 
+/**
+ * The three engines of a cascade: VAD, speech to text and text to speech.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Engines {
   readonly vad: Vad["Service"]
   readonly stt: Stt["Service"]
   readonly tts: Tts["Service"]
 }
 
-/** The three engines a cascade needs, when the context has them all (a transport's choice of mode). */
+/**
+ * The three engines a cascade needs, when the context has them all (a transport's choice of mode).
+ *
+ * @since 0.1.0
+ * @category getters
+ */
 export const engines: Effect.Effect<Option.Option<Engines>> = Effect.gen(function*() {
   const vad = yield* Effect.serviceOption(Vad)
   const stt = yield* Effect.serviceOption(Stt)
@@ -48,7 +72,12 @@ export const engines: Effect.Effect<Option.Option<Engines>> = Effect.gen(functio
     : Option.none()
 })
 
-/** Provides engines found with {@link engines}. */
+/**
+ * Provides engines found with {@link engines}.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const provideEngines = (found: Engines) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   effect.pipe(Effect.provideService(Vad, found.vad), Effect.provideService(Stt, found.stt), Effect.provideService(Tts, found.tts))
 
@@ -62,6 +91,12 @@ const tee = (voice: TextOutputService, text: TextOutputService | undefined): Tex
     ...(voice.heard ? { heard: voice.heard } : {})
   }
 
+/**
+ * A session with voice: the session, its voice output and when the user's audio is done.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface VoiceSession<U> {
   readonly session: AgentSession.AgentSession<U>
   readonly output: VoiceOutput.VoiceOutput
@@ -78,7 +113,23 @@ const audioInput = Effect.serviceOption(AudioInput).pipe(
 
 /** Starts a session whose agents listen and speak; it lives in the caller's Scope. An engine's
  * failure goes to `voice.onError` when given, else to the log and the session's events (an
- * `error` with source `voice`). */
+ * `error` with source `voice`). 
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { VoicePipeline } from "@baton-voice/baton/voice"
+ * import { WebRtcVad, FliteTts, PocketsphinxStt } from "@baton-voice/baton/local"
+ *
+ * const call = Effect.gen(function*() {
+ *   const voice = yield* VoicePipeline.start({ agent: greeter })
+ *   yield* voice.inputDone
+ * }).pipe(Effect.scoped, Effect.provide(Layer.mergeAll(WebRtcVad.layer(), PocketsphinxStt.layer(), FliteTts.layer())))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const start = Effect.fn("VoicePipeline.start")(function*<U = undefined>(options: StartOptions<U>) {
   // The output is made before the session (which speaks through it): its failures reach the
   // session once there is one.
