@@ -5,7 +5,8 @@
  * and TTS engines, through a realtime model's own audio when it has a `RealtimeModel`, else in
  * text over the room's chat (a SIP caller's keypad presses become turns too). Transcripts go to the room on `lk.transcription` and the agent's
  * state to its `lk.agent.state` attribute, as LiveKit clients expect. The user leaving ends the
- * session; the job's termination closes its Scope.
+ * session; the job's termination closes its Scope; the room failing under it (`RoomConnection.failure`)
+ * fails the job with that `RoomError`.
  */
 import { Effect, Option, type Redacted, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"
@@ -108,7 +109,7 @@ export const run = Effect.fn("LiveKit.job")(function*(job: JobSpec, options: Job
   const keypad = yield* Dtmf.collector((text) => live.send(text).pipe(Effect.ignore))
   yield* conn.keypadOf(user).pipe(Stream.runForEach(keypad.press), Effect.forkScoped)
   yield* mirror(live, conn, user).pipe(Effect.forkScoped)
-  // the user leaving ends the session; the job's Scope closing (termination) ends it too
-  yield* Effect.raceFirst(conn.left(user), live.awaitClosed)
-  yield* live.close
+  // the user leaving ends the session; the job's Scope closing (termination) ends it too; the
+  // room failing under it (an rtc-node call rejected) ends it with that RoomError
+  yield* Effect.raceFirst(Effect.raceFirst(conn.left(user), live.awaitClosed), conn.failure).pipe(Effect.ensuring(live.close))
 })

@@ -12,7 +12,7 @@
 import { Deferred, Effect, Layer, Queue, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import { RtcNode } from "../rtc/RtcNode.ts"
-import { Room, type RoomConnection, type RoomParticipant } from "./Room.ts"
+import { Room, type RoomConnection, type RoomError, type RoomParticipant } from "./Room.ts"
 import * as RtcAudio from "./RtcAudio.ts"
 
 /**
@@ -25,8 +25,8 @@ import * as RtcAudio from "./RtcAudio.ts"
 export interface Loopback {
   /** Provides `Room`: every join is this one room. */
   readonly layer: Layer.Layer<Room>
-  /** The participant speaks these frames (16 kHz mono), paced by rtc-node. */
-  readonly speak: (frames: ReadonlyArray<AudioFrame.AudioFrame>) => Effect.Effect<void>
+  /** The participant speaks these frames (16 kHz mono), paced by rtc-node; fails when rtc-node refuses one. */
+  readonly speak: (frames: ReadonlyArray<AudioFrame.AudioFrame>) => Effect.Effect<void, RoomError>
   /** The participant types in the chat. */
   readonly chat: (text: string) => Effect.Effect<void>
   /** The participant presses a key on the phone's keypad (DTMF). */
@@ -52,7 +52,8 @@ const user: RoomParticipant = { identity: "user", name: "User" }
  */
 export const make = Effect.fn("LoopbackRoom.make")(function*() {
   const rtc = yield* RtcNode
-  const mic = RtcAudio.source(rtc, RATE)
+  const failed = yield* Deferred.make<never, RoomError>()
+  const mic = RtcAudio.source(rtc, RATE, failed)
   const micTrack = rtc.LocalAudioTrack.createAudioTrack("user-mic", mic.audioSource)
   const chat = yield* Queue.unbounded<string>()
   const keys = yield* Queue.unbounded<string>()
@@ -64,20 +65,21 @@ export const make = Effect.fn("LoopbackRoom.make")(function*() {
   const connection: RoomConnection = {
     name: "loopback",
     participant: Effect.succeed(user),
-    audioOf: (_participant, sampleRate) => RtcAudio.framesOf(rtc, micTrack, sampleRate).pipe(Stream.interruptWhen(Deferred.await(gone))),
+    audioOf: (_participant, sampleRate) => RtcAudio.framesOf(rtc, micTrack, sampleRate, failed).pipe(Stream.interruptWhen(Deferred.await(gone))),
     textOf: () => Stream.fromQueue(chat).pipe(Stream.interruptWhen(Deferred.await(gone))),
     keypadOf: () => Stream.fromQueue(keys).pipe(Stream.interruptWhen(Deferred.await(gone))),
     publishAudio: (sampleRate) =>
       Effect.gen(function*() {
-        const agent = RtcAudio.source(rtc, sampleRate)
+        const agent = RtcAudio.source(rtc, sampleRate, failed)
         const track = rtc.LocalAudioTrack.createAudioTrack("agent-mic", agent.audioSource)
-        yield* Effect.addFinalizer(() => Effect.promise(() => track.close()))
+        yield* Effect.addFinalizer(() => RtcAudio.closeTrack(track))
         yield* Deferred.succeed(published, track)
         return agent.output
       }),
     sendText: (text, options) => Effect.sync(() => void texts.push({ topic: options.topic, text })),
     setAttributes: (next) => Effect.sync(() => void Object.assign(attributes, next)),
-    left: () => Deferred.await(gone)
+    left: () => Deferred.await(gone),
+    failure: Deferred.await(failed)
   }
 
   return {
@@ -85,11 +87,14 @@ export const make = Effect.fn("LoopbackRoom.make")(function*() {
     speak: (frames) =>
       Effect.forEach(frames, (frame) =>
         // a copy: rtc-node reads the frame's whole buffer, not the view's window of it
-        Effect.promise(() => mic.audioSource.captureFrame(new rtc.AudioFrame(frame.data.slice(), frame.sampleRate, 1, frame.data.length))), { discard: true }),
+        Effect.tryPromise({
+          try: () => mic.audioSource.captureFrame(new rtc.AudioFrame(frame.data.slice(), frame.sampleRate, 1, frame.data.length)),
+          catch: (e) => RtcAudio.rtcError("cannot speak into the loopback microphone", e)
+        }), { discard: true }),
     chat: (text) => Queue.offer(chat, text).pipe(Effect.asVoid),
     press: (digit) => Queue.offer(keys, digit).pipe(Effect.asVoid),
     leave: Deferred.succeed(gone, undefined).pipe(Effect.asVoid),
-    agentAudio: Deferred.await(published).pipe(Effect.map((track) => RtcAudio.framesOf(rtc, track, RATE))),
+    agentAudio: Deferred.await(published).pipe(Effect.map((track) => RtcAudio.framesOf(rtc, track, RATE, failed))),
     texts,
     attributes
   } satisfies Loopback

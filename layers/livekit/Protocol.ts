@@ -18,6 +18,7 @@ import {
 } from "@livekit/protocol"
 import { AccessToken } from "livekit-server-sdk"
 import { Effect, Redacted } from "effect"
+import { WorkerError } from "./WorkerError.ts"
 
 /**
  * The protocol's messages and statuses as `@livekit/protocol` defines them (`WorkerMessage` up,
@@ -42,12 +43,20 @@ export const VERSION = "baton-0.1.0"
  * @since 0.1.0
  * @category constructors
  */
-export const workerToken = (apiKey: string, apiSecret: Redacted.Redacted<string>) =>
-  Effect.promise(() => {
-    const token = new AccessToken(apiKey, Redacted.value(apiSecret), { identity: `baton-worker-${process.pid}`, ttl: "10m" })
-    token.addGrant({ agent: true })
-    return token.toJwt()
-  }).pipe(Effect.map(Redacted.make))
+export const workerToken = (apiKey: string, apiSecret: Redacted.Redacted<string>): Effect.Effect<Redacted.Redacted<string>, WorkerError> =>
+  Effect.tryPromise({
+    try: async () => {
+      const token = new AccessToken(apiKey, Redacted.value(apiSecret), { identity: `baton-worker-${process.pid}`, ttl: "10m" })
+      token.addGrant({ agent: true })
+      return Redacted.make(await token.toJwt())
+    },
+    // the message of livekit-server-sdk's error never holds the secret itself
+    catch: (e) =>
+      new WorkerError({
+        reason: "Token",
+        message: `cannot sign the worker's token: ${(e as Error).message}; check LIVEKIT_API_KEY and LIVEKIT_API_SECRET (the key and secret of the LiveKit project)`
+      })
+  })
 
 /**
  * `ws://host/agent` from `ws://host`, `wss://host/`, `http://host` or `https://host`.

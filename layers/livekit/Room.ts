@@ -50,6 +50,12 @@ export interface RoomConnection {
   readonly setAttributes: (attributes: Record<string, string>) => Effect.Effect<void>
   /** Completes when the participant has left (or the room is gone). */
   readonly left: (participant: RoomParticipant) => Effect.Effect<void>
+  /**
+   * Fails when the room can no longer carry the job's audio (an rtc-node call rejected: the
+   * agent's frames could not be played, the user's could not be read). The job ends with this
+   * error, which the worker reports as the job's failure; it never completes otherwise.
+   */
+  readonly failure: Effect.Effect<never, RoomError>
 }
 
 /**

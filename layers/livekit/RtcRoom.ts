@@ -29,8 +29,13 @@ export const layer: Layer.Layer<Room, never, RtcNode> = Layer.effect(
             try: () => room.connect(url, Redacted.value(token), { autoSubscribe: true, dynacast: false }),
             catch: (e) => new RoomError({ message: `cannot join the room at ${url}: ${(e as Error).message}` })
           }),
-          () => Effect.promise(() => room.disconnect())
+          () =>
+            Effect.tryPromise({ try: () => room.disconnect(), catch: (e) => RtcAudio.rtcError(`cannot leave the room at ${url} cleanly`, e) }).pipe(
+              Effect.catch((error) => Effect.logWarning(error.message))
+            )
         )
+        // rtc-node's failures on this connection: the job ends with the first (`failure`)
+        const failed = yield* Deferred.make<never, RoomError>()
         const user = yield* Deferred.make<RoomParticipant>()
         const gone = new Map<string, Deferred.Deferred<void>>()
         const goneOf = (identity: string) => {
@@ -60,36 +65,43 @@ export const layer: Layer.Layer<Room, never, RtcNode> = Layer.effect(
           if (track.kind === rtc.TrackKind.KIND_AUDIO) Deferred.doneUnsafe(trackOf(p.identity), Effect.succeed(track as InstanceType<typeof rtc.RemoteAudioTrack>))
         })
         room.on(rtc.RoomEvent.DtmfReceived, (_code, digit, p) => Queue.offerUnsafe(keys, { identity: p.identity, digit }))
-        room.registerTextStreamHandler("lk.chat", (reader) => void reader.readAll().then((text) => Queue.offerUnsafe(chat, text)))
+        // a chat message that does not arrive whole is dropped (a rejection here would be unhandled)
+        room.registerTextStreamHandler("lk.chat", (reader) => void reader.readAll().then((text) => Queue.offerUnsafe(chat, text), () => undefined))
 
         const local = () => room.localParticipant!
         const connection: RoomConnection = {
           name: room.name ?? "",
           participant: Deferred.await(user),
           audioOf: (p, sampleRate) =>
-            Stream.unwrap(Deferred.await(trackOf(p.identity)).pipe(Effect.map((track) => RtcAudio.framesOf(rtc, track, sampleRate)))).pipe(
+            Stream.unwrap(Deferred.await(trackOf(p.identity)).pipe(Effect.map((track) => RtcAudio.framesOf(rtc, track, sampleRate, failed)))).pipe(
               Stream.interruptWhen(Deferred.await(goneOf(p.identity)))
             ),
           textOf: () => Stream.fromQueue(chat),
           keypadOf: (p) => Stream.fromQueue(keys).pipe(Stream.filter((key) => key.identity === p.identity), Stream.map((key) => key.digit)),
           publishAudio: (sampleRate) =>
             Effect.gen(function*() {
-              const { audioSource, output } = RtcAudio.source(rtc, sampleRate)
+              const { audioSource, output } = RtcAudio.source(rtc, sampleRate, failed)
               const track = rtc.LocalAudioTrack.createAudioTrack("agent", audioSource)
               const options = new rtc.TrackPublishOptions({ source: rtc.TrackSource.SOURCE_MICROPHONE })
               yield* Effect.tryPromise({
                 try: () => local().publishTrack(track, options),
                 catch: (e) => new RoomError({ message: `cannot publish the agent's track: ${(e as Error).message}` })
               })
-              yield* Effect.addFinalizer(() => Effect.promise(() => track.close()))
+              yield* Effect.addFinalizer(() => RtcAudio.closeTrack(track))
               return output
             }),
+          // A transcript or a state the room did not take is lost, not fatal: logged, the job goes on.
           sendText: (text, options) =>
-            Effect.promise(() => local().sendText(text, { topic: options.topic, ...(options.attributes ? { attributes: options.attributes } : {}) })).pipe(
-              Effect.ignore
+            Effect.tryPromise({
+              try: () => local().sendText(text, { topic: options.topic, ...(options.attributes ? { attributes: options.attributes } : {}) }),
+              catch: (e) => RtcAudio.rtcError(`cannot send text on ${options.topic}`, e)
+            }).pipe(Effect.asVoid, Effect.catch((error) => Effect.logWarning(error.message))),
+          setAttributes: (attributes) =>
+            Effect.tryPromise({ try: () => local().setAttributes(attributes), catch: (e) => RtcAudio.rtcError("cannot set the agent's attributes", e) }).pipe(
+              Effect.catch((error) => Effect.logWarning(error.message))
             ),
-          setAttributes: (attributes) => Effect.promise(() => local().setAttributes(attributes)).pipe(Effect.ignore),
-          left: (p) => Deferred.await(goneOf(p.identity))
+          left: (p) => Deferred.await(goneOf(p.identity)),
+          failure: Deferred.await(failed)
         }
         return connection
       })

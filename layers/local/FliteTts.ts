@@ -85,8 +85,16 @@ const synthesizeFile = (binary: string, file: string, text: string, voice: strin
       Effect.mapError((e) => fail("Transport", `flite wrote a bad file: ${e.description}`))
     )
   }).pipe(
-    Effect.ensuring(Effect.promise(() => Promise.all([Fs.rm(file, { force: true }), Fs.rm(`${file}.txt`, { force: true })])))
+    // a temp file left behind is logged, not a failure of the speech it held
+    Effect.ensuring(removeTemp(() => Promise.all([Fs.rm(file, { force: true }), Fs.rm(`${file}.txt`, { force: true })]), file))
   )
+
+/** Removes flite's temp files; `force` skips missing ones, but a permission or busy file still rejects. */
+const removeTemp = (remove: () => Promise<unknown>, path: string) =>
+  Effect.tryPromise({
+    try: remove,
+    catch: (e) => fail("Transport", `cannot remove flite's temp file ${path}: ${(e as Error).message}; remove it by hand: rm -rf ${path}`)
+  }).pipe(Effect.catch((error) => Effect.logWarning(error.message)))
 
 /**
  * The Tts service over flite, in a Scope that owns its temp directory.
@@ -103,7 +111,7 @@ export const make = Effect.fn("FliteTts.make")(function*(options: FliteTtsOption
       try: () => Fs.mkdtemp(Path.join(Os.tmpdir(), "baton-flite-")),
       catch: (e) => fail("Unavailable", `cannot make a temp directory for flite: ${(e as Error).message}`)
     }),
-    (path) => Effect.promise(() => Fs.rm(path, { recursive: true, force: true }))
+    (path) => removeTemp(() => Fs.rm(path, { recursive: true, force: true }), path)
   )
   // flite falls back to its default voice, silently, for a name it does not know: check first.
   const voices = yield* listVoices(binary)

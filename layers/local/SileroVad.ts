@@ -119,7 +119,12 @@ export const make = Effect.fn("SileroVad.make")(function*(options: SileroVadOpti
       try: () => ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 }),
       catch: (e) => fail("Unavailable", `onnxruntime cannot load ${modelPath} (${(e as Error).message}); get it again with: ${fetchCommand}`)
     }),
-    (session) => Effect.promise(() => session.release())
+    // a release that fails is logged: the Layer is closing either way
+    (session) =>
+      Effect.tryPromise({
+        try: () => session.release(),
+        catch: (e) => fail("Transport", `onnxruntime did not release the Silero session: ${(e as Error).message}`)
+      }).pipe(Effect.catch((error) => Effect.logWarning(error.message)))
   )
   return { sampleRates: rates, stream: streamOn(ort, session) } satisfies VadService
 })

@@ -77,6 +77,7 @@ export const post = (
     Effect.flatMap((response) =>
       response.ok
         ? Effect.succeed(response)
+        // cannot reject: a body that fails to arrive is read as empty
         : Effect.promise(() => response.text().catch(() => "")).pipe(
           Effect.flatMap((text) => Effect.fail(statusError(source, response.status, text, response.headers.get("retry-after"))))
         )

@@ -5,9 +5,10 @@
  * frames on the agent's track, read back the same way. RtcNode's Layer disposes rtc-node.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Redacted, Stream } from "effect"
+import { Cause, Effect, Exit, Fiber, Layer, Option, Redacted, Stream } from "effect"
 import * as Job from "../../layers/livekit/Job.ts"
 import * as LoopbackRoom from "../../layers/livekit/LoopbackRoom.ts"
+import { RoomError } from "../../layers/livekit/Room.ts"
 import { RtcNode } from "../../layers/rtc/RtcNode.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as AudioFrame from "../../services/AudioFrame.ts"
@@ -48,4 +49,44 @@ describe("LiveKit room audio (rtc-node loopback)", () => {
       yield* room.leave
       yield* until("the job ended", () => job.pollUnsafe() !== undefined)
     }).pipe(Effect.scoped, Effect.provide(Layer.mergeAll(engines, model, RtcNode.layer))), 60_000)
+})
+
+describe("LiveKit room audio: rtc-node failing under a job", () => {
+  /** rtc-node with the agent's AudioSource (the second one the loopback room makes, after the
+   * user's microphone) closed before its first frame: its own captureFrame then rejects. */
+  const closedAgentSource = Layer.effect(
+    RtcNode,
+    Effect.gen(function*() {
+      const rtc = yield* RtcNode
+      let made = 0
+      class AgentSourceClosed extends rtc.AudioSource {
+        private readonly agents = made++ === 1
+        override async captureFrame(frame: InstanceType<typeof rtc.AudioFrame>) {
+          if (this.agents) await this.close()
+          return super.captureFrame(frame)
+        }
+      }
+      return { ...rtc, AudioSource: AgentSourceClosed }
+    })
+  ).pipe(Layer.provide(RtcNode.layer))
+
+  it.live("a rejected AudioSource.captureFrame ends the job with a RoomError saying what failed and the fix, not a defect", () =>
+    Effect.gen(function*() {
+      const hello = Agent.make({ name: "hello", instructions: "Greet.", onEnter: Agent.say("Hello, how can I help?").pipe(Effect.asVoid) })
+      const room = yield* LoopbackRoom.make()
+      const exit = yield* Job.run({ id: "J_1", roomName: "loopback", url: "ws://unused", token: Redacted.make("unused") }, { agent: hello }).pipe(
+        Effect.provide(room.layer),
+        Effect.scoped,
+        Effect.timeout("20 seconds"),
+        Effect.exit
+      )
+      assert.isTrue(Exit.isFailure(exit), "the job ended")
+      if (Exit.isSuccess(exit)) return
+      assert.isFalse(Cause.hasDies(exit.cause), `a defect: ${Cause.pretty(exit.cause)}`)
+      const error = Cause.findErrorOption(exit.cause)
+      assert.isTrue(Option.isSome(error) && error.value instanceof RoomError, Cause.pretty(exit.cause))
+      const message = (error as Option.Some<RoomError>).value.message
+      assert.match(message, /cannot play the agent's audio into its LiveKit track: AudioSource is closed/)
+      assert.include(message, "npm install @livekit/rtc-node")
+    }).pipe(Effect.scoped, Effect.provide(Layer.mergeAll(engines, model, closedAgentSource))), 60_000)
 })

@@ -54,7 +54,8 @@ export const make = Effect.gen(function*() {
         publishAudio: () => Effect.succeed({ write: () => Effect.void, clear: () => Effect.void }),
         sendText: (text, options) => Effect.sync(() => void state.texts.push({ topic: options.topic, text, attributes: options.attributes })),
         setAttributes: (next) => Effect.sync(() => void Object.assign(state.attributes, next)),
-        left: () => Deferred.await(gone)
+        left: () => Deferred.await(gone),
+        failure: Effect.never
       }
       return connection
     })
