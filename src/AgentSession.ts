@@ -6,12 +6,15 @@
 import { Clock, Deferred, Effect, Option, Scope, Semaphore, Stream } from "effect"
 import { LanguageModel } from "effect/ai"
 import { type RealtimeError, RealtimeModel } from "../services/RealtimeModel.ts"
+import type { SessionNotFound, SessionStoreService, StoreError } from "../services/SessionStore.ts"
 import { TextOutput, type TextOutputService } from "../services/TextOutput.ts"
 import type { VoiceError } from "../services/VoiceError.ts"
 import type { Agent } from "./Agent.ts"
 import type { ChatContext } from "./ChatContext.ts"
 import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
 import * as Diagnostics from "./Diagnostics.ts"
+import type { AgentNotFound, SessionNotResumable, StoreOptions, UserdataRefused } from "./Durability.ts"
+import * as Durable from "./internal/Durable.ts"
 import { type FloorError, InvalidInput, SessionClosed, TurnFailed } from "./Errors.ts"
 import type { SessionEvent } from "./Events.ts"
 import * as EventLog from "./internal/EventLog.ts"
@@ -160,19 +163,65 @@ export type Requirements<R> = 0 extends 1 & R ? never : R
  * @since 0.1.0
  * @category constructors
  */
-export const start: <U = undefined, R = any>(
-  options: StartOptions<U, R>
-) => Effect.Effect<AgentSession<U>, never, Scope.Scope | Requirements<R>> = Effect.fnUntraced(
-  function*<U>(options: StartOptions<U>) {
+export const start: <U = undefined, R = any, S extends SessionStoreService | undefined = undefined>(
+  options: StartOptions<U, R> & StoreOptions<U, S>
+) => Effect.Effect<
+  AgentSession<U>,
+  [S] extends [undefined] ? never : UserdataRefused | StoreError,
+  Scope.Scope | Requirements<R>
+> = Effect.fnUntraced(
+  function*<U>(options: StartOptions<U> & StoreOptions<U, SessionStoreService | undefined>) {
+    // A durable session's userdata is checked and the session created in the store first.
+    const durable = options.store ? yield* Durable.create({ ...options, store: options.store }, options.userdata) : undefined
+    return yield* launch(options, durable)
+  }
+  // (Its errors are those of a durable start only when a store is given: a type the checker
+  // cannot see in the body.)
+) as unknown as typeof start
+
+/**
+ * Resumes a durable session from its journal in the current Scope: the session is claimed (a
+ * process still writing it is fenced and stops), its agents are found again by name among
+ * `agents`, and it goes on where its journal ends (docs/durability.md says what a program sees).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const resume: <U = undefined, R = any>(
+  options: Omit<StartOptions<U, R>, "agent" | "userdata"> & Omit<StoreOptions<U, SessionStoreService>, "id" | "store"> & {
+    readonly id: string
+    readonly store: SessionStoreService
+    readonly agents: ReadonlyArray<Agent<R>>
+  }
+) => Effect.Effect<
+  AgentSession<U>,
+  StoreError | SessionNotFound | SessionNotResumable | AgentNotFound | UserdataRefused,
+  Scope.Scope | Requirements<R>
+> = Effect.fnUntraced(function*<U>(
+  options: Omit<StartOptions<U>, "agent" | "userdata"> & Omit<StoreOptions<U, SessionStoreService>, "id" | "store"> & {
+    readonly id: string
+    readonly store: SessionStoreService
+    readonly agents: ReadonlyArray<Agent>
+  }
+) {
+  const { prepared, userdata } = yield* Durable.claim(options, options.agents)
+  return yield* launch({ ...options, agent: options.agents[0]!, userdata: userdata as U }, prepared)
+})
+
+/** The session itself; `durable`: its claim in a store (and, resuming, its journal folded). */
+const launch = Effect.fnUntraced(
+  function*<U>(options: StartOptions<U>, durable: Durable.Prepared | undefined) {
     const parent = yield* Effect.scope
     const scope = yield* Diagnostics.forkScope(parent, "sessions")
     const clock = yield* Clock.Clock
     const now = () => clock.currentTimeMillisUnsafe()
-    const events = yield* EventLog.make(now)
+    const log = yield* EventLog.make(now)
+    const events = durable ? Durable.watch(log, durable) : log
     const supervisor: Supervisor.Supervisor = yield* Supervisor.make({
       scope,
       events,
       now,
+      ...(durable ? { id: durable.id, history: Durable.history(durable), beforeStep: Durable.beforeStep(durable) } : {}),
       textOutput: options.textOutput ?? (yield* TextOutput),
       defaultModel: Option.getOrUndefined(yield* Effect.serviceOption(LanguageModel.LanguageModel)),
       realtimeModel: Option.getOrUndefined(yield* Effect.serviceOption(RealtimeModel)),
@@ -184,10 +233,12 @@ export const start: <U = undefined, R = any>(
     // Observers (recorder, metrics, traces) watch from before the first message; their
     // finalizers run after the session's shutdown (registered before it), so they see `close`.
     yield* SessionObserver.observeAll(session as AgentSession<unknown>).pipe(Scope.provide(parent))
+    // A durable session's journal, and its actors restored or its entry agent started.
+    if (durable) yield* Durable.attach(durable, supervisor, parent, options.agent)
     yield* supervisor.loop.pipe(Diagnostics.forkIn(scope))
     // Registered after the session's Scope was forked, so it runs before that Scope closes.
     yield* Scope.addFinalizer(parent, supervisor.shutdown)
-    supervisor.core.send({ _tag: "Start", agent: options.agent })
+    if (!durable) supervisor.core.send({ _tag: "Start", agent: options.agent })
     return session
   }
 )

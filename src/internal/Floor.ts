@@ -220,7 +220,8 @@ const startTask = (core: SessionCore, state: FloorState, msg: StartTask): Effect
         caller: msg.caller,
         result: msg.result,
         handover: msg.handover,
-        baseline: new Set(selected.items.map((item) => item.id))
+        baseline: new Set(selected.items.map((item) => item.id)),
+        callId: msg.callId
       },
       extraTools: msg.extraTools
     })

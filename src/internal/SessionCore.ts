@@ -62,6 +62,8 @@ export type SessionMessage =
     /** Set when the waiting flow gave its work token up (see Work.ts and Tasks.ts). */
     readonly handover: Handover
     readonly extraTools: ReadonlyArray<Tool>
+    /** The tool call of the caller that awaits the task, if one does (the journal keeps it). */
+    readonly callId?: string | undefined
   }
   | { readonly _tag: "CompleteTask"; readonly actor: Actor; readonly result: TaskResult }
   | { readonly _tag: "Background"; readonly delivery: Background.Delivery }

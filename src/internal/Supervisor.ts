@@ -30,6 +30,12 @@ export interface Config {
   readonly userdata: unknown
   /** The public session, for tool and hook contexts (made after the supervisor). */
   readonly session: () => AgentSession<any>
+  /** The session's id (default: a fresh one); a durable session's is its id in the store. */
+  readonly id?: string | undefined
+  /** The shared history a resumed session starts with. */
+  readonly history?: ChatContext | undefined
+  /** Runs before each message is handled (a durable session's journal flush); none by default. */
+  readonly beforeStep?: Effect.Effect<void> | undefined
 }
 
 export interface Supervisor {
@@ -88,7 +94,7 @@ export const make = (config: Config): Effect.Effect<Supervisor> =>
       userSpeaking: false,
       userTurns: 0,
       speakingOn: undefined,
-      history: ChatContext.empty,
+      history: config.history ?? ChatContext.empty,
       core: undefined as unknown as SessionCore
     }
     const pool = config.realtimeModel
@@ -121,7 +127,7 @@ export const make = (config: Config): Effect.Effect<Supervisor> =>
 const makeCore = (r: Running, realtimePool: RealtimePool.Pool | undefined): SessionCore => {
   const { config } = r
   const core: SessionCore = {
-    id: nextId("session"),
+    id: config.id ?? nextId("session"),
     work: r.work,
     background: r.background,
     userSpeaking: () => r.userSpeaking,
@@ -205,7 +211,9 @@ const loop = (r: Running): Effect.Effect<never, Cause.Done> => {
     r.work.release()
     return Effect.void
   }
-  const next = Effect.flatMap(Queue.take(r.mailbox), (msg) => Effect.onExit(Effect.catchCause(Floor.handle(r.core, r.state, msg), failed), handled))
+  const step = Effect.flatMap(Queue.take(r.mailbox), (msg) => Effect.onExit(Effect.catchCause(Floor.handle(r.core, r.state, msg), failed), handled))
+  // A durable session's previous step is in the store before this one starts.
+  const next = r.config.beforeStep ? Effect.andThen(r.config.beforeStep, step) : step
   return Effect.forever(next, { disableYield: true })
 }
 

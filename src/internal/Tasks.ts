@@ -30,7 +30,9 @@ export const run = (caller: Actor, task: Agent, options: RunTaskOptions = {}): E
     const work = caller.core.work
     const handover: Handover = { pending: (yield* WorkToken).held }
     const result = yield* Deferred.make<unknown, TaskError>()
-    caller.core.send({ _tag: "StartTask", caller, task, result, handover, extraTools: options.extraTools ?? [] })
+    const call = yield* CurrentCall
+    const callId = call?.actor === caller ? call.callId : undefined
+    caller.core.send({ _tag: "StartTask", caller, task, result, handover, extraTools: options.extraTools ?? [], callId })
     if (handover.pending) work.release()
     // A hook waiting for a task does not hold up the actor's next hook.
     ;(yield* HookLane)?.()

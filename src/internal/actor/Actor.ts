@@ -36,6 +36,8 @@ export interface TaskRole {
   readonly handover: Handover
   /** Ids of the items the task started with: the rest merge back into the caller. */
   readonly baseline: ReadonlySet<string>
+  /** The caller's tool call that awaits the task, if one does (a resume answers it). */
+  readonly callId?: string | undefined
 }
 
 /**

@@ -1,0 +1,159 @@
+/**
+ * A resumed session's actors, rebuilt from its folded journal: the agent that held the floor
+ * holds it again with its context, paused agents are paused with theirs (their `onResume` runs
+ * when the floor comes back, their `onEnter` never again), a task holds the floor for the caller
+ * it was lent by. What could not survive the process is answered: a call that was running gets
+ * an output saying a restart interrupted it (rule 4), and a task's result reaches the caller's
+ * call that awaited it as that call's output.
+ */
+import { Deferred, Effect } from "effect"
+import type { Agent } from "../Agent.ts"
+import { ChatContext, type ChatItem, functionCallOutput } from "../ChatContext.ts"
+import type { TaskResult } from "../CurrentAgent.ts"
+import type { TaskError } from "../Errors.ts"
+import * as ToolOutput from "../ToolOutput.ts"
+import * as Actor from "./actor/Actor.ts"
+import * as Lifecycle from "./actor/Lifecycle.ts"
+import type { FloorState } from "./Floor.ts"
+import type { Folded, Journal } from "./Journal.ts"
+import type { SessionCore } from "./SessionCore.ts"
+
+/** What a call that was running when the process stopped gets as its output. */
+export const INTERRUPTED = "interrupted by a restart: the call stopped before it finished and its result is unknown"
+
+/** The names of the agents the journal needs, in the order it met them. */
+export const agentNames = (folded: Folded): ReadonlyArray<string> =>
+  [...new Set([...folded.actors.values()].map(({ entry }) => entry.agent))]
+
+/** The actors the journal says are live, in the order they appeared (callers before tasks). */
+const liveKeys = (folded: Folded): Map<number, string> => new Map(folded.floor?.actors.map(([key, tag]) => [key, tag]) ?? [])
+
+/** Calls of `chat` made by `agent` that have no final output (a progress report is not one). */
+const unanswered = (chat: ChatContext, agent: string): ReadonlyArray<{ readonly callId: string; readonly name: string }> => {
+  const answered = new Set<string>()
+  for (const item of chat) if (item._tag === "FunctionCallOutput" && item.status !== "progress") answered.add(item.callId)
+  const calls: Array<{ callId: string; name: string }> = []
+  for (const item of chat) {
+    if (item._tag === "FunctionCall" && item.agent === agent && !answered.has(item.callId)) calls.push(item)
+  }
+  return calls
+}
+
+const output = (agent: string, call: { readonly callId: string; readonly name: string }, result: TaskResult): ChatItem => {
+  if (result._tag === "Success") {
+    const rendered = ToolOutput.render(call.name, result.value)
+    return functionCallOutput({ callId: call.callId, name: call.name, output: rendered.text, isError: rendered.isError, status: rendered.isError ? "error" : "ok", agent })
+  }
+  const error = result.error as TaskError
+  return functionCallOutput({
+    callId: call.callId,
+    name: call.name,
+    output: error.message,
+    isError: true,
+    status: error.reason === "cancelled" ? "cancelled" : "error",
+    agent
+  })
+}
+
+const askReply = (actor: Actor.Actor) => actor.send({ _tag: "Reply", options: {}, reply: Deferred.makeUnsafe() })
+
+/**
+ * The caller's call that lent the floor to `task` gets the task's result as its output, then the
+ * caller answers. The session returns a work token for this flow when it wakes it (`handover`),
+ * released once the reply is asked for.
+ */
+const awaitTask = (core: SessionCore, caller: Actor.Actor, role: Actor.TaskRole, call: { readonly callId: string; readonly name: string } | undefined) =>
+  Deferred.await(role.result).pipe(
+    Effect.matchEffect({
+      onSuccess: (value): Effect.Effect<TaskResult> => Effect.succeed({ _tag: "Success", value }),
+      onFailure: (error): Effect.Effect<TaskResult> => Effect.succeed({ _tag: "Failure", error })
+    }),
+    Effect.flatMap((result) =>
+      Effect.sync(() => {
+        if (!call) return
+        caller.commit(output(caller.name, call, result))
+        if (caller.holdsFloor()) askReply(caller)
+      })
+    ),
+    Effect.ensuring(Effect.sync(() => {
+      // Woken: the session gave this flow a token. Not woken (the session closed first): a
+      // later wake must not give it one.
+      if (role.handover.pending) role.handover.pending = false
+      else core.work.release()
+    })),
+    Effect.forkIn(caller.scope),
+    Effect.asVoid
+  )
+
+/**
+ * Rebuilds the actors of `folded` in `state`, started and answered. `agents`: by name (every
+ * name of `agentNames` is there: `resume` checked).
+ */
+export const restore = (
+  core: SessionCore,
+  state: FloorState,
+  folded: Folded,
+  agents: ReadonlyMap<string, Agent>,
+  journal: Journal
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const live = liveKeys(folded)
+    const actors = new Map<number, Actor.Actor>()
+    const tasks: Array<{ actor: Actor.Actor; caller: Actor.Actor; role: Actor.TaskRole }> = []
+    for (const [key, { entry, items }] of folded.actors) {
+      const tag = live.get(key)
+      if (tag === undefined || tag === "Closing" || tag === "Terminated") continue
+      const agent = agents.get(entry.agent)!
+      const caller = entry.task ? actors.get(entry.task.caller) : undefined
+      // A task whose caller is gone has no one to return to.
+      if (entry.task && !caller) continue
+      const role: Actor.TaskRole | undefined = entry.task && caller
+        ? {
+          caller,
+          result: Deferred.makeUnsafe<unknown, TaskError>(),
+          // The flow that waits is this module's: the session gives it a token when it wakes it.
+          handover: { pending: true },
+          baseline: new Set(entry.task.baseline),
+          callId: entry.task.callId
+        }
+        : undefined
+      const actor = yield* Actor.make(core, agent, ChatContext.make(items), { task: role, startLater: true })
+      if (tag === "Paused") Lifecycle.deactivate(actor, false)
+      else if (tag !== "Starting") Lifecycle.activate(actor)
+      actors.set(key, actor)
+      state.live.add(actor)
+      if (!role) state.actors.set(agent, actor)
+      else tasks.push({ actor, caller: caller!, role })
+      journal.adopt(actor, key)
+    }
+    const holderKey = folded.floor?.holder
+    const holder = holderKey === null || holderKey === undefined ? undefined : actors.get(holderKey)
+    // A task gone with its caller leaves the floor to the innermost caller still there.
+    state.holder = holder ?? [...actors.values()].find((actor) => Lifecycle.isActive(actor) && !actor.task) ?? actors.values().next().value
+    const awaited = new Set<string>()
+    for (const { caller, role } of tasks) {
+      const call = role.callId === undefined ? undefined : unanswered(caller.chat, caller.name).find((c) => c.callId === role.callId)
+      if (call) awaited.add(call.callId)
+      yield* awaitTask(core, caller, role, call)
+    }
+    // Every other call that was running is answered (rule 4); the holder answers its own.
+    let holderAnswered = false
+    for (const actor of actors.values()) {
+      for (const call of unanswered(actor.chat, actor.name)) {
+        if (awaited.has(call.callId)) continue
+        actor.commit(functionCallOutput({ callId: call.callId, name: call.name, output: INTERRUPTED, isError: true, status: "interrupted", agent: actor.name }))
+        if (actor === state.holder) holderAnswered = true
+      }
+    }
+    const current = state.holder
+    for (const actor of actors.values()) yield* actor.start
+    if (!current) return
+    if (current.lifecycle._tag === "Starting") {
+      // Its onEnter had not started: it runs now.
+      current.send({ _tag: "Activate", mode: "enter", reply: !current.agent.onEnter })
+    } else {
+      // A fresh realtime connection, seeded with the context, comes with the floor.
+      if (current.realtime) current.send({ _tag: "TakeConnection" })
+      if (holderAnswered) askReply(current)
+    }
+  })
