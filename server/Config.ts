@@ -1,6 +1,9 @@
 /**
  * The service's settings, read once at start from the environment (or given in code). Every
  * limit has a default a phone line can live with; the secret is `Redacted` and never printed.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Config, Effect, Option, Redacted } from "effect"
 
@@ -42,6 +45,15 @@ export interface ServerOptions {
   readonly turnsPerSecond: number
   /** While the event loop is later than this (ms), new sessions are refused with 503 (0: never). */
   readonly maxLagMs: number
+  /** How long a session whose client went away without closing waits for it to resume
+   * (`/ws?resume=<token>`) before it is closed (seconds; 0: closed at once). */
+  readonly resumeSeconds: number
+  /** Where sessions are journaled (`BATON_STORE`: `memory`, `sqlite:<path>`, `postgres://...`).
+   * A durable one lets the drain move /ws clients to another node instead of waiting for them.
+   * `Redacted`: a PostgreSQL URL carries a password. */
+  readonly store: Option.Option<Redacted.Redacted<string>>
+  /** Where the phone bridge POSTs each call's resume token (JSON), for the app's TwiML; none when unset. */
+  readonly twilioStatusUrl: Option.Option<string>
 }
 
 /**
@@ -65,7 +77,10 @@ export const defaults: ServerOptions = {
   recordDir: Option.none(),
   maxPendingTurns: 8,
   turnsPerSecond: 4,
-  maxLagMs: 100
+  maxLagMs: 100,
+  resumeSeconds: 60,
+  store: Option.none(),
+  twilioStatusUrl: Option.none()
 }
 
 const int = (name: string, fallback: number) => Config.Int(name).pipe(Config.withDefault(fallback))
@@ -97,6 +112,16 @@ export const fromEnv: Effect.Effect<ServerOptions, Config.ConfigError> = Effect.
     recordDir: yield* Config.option(Config.NonEmptyString("BATON_RECORD_DIR")),
     maxPendingTurns: yield* int("BATON_MAX_PENDING_TURNS", defaults.maxPendingTurns),
     turnsPerSecond: yield* int("BATON_TURNS_PER_S", defaults.turnsPerSecond),
-    maxLagMs: yield* int("BATON_MAX_LAG_MS", defaults.maxLagMs)
+    maxLagMs: yield* int("BATON_MAX_LAG_MS", defaults.maxLagMs),
+    resumeSeconds: yield* int("BATON_RESUME_S", defaults.resumeSeconds),
+    store: yield* Config.option(Config.Redacted("BATON_STORE")).pipe(
+      Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
+    ),
+    twilioStatusUrl: yield* Config.option(Config.NonEmptyString("BATON_TWILIO_STATUS_URL"))
   }
 })
+
+/** Whether sessions outlive this process (a store other than `memory`): the drain then moves
+ * /ws clients to another node (a `reconnect` frame) instead of waiting for their calls to end. */
+export const storeIsDurable = (options: Pick<ServerOptions, "store">): boolean =>
+  Option.isSome(options.store) && Redacted.value(options.store.value).trim() !== "memory"

@@ -1,11 +1,16 @@
 /**
- * One WebSocket connection = one `AgentSession` of the core, in the connection's Scope: when the
- * client goes, the Scope closes and the session with it (every call answered, every actor's
- * Scope closed). The session's events go out as JSON frames; its words stream as `agent_text`;
- * the agents' audio goes out as binary PCM16 and is cut with `clear`. The user's binary frames
- * (PCM16) are heard by the holder's realtime connection or the cascaded voice pipeline (Line.ts).
+ * A `/ws` connection is a client of one caller's session (Call.ts): a new connection starts a
+ * session; `/ws?resume=<token>` attaches to the session the token names, which was kept while
+ * its client was away. The session's events go out as JSON frames; its words stream as
+ * `agent_text`; the agents' audio goes out as binary PCM16 and is cut with `clear`. The user's
+ * binary frames (PCM16) are heard by the holder's realtime connection or the cascaded voice
+ * pipeline (Line.ts).
+ *
+ * How a connection ends decides the session's fate: a close with 1000 (the client is done), an
+ * idle timeout or the drain end it; any other way (a cut, 1001 going away, a half-open socket
+ * cut by the pings) leaves it waiting `resumeSeconds` for the client to come back.
  */
-import { Deferred, Effect, Option, Stream } from "effect"
+import { Deferred, Effect, Fiber, Option, Queue, type Redacted } from "effect"
 import { Socket } from "effect/socket"
 import * as AudioFrame from "../services/AudioFrame.ts"
 import type { AudioOutputService } from "../services/AudioOutput.ts"
@@ -13,12 +18,13 @@ import type { ResamplerService } from "../services/Resampler.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import type { Agent } from "../src/index.ts"
 import * as Timeline from "../src/Timeline.ts"
+import * as Call from "./Call.ts"
 import type { ServerOptions } from "./Config.ts"
-import { turnGate, turnRefusal } from "./Limits.ts"
-import * as Line from "./Line.ts"
+import { turnRefusal } from "./Limits.ts"
 import { idleReason, pullWithin } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 import type { Registry } from "./Registry.ts"
+import type { Resumer } from "./Resumer.ts"
 import { type ClientMessage, encode, parseClientFrame, type ServerFrame } from "./Wire.ts"
 
 export interface ConnectionContext {
@@ -29,101 +35,196 @@ export interface ConnectionContext {
   readonly resampler: ResamplerService
   /** The rate a realtime model takes the user's audio at (OpenAI 24 kHz, Gemini 16 kHz). */
   readonly realtimeInputRate: number
+  /** The sessions that can be resumed, and how a token finds one. */
+  readonly resumer: Resumer
+  /** What resume tokens are signed with (`BATON_TOKEN`, or a secret of this process). */
+  readonly resumeSecret: Redacted.Redacted<string>
 }
 
-/** Serves one upgraded socket until the client leaves, goes idle, or the drain closes it. */
+/**
+ * Starts a session for a new client and serves it until the session ends: the client may go and
+ * come back (or another take over), so this waits for the session, not the socket.
+ */
 export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Socket, ctx: ConnectionContext) {
-  // Taking the reader completes the upgrade; writes wait for it, so it comes first.
-  const reader = yield* socket.reader
-  const writer = yield* socket.writer
-  // A client that left cannot be told anything; what matters then is closing its session.
-  const send = (frame: ServerFrame | object) => writer.write(encode(frame)).pipe(Effect.ignore)
-  const sendBytes = (bytes: Uint8Array) => writer.write(bytes).pipe(Effect.ignore)
-
-  const closer = yield* Deferred.make<string>()
-  yield* Effect.acquireRelease(ctx.registry.register(closer), () => ctx.registry.unregister(closer))
-
-  const line = yield* Line.start(ctx, audioOutput(send, sendBytes), textOutput(send))
-  const session = line.session
+  const call = yield* Call.open(ctx, ctx.resumeSecret, true)
+  yield* Effect.acquireRelease(ctx.resumer.add(call), () => ctx.resumer.remove(call))
   yield* ServiceMetrics.sessionOpened
-
-  // The turns this client has waiting and how fast it sends them (Limits.ts); events say when one is taken.
-  const turns = yield* turnGate(ctx.options)
-  yield* session.events.pipe(Stream.runForEach((event) => Effect.andThen(Effect.sync(() => turns.observe(event)), send(event))), Effect.forkScoped)
-  const takeTurn = (text: string) =>
-    Effect.flatMap(turns.offer, (verdict) =>
-      verdict === "ok"
-        ? session.send(text).pipe(Effect.catch((e) => send(inputError(e.message))))
-        : send(inputError(turnRefusal(verdict, ctx.options))))
-  let inputRate = 16_000
-  /** The caller's audio could not reach whoever hears it (a realtime connection, a closed session). */
-  const lineFailed = (e: { readonly message: string; readonly _tag: string }) =>
-    send({ type: "error", source: "transport", message: e.message, recoverable: e._tag !== "SessionClosed" })
-  const pushAudio = (bytes: Uint8Array) =>
-    bytes.byteLength % 2 !== 0
-      ? send(inputError("an audio frame needs an even number of bytes (PCM16)"))
-      : line.hear(AudioFrame.fromPcm16(bytes, inputRate)).pipe(Effect.catch(lineFailed))
-
-  const onMessage = (message: ClientMessage): Effect.Effect<void> => {
-    switch (message.type) {
-      case "user_text":
-        return message.text.length > ctx.options.maxTextChars
-          ? send(inputError(`a user_text of ${message.text.length} characters is over the limit of ${ctx.options.maxTextChars}`))
-          : message.text.trim() === ""
-          ? send(inputError("user_text is empty"))
-          : takeTurn(message.text)
-      case "interrupt":
-        return session.interrupt
-      case "audio_end":
-        return line.endAudio.pipe(Effect.catch(lineFailed))
-      case "timeline":
-        return session.eventLog.pipe(Effect.flatMap((events) => send({ type: "timeline", svg: Timeline.fromEvents(events) })))
-      case "audio_format":
-        if (message.sampleRate < 8000 || message.sampleRate > 48_000) {
-          return send(inputError(`sampleRate ${message.sampleRate} is outside 8000..48000`))
-        }
-        return Effect.sync(() => {
-          inputRate = message.sampleRate
-        })
-    }
-  }
-  const onFrame = (frame: string | Uint8Array) =>
-    Effect.gen(function*() {
-      ServiceMetrics.frameIn(typeof frame === "string" ? "text" : "binary")
-      if (typeof frame !== "string") return yield* pushAudio(frame)
-      const message = parseClientFrame(frame)
-      if (typeof message === "string") return yield* send(inputError(message))
-      yield* onMessage(message)
-    })
-
-  yield* send({ type: "ready", sessionId: session.id, agent: ctx.agent.name, audio: line.audio, inputSampleRate: inputRate })
-
-  const readLoop = Effect.gen(function*() {
-    while (true) {
-      const pulled = yield* pullWithin(reader.pull, ctx.options.idleSeconds)
-      if (Option.isNone(pulled)) return idleReason(ctx.options.idleSeconds)
-      for (const frame of pulled.value) yield* onFrame(frame)
-    }
-  })
-  const reason = yield* Effect.raceFirst(
-    readLoop.pipe(Effect.catch((e: Socket.SocketError) => Effect.succeed(closeReason(e)))),
-    Deferred.await(closer)
-  )
-  if (reason !== "client left" && reason !== "connection lost") {
-    yield* send({ type: "close", reason })
-    yield* writer.write(new Socket.CloseEvent(1000, reason.slice(0, 100))).pipe(Effect.ignore)
-  }
-  yield* Effect.logDebug(`session ${session.id} ended: ${reason}`)
+  yield* attach(socket, ctx, call, false)
+  const reason = yield* Deferred.await(call.ended)
+  yield* Effect.logDebug(`session ${call.id} ended: ${reason}`)
 }, (effect) =>
   Effect.scoped(effect).pipe(
     Effect.ensuring(ServiceMetrics.sessionClosed)
   ))
 
+/**
+ * `/ws?resume=<token>`: attaches this socket to the session the token names, or closes it with
+ * the reason (nothing else happens). The session stays with the connection that started it.
+ */
+export const resume = (token: string) =>
+  Effect.fn("Server.resume")(function*(socket: Socket.Socket, ctx: ConnectionContext) {
+    const found = yield* ctx.resumer.reattach(token)
+    if (found._tag === "Refused") {
+      yield* socket.reader
+      const writer = yield* socket.writer
+      yield* writer.write(new Socket.CloseEvent(found.code, found.message)).pipe(Effect.ignore)
+      return yield* Effect.logDebug(`resume refused: ${found.reason}`)
+    }
+    yield* attach(socket, ctx, found.call, true)
+  }, Effect.scoped)
+
+/** Outgoing frames, in order: the session's output and the connection's own frames share it. */
+type Outgoing = string | Uint8Array | Socket.CloseEvent
+
+/** Serves one socket as the call's client until it goes, is superseded, or the call ends. */
+const attach = (socket: Socket.Socket, ctx: ConnectionContext, call: Call.Call, resumed: boolean) =>
+  Effect.gen(function*() {
+    // Taking the reader completes the upgrade; writes wait for it, so it comes first.
+    const reader = yield* socket.reader
+    const writer = yield* socket.writer
+    const outbox = yield* Queue.unbounded<Outgoing>()
+    // Written in order until a close is; a client that left cannot be told anything, and what
+    // matters then is the session.
+    const flushing = yield* Effect.gen(function*() {
+      while (true) {
+        const out = yield* Queue.take(outbox)
+        yield* writer.write(out).pipe(Effect.ignore)
+        if (out instanceof Socket.CloseEvent) return
+      }
+    }).pipe(Effect.forkScoped)
+    const send = (frame: ServerFrame | object) => Effect.sync(() => void Queue.offerUnsafe(outbox, encode(frame)))
+    const sendBytes = (bytes: Uint8Array) => Effect.sync(() => void Queue.offerUnsafe(outbox, bytes))
+    /** Sends what is queued, then closes the socket (a client that does not read is not waited for long). */
+    const closeWith = (code: number, reason: string) =>
+      Effect.suspend(() => {
+        Queue.offerUnsafe(outbox, new Socket.CloseEvent(code, reason.slice(0, 100)))
+        return Effect.timeoutOption(Fiber.join(flushing), 2000).pipe(Effect.asVoid)
+      })
+
+    const line = call.line
+    const session = line.session
+    const superseded = yield* Deferred.make<void>()
+    const client: Call.Client = {
+      audio: audioOutput(send, sendBytes),
+      text: textOutput(send),
+      event: send,
+      token: (t) => send({ type: "resume_token", resumeToken: t.token, expiresAt: t.expiresAt }),
+      move: (t) => Effect.andThen(send({ type: "reconnect", resumeToken: t.token, expiresAt: t.expiresAt }), closeWith(1012, "service restart")),
+      superseded
+    }
+
+    const takeTurn = (text: string) =>
+      Effect.flatMap(call.turns.offer, (verdict) =>
+        verdict === "ok"
+          ? session.send(text).pipe(Effect.catch((e) => send(inputError(e.message))))
+          : send(inputError(turnRefusal(verdict, ctx.options))))
+    let inputRate = 16_000
+    /** The caller's audio could not reach whoever hears it (a realtime connection, a closed session). */
+    const lineFailed = (e: { readonly message: string; readonly _tag: string }) =>
+      send({ type: "error", source: "transport", message: e.message, recoverable: e._tag !== "SessionClosed" })
+    const pushAudio = (bytes: Uint8Array) =>
+      bytes.byteLength % 2 !== 0
+        ? send(inputError("an audio frame needs an even number of bytes (PCM16)"))
+        : line.hear(AudioFrame.fromPcm16(bytes, inputRate)).pipe(Effect.catch(lineFailed))
+
+    const onMessage = (message: ClientMessage): Effect.Effect<void> => {
+      switch (message.type) {
+        case "user_text":
+          return message.text.length > ctx.options.maxTextChars
+            ? send(inputError(`a user_text of ${message.text.length} characters is over the limit of ${ctx.options.maxTextChars}`))
+            : message.text.trim() === ""
+            ? send(inputError("user_text is empty"))
+            : takeTurn(message.text)
+        case "interrupt":
+          return session.interrupt
+        case "audio_end":
+          return line.endAudio.pipe(Effect.catch(lineFailed))
+        case "timeline":
+          return session.eventLog.pipe(Effect.flatMap((events) => send({ type: "timeline", svg: Timeline.fromEvents(events) })))
+        case "audio_format":
+          if (message.sampleRate < 8000 || message.sampleRate > 48_000) {
+            return send(inputError(`sampleRate ${message.sampleRate} is outside 8000..48000`))
+          }
+          return Effect.sync(() => {
+            inputRate = message.sampleRate
+          })
+      }
+    }
+    const onFrame = (frame: string | Uint8Array) =>
+      Effect.gen(function*() {
+        ServiceMetrics.frameIn(typeof frame === "string" ? "text" : "binary")
+        if (typeof frame !== "string") return yield* pushAudio(frame)
+        const message = parseClientFrame(frame)
+        if (typeof message === "string") return yield* send(inputError(message))
+        yield* onMessage(message)
+      })
+
+    // `ready` (and on a resume the conversation so far) before any event of the session: the
+    // snapshot and the attachment are taken together, so an item is in one or the other (or both:
+    // a client merges items by id).
+    const token = yield* call.mint
+    const agent = yield* session.currentAgent
+    yield* send({
+      type: "ready",
+      sessionId: session.id,
+      resumeToken: token.token,
+      resumeExpiresAt: token.expiresAt,
+      ...(resumed ? { resumed: true } : {}),
+      agent: agent?.name ?? ctx.agent.name,
+      audio: line.audio,
+      inputSampleRate: inputRate
+    })
+    if (resumed) yield* send({ type: "history", items: (yield* session.history).items })
+    yield* call.attach(client)
+
+    const readLoop = Effect.gen(function*() {
+      while (true) {
+        const pulled = yield* pullWithin(reader.pull, ctx.options.idleSeconds)
+        if (Option.isNone(pulled)) return { _tag: "end", reason: idleReason(ctx.options.idleSeconds) } as const
+        for (const frame of pulled.value) yield* onFrame(frame)
+      }
+    })
+    const outcome = yield* Effect.raceFirst(
+      readLoop.pipe(Effect.catch((e: Socket.SocketError) => Effect.succeed(socketGone(e)))),
+      Effect.raceFirst(
+        Deferred.await(call.ended).pipe(Effect.map((reason) => ({ _tag: "ended", reason } as const))),
+        Deferred.await(superseded).pipe(Effect.as({ _tag: "superseded" } as const))
+      )
+    )
+    switch (outcome._tag) {
+      case "gone": // the client cannot be told; the session waits for it
+        yield* call.detach(client)
+        break
+      case "end": // the client is done, or idle: the session ends with this connection
+        yield* call.end(outcome.reason)
+        if (outcome.reason !== "client left") {
+          yield* send({ type: "close", reason: outcome.reason })
+          yield* closeWith(1000, outcome.reason)
+        }
+        break
+      case "ended":
+        if (outcome.reason === Call.movedReason) break // told to reconnect, and closed
+        yield* send({ type: "close", reason: outcome.reason })
+        yield* closeWith(1000, outcome.reason)
+        break
+      case "superseded":
+        yield* send({ type: "close", reason: supersededReason })
+        yield* closeWith(4409, supersededReason)
+        break
+    }
+  }).pipe(Effect.scoped)
+
+/** Why a connection was closed when another resumed its session. */
+export const supersededReason = "another connection resumed this session"
+
 const inputError = (message: string): ServerFrame => ({ type: "error", source: "input", message, recoverable: true })
 
-/** Why the read loop ended; 1006 is a connection cut without a close (a terminated or half-open one). */
-const closeReason = (e: Socket.SocketError): string =>
-  e.reason._tag !== "SocketCloseError" ? `transport: ${e.message}` : e.reason.code === 1006 ? "connection lost" : "client left"
+/** How the socket went: a close with 1000 says the client is done; any other (a cut without a
+ * close, 1006; going away, 1001; a transport error) may be followed by a resume. */
+const socketGone = (e: Socket.SocketError) =>
+  e.reason._tag === "SocketCloseError" && e.reason.code === 1000
+    ? ({ _tag: "end", reason: "client left" } as const)
+    : ({ _tag: "gone" } as const)
 
 const textOutput = (send: (frame: ServerFrame) => Effect.Effect<void>): TextOutputService => ({
   start: () => Effect.void,

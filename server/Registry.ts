@@ -14,14 +14,25 @@ export interface Registry {
   readonly open: () => number
   readonly total: () => number
   readonly draining: () => boolean
-  /** A connection's closer: completed with the reason when the drain's deadline passes. */
-  readonly register: (closer: Deferred.Deferred<string>) => Effect.Effect<void>
+  /**
+   * A session's closer: completed with the reason when the drain's deadline passes. `move`, for a
+   * session whose client can come back on another node: tells it to, and says whether it did.
+   */
+  readonly register: (closer: Deferred.Deferred<string>, move?: Effect.Effect<boolean>) => Effect.Effect<void>
   readonly unregister: (closer: Deferred.Deferred<string>) => Effect.Effect<void>
   /**
    * Stops admitting, lets open sessions finish for `deadlineMs`, then closes the rest and waits
-   * (up to `graceMs`) for them to go.
+   * (up to `graceMs`) for them to go. With `move` (sessions are in a durable store), the sessions
+   * that can move are moved at once; the others (phone lines) have the deadline.
    */
-  readonly drain: (deadlineMs: number, graceMs?: number) => Effect.Effect<{ readonly finished: number; readonly closed: number }>
+  readonly drain: (deadlineMs: number, graceMs?: number, options?: { readonly move?: boolean }) => Effect.Effect<Drained>
+}
+
+export interface Drained {
+  readonly finished: number
+  readonly closed: number
+  /** Told to reconnect to another node. */
+  readonly moved: number
 }
 
 export const make = (maxSessions: number): Effect.Effect<Registry> =>
@@ -29,7 +40,7 @@ export const make = (maxSessions: number): Effect.Effect<Registry> =>
     let open = 0
     let total = 0
     let draining = false
-    const closers = new Set<Deferred.Deferred<string>>()
+    const closers = new Map<Deferred.Deferred<string>, Effect.Effect<boolean> | undefined>()
     let empty = yield* Deferred.make<void>()
     const signalIfEmpty = () => {
       if (open === 0) Deferred.doneUnsafe(empty, Effect.void)
@@ -55,17 +66,21 @@ export const make = (maxSessions: number): Effect.Effect<Registry> =>
       open: () => open,
       total: () => total,
       draining: () => draining,
-      register: (closer) => Effect.sync(() => void closers.add(closer)),
+      register: (closer, move) => Effect.sync(() => void closers.set(closer, move)),
       unregister: (closer) => Effect.sync(() => void closers.delete(closer)),
-      drain: (deadlineMs, graceMs = 5000) =>
+      drain: (deadlineMs, graceMs = 5000, options = {}) =>
         Effect.gen(function*() {
           draining = true
           const before = open
+          let moved = 0
+          if (options.move) {
+            for (const move of [...closers.values()]) if (move && (yield* move)) moved++
+          }
           yield* waitEmpty(deadlineMs)
           const left = open
-          for (const closer of closers) Deferred.doneUnsafe(closer, Effect.succeed("the service is shutting down"))
+          for (const closer of closers.keys()) Deferred.doneUnsafe(closer, Effect.succeed("the service is shutting down"))
           yield* waitEmpty(graceMs)
-          return { finished: before - left, closed: left }
+          return { finished: Math.max(0, before - left - moved), closed: left, moved }
         })
     }
   })

@@ -2,13 +2,15 @@
  * Runs the service as a process: serves and prints where. When the process is asked to stop
  * (SIGTERM or SIGINT: `NodeRuntime.runMain` interrupts the main fiber), the drain runs before the
  * server closes: no new sessions, open ones may finish for `drainSeconds`, the rest get a `close`
- * event; then the process exits 0. A second signal during the drain closes every session at once
+ * event (with a durable store, /ws clients are told at once to reconnect elsewhere); then the
+ * process exits 0. A second signal during the drain closes every session at once
  * (each gets its `close` event) and the process exits.
  */
 import { Clock, Deferred, Effect, Option, type Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { RealtimeModel } from "../services/RealtimeModel.ts"
 import * as VoicePipeline from "../src/voice/VoicePipeline.ts"
+import * as Config from "./Config.ts"
 import type * as Registry from "./Registry.ts"
 import * as Server from "./Server.ts"
 
@@ -18,7 +20,12 @@ import * as Server from "./Server.ts"
  */
 export const sameSignalMs = 1000
 
-/** Calls `listener` on each stop signal until the returned function is called. */
+/**
+ * Calls `listener` on each stop signal until the returned function is called.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SignalSource = (listener: () => void) => () => void
 
 /** SIGINT and SIGTERM of this process. */
@@ -51,22 +58,24 @@ export const secondSignal = (signals: SignalSource): Effect.Effect<Deferred.Defe
 
 /**
  * The drain: open sessions may finish for `drainSeconds`, unless `urgent` completes first, which
- * closes them all at once.
+ * closes them all at once. With `move` (a durable store holds the sessions), /ws clients are told
+ * at once to reconnect (they resume on another node) and only what cannot move (a phone line)
+ * has the wait.
  */
-export const drain = (registry: Registry.Registry, drainSeconds: number, urgent: Deferred.Deferred<void>) =>
+export const drain = (registry: Registry.Registry, drainSeconds: number, urgent: Deferred.Deferred<void>, move = false) =>
   Effect.gen(function*() {
     const before = registry.open()
     yield* Effect.log(`stopping: draining ${before} session(s), up to ${drainSeconds} s (signal again to close them now)`)
     const waited = yield* Effect.raceFirst(
-      registry.drain(drainSeconds * 1000).pipe(Effect.map(Option.some)),
+      registry.drain(drainSeconds * 1000, undefined, { move }).pipe(Effect.map(Option.some)),
       Deferred.await(urgent).pipe(Effect.as(Option.none()))
     )
-    const { finished, closed } = Option.isSome(waited) ? waited.value : yield* Effect.gen(function*() {
+    const { finished, closed, moved } = Option.isSome(waited) ? waited.value : yield* Effect.gen(function*() {
       yield* Effect.log(`second signal: closing ${registry.open()} session(s) now`)
       const { closed } = yield* registry.drain(0)
-      return { finished: before - closed, closed }
+      return { finished: before - closed, closed, moved: 0 }
     })
-    yield* Effect.log(`drained: ${finished} finished, ${closed} closed`)
+    yield* Effect.log(`drained: ${finished} finished, ${closed} closed${moved > 0 ? `, ${moved} moved to another node` : ""}`)
   })
 
 /**
@@ -109,6 +118,6 @@ export const run = (options: Server.ServeOptions, signals: SignalSource = proces
     )
     // listening from the start, so that the first signal (which interrupts this fiber) is counted
     const urgent = yield* secondSignal(signals)
-    yield* Effect.addFinalizer(() => drain(registry, options.drainSeconds, urgent))
+    yield* Effect.addFinalizer(() => drain(registry, options.drainSeconds, urgent, Config.storeIsDurable(options)))
     return yield* Effect.never
   }).pipe(Effect.scoped, Effect.provide(Server.layer(options)))

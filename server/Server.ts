@@ -3,11 +3,15 @@
  * `AgentSession` per WebSocket on `/ws`, the phone bridge on `/twilio`, health, Prometheus
  * metrics, tokens and the drain. `Server.layer(options)` serves until its Scope closes;
  * `Server.run` adds the signals (SIGTERM drains, then exits 0).
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
+import { randomBytes } from "node:crypto"
 import { createServer } from "node:http"
 import { isIPv4 } from "node:net"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Clock, Context, Data, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Context, Data, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { Resampler } from "../services/Resampler.ts"
@@ -20,6 +24,7 @@ import { pingedSockets } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 import { contentSecurityPolicy, favicon, page } from "./Page.ts"
 import * as Registry from "./Registry.ts"
+import * as Resumer from "./Resumer.ts"
 import * as Token from "./Token.ts"
 import * as Twilio from "./Twilio.ts"
 
@@ -49,20 +54,27 @@ export interface ServeOptions extends ServerOptions {
  * @since 0.1.0
  * @category services
  */
-export class ServerState extends Context.Service<ServerState, { readonly registry: Registry.Registry }>()("baton/server/ServerState") {}
+export class ServerState extends Context.Service<ServerState, {
+  readonly registry: Registry.Registry
+  /** The sessions clients can resume, and how a resume token finds one. */
+  readonly resumer: Resumer.Resumer
+}>()("baton/server/ServerState") {}
 
 const json = (body: unknown, status = 200) => HttpServerResponse.jsonUnsafe(body, { status })
 
 const refuse = (status: number, reason: ServiceMetrics.RefusalReason, message: string) =>
   ServiceMetrics.refuse(reason).pipe(Effect.as(HttpServerResponse.text(message, { status })))
 
-/** Why a request may not open a session, or undefined when it may. */
-const checkAccess = (options: ServerOptions, request: HttpServerRequest.HttpServerRequest, route: Token.Route, nowMs: number) => {
+/**
+ * Why a request may not open a session, or undefined when it may. A resume (`?resume=`) needs no
+ * access token: its resume token is the service's own credential for that one session.
+ */
+const checkAccess = (options: ServerOptions, request: HttpServerRequest.HttpServerRequest, route: Token.Route, nowMs: number, resuming: boolean) => {
   const origin = request.headers["origin"]
   if (options.allowedOrigins.length > 0 && origin !== undefined && !options.allowedOrigins.includes(origin)) {
     return { status: 403, reason: "origin" as const, message: `origin ${origin} is not allowed` }
   }
-  if (Option.isNone(options.token)) return undefined
+  if (Option.isNone(options.token) || resuming) return undefined
   const url = new URL(request.url, "http://local")
   const bearer = request.headers["authorization"]?.match(/^Bearer\s+(.+)$/i)?.[1]
   const given = url.searchParams.get("token") ?? bearer
@@ -71,7 +83,7 @@ const checkAccess = (options: ServerOptions, request: HttpServerRequest.HttpServ
   return verdict === "ok" ? undefined : { status: 401, reason: "unauthorized" as const, message: `token ${verdict}` }
 }
 
-const routes = (options: ServeOptions, registry: Registry.Registry) =>
+const routes = (options: ServeOptions, registry: Registry.Registry, resumer: Resumer.Resumer, resumeSecret: Redacted.Redacted<string>) =>
   HttpRouter.use(Effect.fn(function*(router) {
     const resampler = yield* Resampler
     const lag = yield* ServiceMetrics.lagMonitor
@@ -82,13 +94,21 @@ const routes = (options: ServeOptions, registry: Registry.Registry) =>
       options,
       registry,
       resampler,
-      realtimeInputRate: options.realtimeInputRate ?? 24_000
+      realtimeInputRate: options.realtimeInputRate ?? 24_000,
+      resumer,
+      resumeSecret
     }
     const upgradeTo = (route: Token.Route, serveSocket: typeof Connection.serve) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const denied = checkAccess(options, request, route, yield* Clock.currentTimeMillis)
+        const resumeToken = route === "ws" ? new URL(request.url, "http://local").searchParams.get("resume") : null
+        const denied = checkAccess(options, request, route, yield* Clock.currentTimeMillis, resumeToken !== null)
         if (denied) return yield* refuse(denied.status, denied.reason, denied.message)
+        // A resume takes no slot: the session it resumes holds one until it ends.
+        if (resumeToken !== null) {
+          if (registry.draining()) return yield* refuse(503, "draining", "the service is shutting down")
+          return yield* Effect.flatMap(request.upgrade, (socket) => Connection.resume(resumeToken)(socket, ctx)).pipe(Effect.as(HttpServerResponse.empty()))
+        }
         const overloaded = Limits.lagRefusal(lagMs(), options.maxLagMs)
         if (overloaded) return yield* refuse(503, "overloaded", overloaded)
         return yield* Registry.session(registry, {
@@ -163,8 +183,11 @@ export const layer = (options: ServeOptions) =>
       })
     }
     const registry = yield* Registry.make(options.maxSessions)
-    return HttpRouter.serve(routes(options, registry), { disableLogger: true, disableListenLog: true }).pipe(
-      Layer.provideMerge(Layer.succeed(ServerState, { registry })),
+    // Without BATON_TOKEN, resume tokens are signed with a secret of this process: they resume its sessions only.
+    const resumeSecret = Option.getOrElse(options.token, () => Redacted.make(randomBytes(32).toString("base64url")))
+    const resumer = Resumer.make(resumeSecret)
+    return HttpRouter.serve(routes(options, registry, resumer, resumeSecret), { disableLogger: true, disableListenLog: true }).pipe(
+      Layer.provideMerge(Layer.succeed(ServerState, { registry, resumer })),
       Layer.provideMerge(NodeHttpServer.layer(createServer, {
         port: options.port,
         host: options.host,

@@ -5,6 +5,9 @@
  * exact (nothing before or after it, the one encoding of its signature), opens only the route
  * it was minted for, and may be used again until it expires. The secret itself is never a
  * token. Comparisons are constant-time, whatever the lengths.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto"
 import { Redacted } from "effect"
@@ -91,3 +94,45 @@ const digest = (text: string) => createHash("sha256").update(text).digest()
  */
 export const isSecret = (secret: Redacted.Redacted<string>, candidate: string): boolean =>
   timingSafeEqual(digest(Redacted.value(secret)), digest(candidate))
+
+/**
+ * Resume tokens: `resume.<sessionId>.<expiry seconds>.<HMAC-SHA256 of "resume.<sessionId>.<expiry>">`,
+ * signed with the same secret as the access tokens (a process without `BATON_TOKEN` signs with a
+ * random secret of its own, so its tokens resume only its own sessions). A resume token opens one
+ * session and nothing else: it is never an access token, nor an access token one of these.
+ */
+export interface ResumeToken {
+  readonly token: string
+  readonly sessionId: string
+  /** Seconds since the epoch. */
+  readonly expiresAt: number
+}
+
+/** Why a resume token is refused; `unknown session` is the caller's verdict (a token that verifies
+ * for a session no one holds). */
+export type ResumeRefusal = "malformed" | "bad signature" | "expired" | "unknown session"
+
+/** A resume token for `sessionId`, good for at least `ttlSeconds` (its expiry is rounded up to a second). */
+export const mintResume = (secret: Redacted.Redacted<string>, sessionId: string, ttlSeconds: number, nowMs: number): ResumeToken => {
+  const expiresAt = Math.max(0, Math.ceil(nowMs / 1000 + ttlSeconds))
+  const payload = `resume.${sessionId}.${expiresAt}`
+  return { token: `${payload}.${sign(secret, payload)}`, sessionId, expiresAt }
+}
+
+/** Session ids are the core's (`[A-Za-z0-9_-]`); nothing else is read as one. */
+const resumeShape = /^resume\.([A-Za-z0-9_-]{1,128})\.(\d{1,15})\.([A-Za-z0-9_-]{43})$/
+
+/** The session a resume token opens, or why it opens none (the signature is checked before the expiry). */
+export const verifyResume = (
+  secret: Redacted.Redacted<string>,
+  token: string,
+  nowMs: number
+): { readonly _tag: "ok"; readonly sessionId: string } | { readonly _tag: "refused"; readonly reason: Exclude<ResumeRefusal, "unknown session"> } => {
+  const parts = resumeShape.exec(token)
+  if (parts === null) return { _tag: "refused", reason: "malformed" }
+  const [, sessionId, expiry, signature] = parts as unknown as [string, string, string, string]
+  if (!timingSafeEqual(Buffer.from(signature), Buffer.from(sign(secret, `resume.${sessionId}.${expiry}`)))) {
+    return { _tag: "refused", reason: "bad signature" }
+  }
+  return Number(expiry) * 1000 < nowMs ? { _tag: "refused", reason: "expired" } : { _tag: "ok", sessionId }
+}

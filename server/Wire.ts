@@ -14,8 +14,23 @@
  * `agent_text` (a reply's words as they stream), `audio_format` (before audio at a new rate),
  * binary PCM16 frames of the agent's audio, and `clear` when that audio is cut (barge-in): the
  * client drops what it has buffered.
+ *
+ * Resume: `ready` carries the `sessionId` and a `resumeToken`; `resume_token` frames bring a fresh
+ * one while the client is connected (each good for twice `BATON_RESUME_S`). A client that lost
+ * its socket reconnects to `/ws?resume=<token>` within `BATON_RESUME_S` and gets `ready` with
+ * `resumed: true` and the same `sessionId`, then `history` (the conversation so far, what the
+ * agents said meanwhile included; items have ids, so a client merges). A refused token closes the
+ * socket at once: 4400 malformed, 4401 not signed here or expired, 4404 the session is gone;
+ * a client whose session another connection resumed is closed with 4409. On a deploy with a
+ * durable store the server sends `reconnect` (with a token) and closes with 1012: the client
+ * resumes the same way, on another node. A client that is done closes with 1000: its session
+ * ends at once.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Schema } from "effect"
+import type { ChatItem } from "../src/ChatContext.ts"
 
 /**
  * The messages a client sends as JSON text frames: user text, an interrupt, its audio format, a
@@ -64,7 +79,24 @@ export const parseClientFrame = (text: string): ClientMessage | string => {
  * @category models
  */
 export type ServerFrame =
-  | { readonly type: "ready"; readonly sessionId: string; readonly agent: string | undefined; readonly audio: "realtime" | "pipeline" | "none"; readonly inputSampleRate: number }
+  | {
+    readonly type: "ready"
+    readonly sessionId: string
+    readonly resumeToken: string
+    /** When `resumeToken` expires (seconds since the epoch). */
+    readonly resumeExpiresAt: number
+    /** Present on a resume: the session went on while the client was away. */
+    readonly resumed?: true
+    readonly agent: string | undefined
+    readonly audio: "realtime" | "pipeline" | "none"
+    readonly inputSampleRate: number
+  }
+  /** After a resumed `ready`: the whole conversation so far, in order. */
+  | { readonly type: "history"; readonly items: ReadonlyArray<ChatItem> }
+  /** A fresh resume token (the last one received is the one to resume with). */
+  | { readonly type: "resume_token"; readonly resumeToken: string; readonly expiresAt: number }
+  /** The service is restarting: resume with this token (on another node); the socket closes with 1012. */
+  | { readonly type: "reconnect"; readonly resumeToken: string; readonly expiresAt: number }
   | { readonly type: "agent_text"; readonly agent: string; readonly speechId: string; readonly delta: string }
   | { readonly type: "audio_format"; readonly sampleRate: number }
   | { readonly type: "clear"; readonly speechId: string; readonly agent: string }

@@ -121,11 +121,11 @@ describe("Server /ws", () => {
     assert.notInclude(String(secret), "k")
   })
 
-  it.live("a client that disconnects mid-reply closes its session at once: every call answered, nothing left", () =>
+  it.live("with BATON_RESUME_S=0, a client that disconnects mid-reply closes its session at once: every call answered, nothing left", () =>
     Effect.gen(function*() {
       const before = Diagnostics.snapshot()
       yield* Effect.gen(function*() {
-        const server = yield* start(front, ScriptedModel.layer(rules(true)))
+        const server = yield* start(front, ScriptedModel.layer(rules(true)), { resumeSeconds: 0 })
         const client = yield* connect(`${server.ws}/ws`)
         yield* wait(() => client.waitFor((f) => f.type === "ready"))
         client.sendJson({ type: "user_text", text: "weather please" })
@@ -160,7 +160,7 @@ describe("Server /ws", () => {
       assert.match(close.reason, /shutting down/)
       const { code } = yield* wait(() => client.closed)
       assert.strictEqual(code, 1000)
-      assert.deepStrictEqual(yield* Fiber.join(drained), { finished: 0, closed: 1 })
+      assert.deepStrictEqual(yield* Fiber.join(drained), { finished: 0, closed: 1, moved: 0 })
       assert.strictEqual(server.state.registry.open(), 0)
     }).pipe(Effect.scoped))
 
@@ -186,9 +186,9 @@ describe("Server /ws", () => {
       assert.strictEqual((yield* wait(() => client.closed)).code, 1000)
     }).pipe(Effect.scoped))
 
-  it.live("a client that answers no ping (half-open) is cut and its session closed; one that answers stays", () =>
+  it.live("with BATON_RESUME_S=0, a client that answers no ping (half-open) is cut and its session closed; one that answers stays", () =>
     Effect.gen(function*() {
-      const server = yield* start(front, model, { pingSeconds: 0.3 })
+      const server = yield* start(front, model, { pingSeconds: 0.3, resumeSeconds: 0 })
       const silent = yield* connect(`${server.ws}/ws`, {}, { autoPong: false })
       const live = yield* connect(`${server.ws}/ws`)
       yield* wait(() => silent.waitFor((f) => f.type === "ready"))

@@ -1,0 +1,154 @@
+/**
+ * A caller's session apart from the socket it came on: the socket may go (a train tunnel, a
+ * laptop lid, a deploy) and another come back to the same session with its resume token. While
+ * no client is attached the session goes on (a reply in progress finishes; what the agents say
+ * is in the history the next client gets) and its audio goes nowhere; after `resumeSeconds`
+ * without a client the session is closed. One client at a time: a later one takes the call over
+ * and the earlier one is told so (`superseded`).
+ *
+ * Resume tokens are refreshed while a client is attached (every half of `resumeSeconds`), each
+ * valid for twice `resumeSeconds`: whenever the client goes, the last token it got is good for
+ * the whole grace period, so the live registry (or the store, later) has the last word on
+ * whether the session can still be resumed, and the token's expiry only bounds how long a
+ * stolen one is worth anything.
+ */
+import { Clock, Deferred, Effect, type Fiber, Redacted, type Scope, Stream } from "effect"
+import type { AudioOutputService } from "../services/AudioOutput.ts"
+import type { TextOutputService } from "../services/TextOutput.ts"
+import type { SessionEvent } from "../src/index.ts"
+import type { ConnectionContext } from "./Connection.ts"
+import { type TurnGate, turnGate } from "./Limits.ts"
+import * as Line from "./Line.ts"
+import * as Token from "./Token.ts"
+
+/** One socket attached to a call: where the session's output goes while it is attached. */
+export interface Client {
+  readonly audio: AudioOutputService
+  /** The agents' words as they stream (the /ws page); none for a phone line. */
+  readonly text?: TextOutputService | undefined
+  readonly event: (event: SessionEvent) => Effect.Effect<void>
+  /** A fresh resume token for this client. */
+  readonly token: (token: Token.ResumeToken) => Effect.Effect<void>
+  /** On a drain that moves sessions: tells the client to come back elsewhere with this token, and closes it. */
+  readonly move?: ((token: Token.ResumeToken) => Effect.Effect<void>) | undefined
+  /** Completed when another connection took the call over. */
+  readonly superseded: Deferred.Deferred<void>
+}
+
+export interface Call {
+  readonly line: Line.Line
+  readonly id: string
+  readonly turns: TurnGate
+  /** Makes `client` the one the session talks to (the previous one, if any, is superseded). */
+  readonly attach: (client: Client) => Effect.Effect<void>
+  /** `client` went without closing: the session waits `resumeSeconds` for another, then ends. */
+  readonly detach: (client: Client) => Effect.Effect<void>
+  /** Ends the call (its session closes when the Scope it was opened in does). */
+  readonly end: (reason: string) => Effect.Effect<void>
+  /** Completed with the reason once the call ended. */
+  readonly ended: Deferred.Deferred<string>
+  /** A resume token for this call, valid for twice `resumeSeconds`. */
+  readonly mint: Effect.Effect<Token.ResumeToken>
+  /** Whether `client` is the one attached now. */
+  readonly holds: (client: Client) => boolean
+}
+
+/** Why a call ended here when the drain sent its client to another node. */
+export const movedReason = "moved to another node"
+
+/** Why a call ended when no client came back. */
+export const graceReason = (seconds: number): string => `no client resumed the session within ${seconds} s`
+
+/**
+ * Starts a caller's session in the current Scope (it lives until the Scope closes; the caller
+ * waits for `ended`). `withText`: the agents' words stream to the clients (/ws).
+ */
+export const open = (ctx: ConnectionContext, secret: Redacted.Redacted<string>, withText: boolean): Effect.Effect<Call, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    let current: Client | undefined
+    let grace: Fiber.Fiber<void> | undefined
+    let refresh: Fiber.Fiber<void> | undefined
+    const ended = yield* Deferred.make<string>()
+    const toCurrent = <A>(f: (client: Client) => Effect.Effect<A>) => Effect.suspend(() => (current ? Effect.asVoid(f(current)) : Effect.void))
+
+    const audio: AudioOutputService = {
+      write: (pcm, rate, info) => toCurrent((c) => c.audio.write(pcm, rate, info)),
+      clear: (info) => toCurrent((c) => c.audio.clear(info))
+    }
+    const text: TextOutputService = {
+      start: (info) => toCurrent((c) => c.text?.start(info) ?? Effect.void),
+      write: (delta, info) => toCurrent((c) => c.text?.write(delta, info) ?? Effect.void),
+      end: (info, interrupted) => toCurrent((c) => c.text?.end(info, interrupted) ?? Effect.void)
+    }
+    const line = yield* Line.start(ctx, audio, withText ? text : undefined)
+    const id = line.session.id
+    const ttl = ctx.options.resumeSeconds * 2
+    const mint = Effect.map(Clock.currentTimeMillis, (now) => Token.mintResume(secret, id, ttl, now))
+
+    const turns = yield* turnGate(ctx.options)
+    yield* line.session.events.pipe(
+      Stream.runForEach((event) => Effect.andThen(Effect.sync(() => turns.observe(event)), toCurrent((c) => c.event(event)))),
+      Effect.forkScoped
+    )
+
+    // Not awaited: the timers only sleep and send, and the grace timer ends the call itself.
+    const stopTimers = Effect.sync(() => {
+      grace?.interruptUnsafe()
+      refresh?.interruptUnsafe()
+      grace = refresh = undefined
+    })
+    const end = (reason: string) => Effect.andThen(stopTimers, Deferred.succeed(ended, reason)).pipe(Effect.asVoid)
+
+    const refreshEvery = ctx.options.resumeSeconds * 500
+    const call: Call = {
+      line,
+      id,
+      turns,
+      attach: (client) =>
+        Effect.gen(function*() {
+          yield* stopTimers
+          const previous = current
+          current = client
+          if (previous && previous !== client) yield* Deferred.succeed(previous.superseded, undefined)
+          if (refreshEvery > 0) {
+            refresh = yield* Effect.forever(Effect.andThen(Effect.sleep(refreshEvery), Effect.flatMap(mint, (t) => toCurrent((c) => c.token(t))))).pipe(
+              Effect.forkIn(scope)
+            )
+          }
+        }),
+      detach: (client) =>
+        Effect.gen(function*() {
+          if (current !== client) return
+          current = undefined
+          yield* stopTimers
+          if (ctx.options.resumeSeconds <= 0) return yield* end("client left")
+          grace = yield* Effect.sleep(ctx.options.resumeSeconds * 1000).pipe(
+            Effect.andThen(Effect.suspend(() => {
+              if (current !== undefined) return Effect.void
+              grace = undefined // this fiber: `end` must not interrupt it
+              return end(graceReason(ctx.options.resumeSeconds))
+            })),
+            Effect.forkIn(scope)
+          )
+        }),
+      end,
+      ended,
+      mint,
+      holds: (client) => current === client
+    }
+
+    // The drain: closes the call at its deadline, or moves its client to another node at once.
+    const closer = yield* Deferred.make<string>()
+    // A /ws call away from its client moves too: the client resumes wherever it reconnects.
+    const move = Effect.gen(function*() {
+      const client = current
+      if (client === undefined ? !withText : client.move === undefined) return false
+      if (client?.move) yield* client.move(yield* mint)
+      yield* end(movedReason)
+      return true
+    })
+    yield* Effect.acquireRelease(ctx.registry.register(closer, move), () => ctx.registry.unregister(closer))
+    yield* Deferred.await(closer).pipe(Effect.flatMap(end), Effect.forkIn(scope))
+    return call
+  })
