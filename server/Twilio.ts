@@ -7,6 +7,9 @@
  * audio goes to the holder's realtime connection (resampled to the model's rate), or without a
  * realtime model to the cascaded voice pipeline (Line.ts); the agents' audio comes back resampled
  * to 8 kHz µ-law.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Deferred, Effect, Option, Schema, Stream } from "effect"
 import { Socket } from "effect/socket"

@@ -2,6 +2,9 @@
  * One shape for audio across baton: PCM16 samples with their rate and channel count. The
  * transports (WebSocket clients, phone bridges, LiveKit tracks), the voice pipeline (VAD, STT,
  * TTS) and the realtime models all meet here, so conversions live in this one module.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 
 /**

@@ -2,6 +2,9 @@
  * Where the user's audio comes from: a WebSocket client, a phone bridge, a LiveKit track, a WAV
  * file in a test. A transport provides one per session; the voice pipeline (or a realtime model)
  * reads it. Frames arrive at the transport's own rate; readers resample.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { type Cause, Context, Effect, Queue, Stream } from "effect"
 import type { AudioFrame } from "./AudioFrame.ts"

@@ -2,6 +2,9 @@
  * Where an agent's audio goes (a speaker, a WebSocket client, a LiveKit track). Realtime
  * models stream PCM16 here; what was played when a reply is cut is what the model is told
  * (its item is truncated at that point).
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context, Effect } from "effect"
 import type { SpeechInfo } from "./TextOutput.ts"

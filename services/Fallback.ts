@@ -7,6 +7,14 @@
  */
 import { type Cause, Channel, Clock, Duration, Effect, Exit, Pull, Scope, Stream } from "effect"
 
+/**
+ * What every fallback (`ModelFallback`, `SttFallback`, `TtsFallback`) is tuned by: how long an
+ * engine may take to its first element before the next is asked, and how long one that failed is
+ * passed over.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** How long an engine may take to its first element before the next is asked. */
   readonly attemptTimeout?: Duration.Input | undefined

@@ -1,6 +1,9 @@
 /**
  * Who is calling a model: set by baton around every model call, so providers can log it and
  * test models can record it.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context } from "effect"
 import type { ModelInfo } from "./ModelParts.ts"

@@ -24,6 +24,9 @@
  *   OpenAiChat.layer({ model: "llama-3.3-70b", apiKey: other, baseUrl: "https://api.groq.com/openai/v1" })
  * ]).pipe(Layer.provide(FetchHttpClient.layer))
  * ```
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Cause, Context, Duration, Effect, Layer, Option, Stream } from "effect"
 import { AiError, LanguageModel } from "effect/ai"

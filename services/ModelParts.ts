@@ -7,6 +7,9 @@
  * the model carries this capability (baton's own layers do: `OpenAiChat`, `ScriptedModel`) a
  * reply step reads the provider's parts directly; any other `LanguageModel` goes through
  * `streamText` with deferred validation, which yields the same parts.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context, Effect, type Fiber, Option, Stream, Tracer } from "effect"
 import type { AiError, LanguageModel, Response, Tool } from "effect/ai"

@@ -1,6 +1,9 @@
 /**
  * G.711 µ-law, the audio of phone lines (8 kHz, one byte a sample): what Twilio Media Streams
  * and SIP trunks carry. Encoding follows the ITU-T reference (bias 0x84, clip at 32635).
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 
 const BIAS = 0x84

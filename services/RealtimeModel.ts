@@ -14,6 +14,9 @@
  * audio) are reported with their item ids, and baton records them under those ids, so a later
  * `updateChatContext` finds them held. Function call outputs are matched by call id.
  * Per-response instructions come on top of the session's instructions.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context, type Duration, type Effect, Schema, type Scope, type Stream } from "effect"
 import type { ChatContext } from "../src/ChatContext.ts"

@@ -2,6 +2,9 @@
  * Sample-rate conversion between a transport's rate and a model's (8 kHz phone audio, 16 kHz
  * STT, 24 kHz realtime models, 48 kHz browsers and LiveKit). A stage keeps state between pushes
  * (its filter needs the samples around a frame edge), so one stage serves one stream.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context, Effect, Layer } from "effect"
 import { RtcNode } from "../layers/rtc/RtcNode.ts"

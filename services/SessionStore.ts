@@ -9,6 +9,8 @@
  * JSON values the journal defines; a store keeps them in order and never rewrites one.
  *
  * @since 0.1.0
+ *
+ * @packageDocumentation
  */
 import { Context, Data, Effect, Layer, Option } from "effect"
 

@@ -9,6 +9,9 @@
  * last `halfWidth` input samples until the samples after them arrive, and `flush` pads the end
  * with silence. After `flush`, `n` input samples have given exactly `ceil(n * L / M)` outputs, and
  * the stage starts a new stream.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Effect, Layer } from "effect"
 import * as AudioFrame from "./AudioFrame.ts"

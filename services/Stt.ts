@@ -2,6 +2,9 @@
  * Speech to text, streaming: frames go in as the user speaks, interim and final transcripts come
  * out. The pipeline tells the stream where an utterance ends (from the VAD), so engines that
  * decode per utterance (pocketsphinx) and streaming services (Deepgram) fit the same shape.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context, type Effect, type Scope, type Stream } from "effect"
 import type { AudioFrame } from "./AudioFrame.ts"

@@ -14,6 +14,9 @@
  * ```ts
  * SttFallback.layer([DeepgramStt.layerConfig, PocketsphinxStt.layer()])
  * ```
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Cause, Clock, Context, Effect, Exit, Layer, Scope, Stream } from "effect"
 import * as Fallback from "./Fallback.ts"

@@ -2,6 +2,9 @@
  * Where an agent's words go in the text pipeline: a console, a WebSocket client, a test.
  * A voice output (TTS and playout) sits behind the same calls: what `write` has delivered when a
  * reply is interrupted is what the chat history keeps, unless the output says what was heard.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context, Effect } from "effect"
 

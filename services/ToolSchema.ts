@@ -3,6 +3,9 @@
  * Realtime) and Gemini refuse a function whose `parameters` is not an object schema; effect's
  * JSON Schema of an empty `Schema.Struct({})` is `{"not":{"type":"null"}}` (any non-null value),
  * and an object schema may come without `properties`. Every layer sends parameters through here.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Tool as AiTool } from "effect/ai"
 

@@ -2,6 +2,9 @@
  * Text to speech: the pipeline gives it a reply one chunk (a sentence) at a time as the model
  * streams, and plays the frames as they come. Interrupting the stream stops synthesis (barge-in,
  * a handoff mid-reply); an engine's Layer owns its processes and sockets.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context, type Stream } from "effect"
 import type { AudioFrame } from "./AudioFrame.ts"

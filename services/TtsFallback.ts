@@ -16,6 +16,9 @@
  * TtsFallback.layer([CartesiaTts.layerConfig, FliteTts.layer({ voice: "rms" })])
  *   .pipe(Layer.provide(Resampler.layer), Layer.provide(RtcNode.layer))
  * ```
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Cause, Context, Duration, Effect, Layer, Option, Stream } from "effect"
 import * as AudioFrame from "./AudioFrame.ts"

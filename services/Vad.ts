@@ -3,6 +3,9 @@
  * Engines (WebRTC VAD, Silero) implement it as Layers. One `VadStream` serves one audio stream:
  * it keeps the state of the speech it is in; the pipeline pushes frames in order and acts on the
  * events each push returns (a turn's end, a barge-in).
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context, type Effect, type Scope } from "effect"
 import type { AudioFrame } from "./AudioFrame.ts"

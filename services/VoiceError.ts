@@ -2,6 +2,9 @@
  * The one error of the voice services (VAD, STT, TTS, audio transports), shaped like effect/ai's
  * `AiError`: which part failed, a reason the caller can branch on, whether trying again can help,
  * and a one-line message a person can act on (for a missing Debian package, the install line).
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Schema } from "effect"
 

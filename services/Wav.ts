@@ -3,6 +3,9 @@
  * user's utterance from one and write the agent's reply to one. The reader walks the RIFF chunks
  * (a `LIST` or `fact` chunk may sit before `data`) and says exactly what is wrong with a file it
  * cannot use, so a bad file fails with its reason instead of playing noise.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Effect } from "effect"
 import * as Fs from "node:fs/promises"

@@ -5,6 +5,8 @@
  * realtime model contract (`RealtimeModel`), where agent text goes (`TextOutput`), a model's
  * part stream (`ModelParts`), who calls a model (`ModelCall`) and models that stand in for one
  * another (`ModelFallback`, `SttFallback`, `TtsFallback`).
+ *
+ * @module @baton-voice/baton/services
  */
 export * as AudioFrame from "./AudioFrame.ts"
 export * as AudioInput from "./AudioInput.ts"
@@ -26,4 +28,5 @@ export * as TtsFallback from "./TtsFallback.ts"
 export * as Vad from "./Vad.ts"
 export * as VoiceError from "./VoiceError.ts"
 export * as Wav from "./Wav.ts"
-export { RtcNode } from "../layers/rtc/RtcNode.ts"
+export { MissingPeer, PeerLoadError, RtcNode } from "../layers/rtc/RtcNode.ts"
+export type { Options as FallbackOptions } from "./Fallback.ts"

@@ -7,6 +7,9 @@
  * const greeter: Agent = Agent.make({ name: "greeter", tools: [Tool.handoff("to_weather", () => weather)], ... })
  * const weather: Agent = Agent.make({ name: "weather", tools: [Tool.handoff("to_greeter", () => greeter)], ... })
  * ```
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Effect, type Layer } from "effect"
 import type { LanguageModel } from "effect/ai"

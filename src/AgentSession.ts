@@ -2,6 +2,9 @@
  * A session: the supervisor of one conversation. It owns the floor, the shared history, the
  * event stream and the actors, and processes its mailbox one message at a time. It lives in
  * the Scope it was started in; closing that Scope (or `close`) closes every actor's Scope.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Clock, Deferred, Effect, Option, Scope, Semaphore, Stream } from "effect"
 import { LanguageModel } from "effect/ai"

@@ -18,6 +18,9 @@
  * // in a tool or hook of another agent:
  * const name = yield* AgentTask.run(askName)
  * ```
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Effect } from "effect"
 import type { Agent, AgentOptions, ToolRequirements, TypedAgentOptions } from "./Agent.ts"

@@ -6,6 +6,7 @@
  * handoff records). What a context becomes in a model's prompt is `ChatPrompt.toPrompt`.
  *
  * @since 0.1.0
+ * @packageDocumentation
  */
 
 /**

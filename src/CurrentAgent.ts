@@ -10,6 +10,13 @@ import type { FloorError, TaskError } from "./Errors.ts"
 import type { SpeechHandle } from "./Speech.ts"
 import type { Tool } from "./Tool.ts"
 
+/**
+ * Options of `Agent.reply`: extra instructions for this reply only, a user message to add first,
+ * the tool choice, and whether the user may interrupt it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ReplyOptions {
   /** Extra instructions for this reply only (not kept in the context). */
   readonly instructions?: string
@@ -20,6 +27,13 @@ export interface ReplyOptions {
   readonly allowInterruptions?: boolean
 }
 
+/**
+ * Options of `Agent.say`: whether the user may interrupt it and whether the text enters the chat
+ * context.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SayOptions {
   readonly allowInterruptions?: boolean
   /** Add the text to the chat context as an assistant message (default true). */

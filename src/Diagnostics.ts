@@ -1,6 +1,9 @@
 /**
  * Live counts of what baton has running in this process: sessions, actors, the Scopes they own
  * and the fibers baton forked. All return to zero when every session is closed (rule 11).
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Effect, type Fiber, Scope } from "effect"
 

@@ -5,6 +5,8 @@
  * docs/durability.md.
  *
  * @since 0.1.0
+ *
+ * @packageDocumentation
  */
 import { Data, Exit, Schema } from "effect"
 import type { SessionStoreService } from "../services/SessionStore.ts"

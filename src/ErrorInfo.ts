@@ -7,6 +7,14 @@
  */
 import { Cause, Option } from "effect"
 
+/**
+ * Why a model or tool failed, as an `error` event's `reason`: a bad key, rate or quota limits, a
+ * refused request or content, the provider's fault, an unreadable answer, the network, a timeout,
+ * a failed tool, or unknown. Branch on it to decide whether to retry or tell the user.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ErrorReason =
   | "InvalidKey"
   | "RateLimited"
@@ -20,6 +28,13 @@ export type ErrorReason =
   | "ToolFailed"
   | "Unknown"
 
+/**
+ * What an `error` event says about a failure, as data: the reason, the provider's status where
+ * there is one, whether trying again can help, and one line a person can act on.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ErrorInfo {
   readonly reason: ErrorReason
   readonly status?: number | undefined

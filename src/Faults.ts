@@ -1,6 +1,9 @@
 /**
  * Deliberately broken variants of the handoff protocol, switched on only by tests that prove
  * the simulation's checker finds real violations. Never set in production code.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context } from "effect"
 

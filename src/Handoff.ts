@@ -1,6 +1,9 @@
 /**
  * Handoff values: what a tool returns to pass the floor to another agent, and the policy that
  * decides which part of the conversation the new agent sees.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import type { Agent } from "./Agent.ts"
 import { ChatContext } from "./ChatContext.ts"

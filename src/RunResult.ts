@@ -3,6 +3,9 @@
  * session was quiescent again (the whole cascade of handoffs, tasks and their replies), and an
  * expect API to assert on them. A failed expectation throws an `ExpectationError` whose message
  * lists every event of the run, with a marker where the expectation stopped.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import type { ChatItem } from "./ChatContext.ts"
 import type { ErrorEvent, SessionEvent } from "./Events.ts"

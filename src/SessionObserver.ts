@@ -4,6 +4,9 @@
  * calls each observer of the context once, before the session takes its first message, with
  * the Scope the session lives in; an observer reads the session through its public API (its
  * event stream) and keeps what it forks in that Scope.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import type { AgentSession } from "./AgentSession.ts"

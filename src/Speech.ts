@@ -10,8 +10,21 @@ import type { ErrorInfo } from "./ErrorInfo.ts"
 import { Deferred, Effect } from "effect"
 import { nextId } from "./ChatContext.ts"
 
+/**
+ * What queued a speech: `Agent.say`, `Agent.reply`, the user's turn, or a reply to tool outputs.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SpeechSource = "say" | "generate_reply" | "user_turn" | "tool_reply"
 
+/**
+ * How a speech ended: played to the end, interrupted, dropped before it started (with why), or
+ * failed (with what the error event says).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SpeechOutcome =
   | { readonly _tag: "Finished" }
   | { readonly _tag: "Interrupted" }

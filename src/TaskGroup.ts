@@ -3,6 +3,9 @@
  * result is the record of its tasks' results. Each task gets a tool to go back to an earlier
  * one (when the user wants to change what they gave there): the group then re-runs the tasks
  * from that one on.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Effect, Schema } from "effect"
 import * as AgentTask from "./AgentTask.ts"

@@ -6,6 +6,9 @@
  * `fromEvents` is pure (a string from events); `fromJsonl` reads an event log written by the
  * recorder; `command` is the CLI's `baton timeline in.jsonl -o out.svg`. `RunResult.timeline()`
  * draws one run. The layout lives in `timeline/Layout.ts`, the drawing in `timeline/Svg.ts`.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Effect, FileSystem } from "effect"
 import type { SessionEvent } from "./Events.ts"

@@ -7,6 +7,9 @@
  *   agent once the whole batch has settled;
  * - `Tool.noReply(output?)`: the output is recorded but the agent does not reply to it.
  * Any other failure or defect becomes an error output too, and an `error` event.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import * as ToolSchema from "../services/ToolSchema.ts"
 import { Effect, Schema } from "effect"

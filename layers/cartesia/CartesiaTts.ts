@@ -9,6 +9,9 @@
  *
  * `CartesiaTts.layer({ apiKey, voice, baseUrl? })` / `CartesiaTts.layerConfig` (env
  * `CARTESIA_API_KEY`, `CARTESIA_VOICE`, `CARTESIA_BASE_URL`, `CARTESIA_MODEL`) provide `Tts`.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { type Cause, Config, Duration, Effect, Exit, Layer, Option, Queue, Redacted, Scope, Semaphore, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"

@@ -2,6 +2,9 @@
  * A whole console program for one entry agent: a header, one session, the console attached to
  * it, and (optionally) the session's handoff timeline written when it ends. `baton console` and
  * the front-desk example are both this with different agents and headers.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Effect } from "effect"
 import { writeFile } from "node:fs/promises"

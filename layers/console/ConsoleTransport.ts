@@ -35,6 +35,9 @@
  * closes the session, renders its last events (`── session closed`) and writes nothing more.
  *
  * Colours (ANSI) are used only when stdout is a terminal and `NO_COLOR` is unset or empty.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import * as NodeStdio from "@effect/platform-node/NodeStdio"
 import { Config, Context, Data, Deferred, Effect, Exit, Fiber, Layer, Option, Semaphore, Stdio, Stream } from "effect"

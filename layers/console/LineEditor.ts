@@ -23,6 +23,12 @@ export interface LineEditor {
   readonly hide: Effect.Effect<void>
 }
 
+/**
+ * The terminal the console edits lines on: its input and output streams, and what Ctrl-C does.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Terminal {
   readonly input: NodeJS.ReadableStream
   readonly output: NodeJS.WritableStream

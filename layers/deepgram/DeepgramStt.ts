@@ -19,6 +19,9 @@
  *
  * `DeepgramStt.layer({ apiKey, baseUrl?, model? })` / `DeepgramStt.layerConfig` (env
  * `DEEPGRAM_API_KEY`, `DEEPGRAM_BASE_URL`, `DEEPGRAM_MODEL`) provide `Stt`.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { type Cause, Clock, Config, Deferred, Duration, Effect, Layer, Option, Queue, Redacted, Semaphore, Stream } from "effect"
 import type * as AudioFrame from "../../services/AudioFrame.ts"

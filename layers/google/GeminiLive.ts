@@ -48,9 +48,9 @@ export const DEFAULT_URL =
  */
 export interface Options {
   readonly apiKey?: Redacted.Redacted<string> | undefined
-  /** Default {@link DEFAULT_MODEL}; `models/` is prefixed when missing. */
+  /** Default `gemini-2.5-flash-native-audio-preview-12-2025`; `models/` is prefixed when missing. */
   readonly model?: string | undefined
-  /** The endpoint, without the key. Default {@link DEFAULT_URL}. */
+  /** The endpoint, without the key. Default: Google's Live API endpoint. */
   readonly url?: string | undefined
   /** A prebuilt voice (e.g. `"Kore"`); the model's default when omitted. */
   readonly voice?: string | undefined
@@ -181,7 +181,12 @@ const EnvConfig = Config.all({
   })
 )
 
-/** Options of {@link GeminiLive.layerConfigWith}: everything but what the environment gives. */
+/**
+ * Options of {@link GeminiLive.layerConfigWith}: everything but what the environment gives.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type TuningOptions = Omit<Options, "apiKey" | "url" | "model">
 
 const layerConfigWith = (tuning: TuningOptions = {}) =>
@@ -206,8 +211,8 @@ export class GeminiLive extends Context.Service<GeminiLive, Info>()("baton/layer
 
   /**
    * `RealtimeModel` (+ `GeminiLive`) from `GEMINI_API_KEY` (Redacted, required),
-   * `GEMINI_LIVE_URL` (endpoint, default {@link DEFAULT_URL}) and `GEMINI_LIVE_MODEL` (default
-   * {@link DEFAULT_MODEL}), with tuning options.
+   * `GEMINI_LIVE_URL` (endpoint, default Google's Live API endpoint) and `GEMINI_LIVE_MODEL` (default
+   * `gemini-2.5-flash-native-audio-preview-12-2025`), with tuning options.
    */
   static readonly layerConfigWith: (tuning?: TuningOptions) => Layer.Layer<RealtimeModel | GeminiLive, Config.ConfigError> =
     layerConfigWith

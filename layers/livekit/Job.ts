@@ -7,6 +7,9 @@
  * state to its `lk.agent.state` attribute, as LiveKit clients expect. The user leaving ends the
  * session; the job's termination closes its Scope; the room failing under it (`RoomConnection.failure`)
  * fails the job with that `RoomError`.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Effect, Option, type Redacted, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"

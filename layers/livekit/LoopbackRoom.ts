@@ -8,6 +8,9 @@
  * yield* room.say(frames)           // the participant speaks
  * const heard = room.agentAudio     // what the agent published
  * ```
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Deferred, Effect, Layer, Queue, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"

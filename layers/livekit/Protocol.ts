@@ -2,6 +2,9 @@
  * LiveKit's agent worker protocol (`/agent`, protobuf `WorkerMessage` up, `ServerMessage` down,
  * from `@livekit/protocol`): the messages a worker sends, built in one place, and the server's,
  * decoded without throwing.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import {
   AvailabilityResponse,

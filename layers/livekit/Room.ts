@@ -2,6 +2,9 @@
  * A LiveKit room as the agent sees it, kept small so that the part which needs a LiveKit server
  * (`RtcRoom.ts`, on `@livekit/rtc-node`'s `Room`) is thin and the rest runs offline: the job
  * logic, the worker, and the audio path through rtc-node's own audio classes (`LoopbackRoom.ts`).
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context, Data, type Effect, type Redacted, type Scope, type Stream } from "effect"
 import type { AudioFrame } from "../../services/AudioFrame.ts"

@@ -4,6 +4,9 @@
  * publish the agent's, chat on `lk.chat`, transcripts with `sendText`, state in attributes. Kept
  * thin: everything it does not do itself (the audio frames, the session, the worker) is tested
  * offline; `Room.connect` needs a LiveKit server (`livekit-server --dev`, see docs/livekit.md).
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Deferred, Effect, Layer, Queue, Redacted, Stream } from "effect"
 import { RtcNode } from "../rtc/RtcNode.ts"

@@ -14,6 +14,9 @@
  *   silent without a close is found by WebSocket pings (`liveness`) and counts as gone.
  * - Drain (the Scope closing, SIGTERM in `baton worker`): no new jobs, the status says full,
  *   running jobs may finish for `drainSeconds`, then the rest are closed and the worker leaves.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Cause, Deferred, Effect, Exit, Fiber, Queue, Redacted, Scope } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"

@@ -5,6 +5,13 @@
  */
 import { Schema } from "effect"
 
+/**
+ * Why the LiveKit worker failed: its token could not be signed, the connection could not be
+ * opened, or an open one was lost.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const WorkerErrorReason = Schema.Literals([
   /** The worker's token could not be signed (the API key or secret is unusable). */
   "Token",
@@ -15,6 +22,14 @@ export const WorkerErrorReason = Schema.Literals([
 ])
 export type WorkerErrorReason = typeof WorkerErrorReason.Type
 
+/**
+ * A failure of the LiveKit worker itself (its token or its connection to the dispatch), with a
+ * reason and one line a person can act on. The reconnect loop logs these and tries again; they
+ * never end the worker.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class WorkerError extends Schema.TaggedError<WorkerError>()("WorkerError", {
   reason: WorkerErrorReason,
   message: Schema.String,

@@ -3,6 +3,8 @@
  * session in its room, thousands per process (`Worker.make`, `baton worker`), the `Room` service
  * with its rtc-node layer (`RtcRoom.layer`) and an offline loopback (`LoopbackRoom`), and the
  * worker protocol's messages (`Protocol`).
+ *
+ * @module @baton-voice/baton/livekit
  */
 export * as Job from "./Job.ts"
 export * as LoopbackRoom from "./LoopbackRoom.ts"
@@ -10,3 +12,4 @@ export * as Protocol from "./Protocol.ts"
 export * as Room from "./Room.ts"
 export * as RtcRoom from "./RtcRoom.ts"
 export * as Worker from "./Worker.ts"
+export { WorkerError, WorkerErrorReason } from "./WorkerError.ts"

@@ -8,6 +8,9 @@
  * `FliteTts.layer({ voice: "rms" })` or `FliteTts.layerConfig` (env `FLITE_BINARY`,
  * `FLITE_VOICE`) provide `Tts`. Building the Layer runs flite once on a word: a missing program
  * or voice fails there, with the `apt-get` line, not on the first reply.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Config, Effect, Layer, Stream } from "effect"
 import * as Fs from "node:fs/promises"

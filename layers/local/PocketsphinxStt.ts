@@ -8,6 +8,9 @@
  * `PocketsphinxStt.layer()` or `PocketsphinxStt.layerConfig` (env `POCKETSPHINX_MODEL_DIR`)
  * provide `Stt`. Building the Layer loads the library and one decoder: a missing package fails
  * there with the `apt-get` line. There is no fallback engine.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { type Cause, Config, Effect, Layer, Queue, Semaphore, Stream } from "effect"
 import * as Fs from "node:fs"

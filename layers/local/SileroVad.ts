@@ -10,6 +10,9 @@
  * Layer fails with that command.
  *
  * `SileroVad.layer({ modelPath })` / `SileroVad.layerConfig` (env `SILERO_VAD_MODEL`) provide `Vad`.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Config, Effect, Layer } from "effect"
 import * as Fs from "node:fs"

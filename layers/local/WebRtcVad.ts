@@ -5,6 +5,9 @@
  * aggressiveness 0..3 (default 2): higher drops more non-speech.
  *
  * `WebRtcVad.layer()` / `WebRtcVad.layerConfig` (env `WEBRTC_VAD_MODE`, 0..3) provide `Vad`.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Config, Effect, Layer } from "effect"
 import { Vad, type VadEvent, type VadOptions, type VadService, type VadStream } from "../../services/Vad.ts"

@@ -84,7 +84,7 @@ export interface Options extends ChatLimits.Tuning {
   readonly model: string
   /** Bearer key. Omit for keyless servers (Ollama, llama.cpp, vLLM, ...). */
   readonly apiKey?: Redacted.Redacted<string> | undefined
-  /** API root; `/chat/completions` is appended. Default {@link DEFAULT_BASE_URL}. */
+  /** API root; `/chat/completions` is appended. Default `https://api.openai.com/v1`. */
   readonly baseUrl?: string | undefined
   /** Sent as `parallel_tool_calls` when tools are present. Default `true`. */
   readonly parallelToolCalls?: boolean | undefined
@@ -102,7 +102,12 @@ export interface Options extends ChatLimits.Tuning {
   readonly headers?: Readonly<Record<string, string>> | undefined
 }
 
-/** Options of {@link OpenAiChat.layerConfigWith}: everything but what the environment provides. */
+/**
+ * Options of {@link OpenAiChat.layerConfigWith}: everything but what the environment provides.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type TuningOptions = Omit<Options, "model" | "apiKey" | "baseUrl">
 
 /**
@@ -356,7 +361,7 @@ export class OpenAiChat extends Context.Service<OpenAiChat, Info>()("baton/layer
   /**
    * `LanguageModel` (+ `OpenAiChat`) from `OPENAI_API_KEY` (optional when
    * `OPENAI_BASE_URL` is not api.openai.com), `OPENAI_BASE_URL` (default
-   * {@link DEFAULT_BASE_URL}) and `OPENAI_MODEL` (default {@link DEFAULT_MODEL}),
+   * `https://api.openai.com/v1`) and `OPENAI_MODEL` (default `gpt-4o-mini`),
    * with tuning options; requires `HttpClient`.
    */
   static readonly layerConfigWith: (

@@ -71,11 +71,11 @@ export type TurnDetection =
  */
 export interface Options {
   readonly apiKey?: Redacted.Redacted<string> | undefined
-  /** Default {@link DEFAULT_MODEL}. */
+  /** Default `gpt-realtime`. */
   readonly model?: string | undefined
   /** The full WebSocket URL (a `model` query parameter is added when absent). Wins over `baseUrl`. */
   readonly url?: string | undefined
-  /** API root (`https://…/v1`); the socket is `wss://…/v1/realtime?model=…`. Default {@link DEFAULT_BASE_URL}. */
+  /** API root (`https://…/v1`); the socket is `wss://…/v1/realtime?model=…`. Default `https://api.openai.com/v1`. */
   readonly baseUrl?: string | undefined
   /** Default `"marin"`. */
   readonly voice?: string | undefined
@@ -240,7 +240,12 @@ const EnvConfig = Config.all({
   })
 )
 
-/** Options of {@link OpenAiRealtime.layerConfigWith}: everything but what the environment gives. */
+/**
+ * Options of {@link OpenAiRealtime.layerConfigWith}: everything but what the environment gives.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type TuningOptions = Omit<Options, "apiKey" | "url" | "baseUrl" | "model">
 
 const layerConfigWith = (tuning: TuningOptions = {}) =>
@@ -266,7 +271,7 @@ export class OpenAiRealtime extends Context.Service<OpenAiRealtime, Info>()("bat
   /**
    * `RealtimeModel` (+ `OpenAiRealtime`) from `OPENAI_API_KEY` (Redacted; required for
    * api.openai.com), `OPENAI_REALTIME_URL` (full socket URL) or `OPENAI_BASE_URL` (API root),
-   * `OPENAI_REALTIME_MODEL` (default {@link DEFAULT_MODEL}), with tuning options.
+   * `OPENAI_REALTIME_MODEL` (default `gpt-realtime`), with tuning options.
    */
   static readonly layerConfigWith: (
     tuning?: TuningOptions

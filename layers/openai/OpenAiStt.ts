@@ -7,6 +7,9 @@
  *
  * `OpenAiStt.layer({ apiKey, baseUrl?, model? })` / `OpenAiStt.layerConfig` (env
  * `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_STT_MODEL`) provide `Stt`.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { type Cause, Config, Effect, Layer, Queue, Semaphore, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"

@@ -6,6 +6,9 @@
  *
  * `OpenAiTts.layer({ apiKey, baseUrl?, model?, voice? })` / `OpenAiTts.layerConfig` (env
  * `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_TTS_MODEL`, `OPENAI_TTS_VOICE`) provide `Tts`.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Config, Effect, Layer, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"

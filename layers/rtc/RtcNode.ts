@@ -9,12 +9,20 @@ import { Context, Data, Effect, Layer } from "effect"
 
 export type RtcNodeModule = typeof import("@livekit/rtc-node")
 
-/** An optional peer the program needs is not installed; `message` says what to install. */
+/**
+ * An optional peer the program needs is not installed; `message` says what to install.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MissingPeer extends Data.TaggedError("MissingPeer")<{ readonly message: string }> {}
 
 /**
  * An optional peer is installed but failed to load (a broken install, a native binary for another
  * platform, an error while its module runs); `message` says what and the `npm install` to redo.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class PeerLoadError extends Data.TaggedError("PeerLoadError")<{ readonly message: string }> {}
 

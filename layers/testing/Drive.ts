@@ -1,6 +1,9 @@
 /**
  * Runs an effect while advancing the `TestClock`, so scripted delays and tools that sleep make
  * progress in tests without real waiting.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Duration, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"

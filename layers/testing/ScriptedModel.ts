@@ -5,6 +5,9 @@
  * it runs under `TestClock`) or fail. Every request is recorded (which agent asked, with which
  * instructions, tool choice, tools and items) so tests can assert that no model call was made
  * for an agent; a model that serves (the demo behind `baton serve`) turns recording off.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { type Array as Arr, Cause, Channel, Context, Duration, Effect, Layer, type Pull, Stream } from "effect"
 import { AiError, LanguageModel, type Prompt, type Response } from "effect/ai"

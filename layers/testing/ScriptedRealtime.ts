@@ -3,6 +3,9 @@
  * `ScriptedModel`, matched on the last item the server holds or the response's instructions),
  * configurable capabilities, acknowledgement delays and rejected updates, all on the Effect
  * clock so `TestClock` drives it. It records every operation of every connection.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Cause, Context, Deferred, type Duration, Effect, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import { ModelCall } from "../../services/ModelCall.ts"

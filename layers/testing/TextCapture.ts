@@ -1,5 +1,8 @@
 /**
  * A `TextOutput` that records what each agent delivered, for tests.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Context, Effect, Layer } from "effect"
 import { TextOutput } from "../../services/TextOutput.ts"

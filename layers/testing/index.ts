@@ -3,6 +3,8 @@
  * program to completion under `TestClock`), `TextCapture` (what each agent said), and the
  * simulation's hooks into the runtime (`Faults`: protocol faults to inject; `Diagnostics`: counts
  * of live sessions, actors and fibers, for leak checks).
+ *
+ * @module @baton-voice/baton/testing
  */
 export * as Drive from "./Drive.ts"
 export * as ScriptedModel from "./ScriptedModel.ts"

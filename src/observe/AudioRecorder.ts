@@ -6,6 +6,9 @@
  * or right after the previous one when audio comes faster than real time (a realtime model
  * streams its answer in bursts). Samples go to disk as they come; the header gets its sizes when
  * the Scope closes. On with `BATON_RECORD_DIR`.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Clock, Config, Context, Effect, FileSystem, Layer, Option, Scope, Semaphore, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"

@@ -3,6 +3,9 @@
  * before its first event (or between chunks) filled from the session's kept log by sequence
  * number, and what is left when the session or the Scope closes flushed at the end. The
  * recorder, the metrics and the traces all read a session this way.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Effect, Fiber, type Scope, Stream } from "effect"
 import type { AgentSession } from "../AgentSession.ts"

@@ -6,6 +6,9 @@
  *
  * They are derived from each session's events by one observer (`observer`, on in
  * `Observe.layer`), not counted inside the runtime: the events already say what happened.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Effect, Metric } from "effect"
 import type { SessionEvent } from "../Events.ts"

@@ -3,6 +3,9 @@
  * realtime/Reply.ts): the time to its first text and audio, the tokens and audio it used, how it
  * ended, as one `model_call` event. The runtime calls three functions; the metrics, traces and
  * usage are derived from the event.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Cause, Exit, Option } from "effect"
 import type { ModelCallEvent } from "../Events.ts"

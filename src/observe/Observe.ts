@@ -4,6 +4,9 @@
  * export of traces and metrics (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`). The audio
  * recorder wraps a transport's audio, so a transport adds `AudioRecorder.layerConfig` to the
  * layers of each session it serves.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { type Config, type FileSystem, Layer } from "effect"
 import type { OtlpExporter } from "effect/observability"

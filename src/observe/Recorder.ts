@@ -2,6 +2,9 @@
  * The event recorder: each session's events as a JSON Lines file (`<dir>/<session id>.jsonl`,
  * one event a line, appended as they happen), so a call can be read, replayed in a test, or
  * drawn later (`Timeline.fromJsonl`, `baton timeline`). On with `BATON_RECORD_DIR`.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Config, Effect, FileSystem, Layer, Option } from "effect"
 import type { AgentSession } from "../AgentSession.ts"

@@ -10,6 +10,9 @@
  * `baton.realtime.<action>` spans, and the `baton.handoff` that passes its floor on (from, to,
  * kind, reason, passage time), linked to the incoming agent's span, which links back to the
  * outgoing one. Spans carry the events' own times (the session's Clock).
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Clock, Config, Context, Effect, Exit, Layer, Option, Tracer } from "effect"
 import { FetchHttpClient } from "effect/http"

@@ -2,6 +2,9 @@
  * What a session's model calls used: calls, tokens in and out, and seconds of audio, per
  * provider and model and per agent (as LiveKit's usage collector gives). Folded from the
  * session's `model_call` events; the session keeps one (`session.usage`, the `close` event).
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import type { ModelCallEvent } from "../Events.ts"
 

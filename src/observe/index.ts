@@ -2,6 +2,8 @@
  * Seeing what happened: metrics, traces (OTLP), usage, the event recorder (JSONL per session),
  * the audio recorder (WAV, both sides), and the building blocks they share. `Observe.layerConfig`
  * turns on what the environment asks for. The package maps `baton/observe` here.
+ *
+ * @module @baton-voice/baton/observe
  */
 export * as AudioRecorder from "./AudioRecorder.ts"
 export * as Follow from "./Follow.ts"

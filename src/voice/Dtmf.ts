@@ -4,6 +4,9 @@
  * not part of the turn unless pressed alone), a pause of `interDigitTimeout`, or `maxDigits`;
  * then the turn goes to whoever holds the floor as `"DTMF: 1234"` (the `prefix` tells the model
  * how the words came), like a typed turn: it cuts what the agent was saying.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Duration, Effect, Fiber, Scope } from "effect"
 

@@ -22,6 +22,9 @@
  *   what the old one had not answered (the utterances awaiting their transcript, then the one in
  *   progress), so nothing the user said is lost. If it cannot be opened, the next try is after a
  *   second of audio.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Cause, Deferred, Effect, Exit, Option, Queue, Scope, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"

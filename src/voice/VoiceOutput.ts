@@ -7,6 +7,9 @@
  * Playing in real time is what makes a cut honest: at any moment the output knows how much of a
  * reply was heard (`Heard.ts`), so a barge-in or a handoff keeps only those words in the history,
  * and the speech lasts (`drain`) until its audio has been played.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { type Cause, Clock, Deferred, Effect, Fiber, Queue, Scope, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"

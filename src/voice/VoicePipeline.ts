@@ -9,6 +9,9 @@
  * const session = yield* VoicePipeline.start({ agent: greeter })
  * // the user's audio flows from AudioInput; the agents' speech goes to AudioOutput
  * ```
+ *
+ * @since 0.1.0
+ * @packageDocumentation
  */
 import { Effect, Fiber, Option, type Stream } from "effect"
 import { AudioInput } from "../../services/AudioInput.ts"

@@ -2,8 +2,9 @@
  * The API reference (issue 38) is generated from doc comments, so every public export of every
  * subpath in package.json's `exports` carries one in the form Effect's modules use: a summary,
  * `@since` and `@category`. The TypeScript compiler walks each entry's exports, following
- * `export *` and re-exports to the declaring module and `export * as X` into X's members; a
- * namespace module needs a file comment (TypeDoc shows it as the module's description).
+ * `export *` and re-exports to the declaring module and `export * as X` into X's members. A
+ * namespace module needs a file comment with `@since` and `@packageDocumentation` (the mark
+ * TypeDoc needs to show it as the namespace's description).
  */
 import { readFileSync } from "node:fs"
 import { join, relative } from "node:path"
@@ -48,13 +49,17 @@ const statementDoc = (node: ts.Node): { summary: boolean; tags: ReadonlySet<stri
   }
 }
 
-/** Whether a module file opens with a doc comment that says what it is. */
-const hasFileComment = (file: ts.SourceFile): boolean => {
-  const ranges = ts.getLeadingCommentRanges(file.text, 0) ?? []
-  return ranges.some((range) => {
-    const text = file.text.slice(range.pos, range.end)
-    return text.startsWith("/**") && text.replace(/^\/\*\*|\*\/$|^\s*\*/gm, "").trim() !== ""
-  })
+/** What a module file's opening doc comment lacks: a summary, `@since`, `@packageDocumentation`. */
+const fileCommentLacks = (file: ts.SourceFile): ReadonlyArray<string> => {
+  const range = (ts.getLeadingCommentRanges(file.text, 0) ?? [])[0]
+  const text = range === undefined ? "" : file.text.slice(range.pos, range.end)
+  if (!text.startsWith("/**")) return ["file comment"]
+  const summary = text.replace(/^\/\*\*|\*\/$/g, "").replace(/^\s*\* ?/gm, "").split(/^@/m)[0]!.trim()
+  return [
+    ...(summary !== "" ? [] : ["file comment summary"]),
+    ...(/@since\b/.test(text) ? [] : ["@since in its file comment"]),
+    ...(/@packageDocumentation\b/.test(text) ? [] : ["@packageDocumentation in its file comment"])
+  ]
 }
 
 interface Finding {
@@ -80,7 +85,8 @@ const findings = (): { readonly checked: number; readonly missing: ReadonlyArray
         continue
       }
       if (ts.isSourceFile(declaration)) {
-        if (!hasFileComment(declaration)) missing.push({ export: name, missing: ["file comment"] })
+        const lacks = fileCommentLacks(declaration)
+        if (lacks.length > 0) missing.push({ export: name, missing: lacks })
         if (!seen.has(target)) walk(`${name}.`, target, new Set([...seen, target]))
         continue
       }
