@@ -61,6 +61,9 @@ export const crash = (id: string): void => {
   journals.delete(id)
 }
 
+/** Whether session `id` of this process keeps a journal (a session without a store has none). */
+export const journaled = (id: string): boolean => journals.has(id)
+
 /** The session's events, each telling the journal something may have changed. */
 export const watch = (events: EventLog, prepared: Prepared): EventLog => ({
   ...events,
