@@ -17,6 +17,7 @@ import type { Agent } from "../Agent.ts"
 import { cancelled, type CallResult } from "./CallResult.ts"
 import { type ChatItem, functionCall, type FunctionCall, type FunctionCallOutput, functionCallOutput } from "../ChatContext.ts"
 import type { HandoffOptions } from "../Handoff.ts"
+import * as HandoffRules from "./HandoffRules.ts"
 import * as Tool from "../Tool.ts"
 
 export interface BackgroundCall {
@@ -118,12 +119,10 @@ export interface DeliveryHost {
   readonly reply: () => void
 }
 
-const refusal = (host: DeliveryHost, target: Agent): string | undefined => {
-  if (host.isTask) return `${host.name} is a task; complete it instead`
-  if (target === host.self) return `${target.name} already has the conversation`
-  if (target.task) return `${target.name} is a task, started with AgentTask.run`
-  if (!host.holdsFloor()) return `${host.name} no longer held the floor when the tool finished`
-  return undefined
+/** Why a background call's handoff result is not applied (HandoffRules.ts), if it is not. */
+const refusal = (host: DeliveryHost, target: Agent): HandoffRules.Refusal | undefined => {
+  const from: HandoffRules.Party = { name: host.name, agent: host.self, task: host.isTask ? true : undefined }
+  return HandoffRules.refusal({ from, holder: host.holdsFloor() ? from : "other", target })
 }
 
 /**
@@ -147,12 +146,13 @@ export const deliver = (host: DeliveryHost, pending: Array<Delivery>): void => {
   if (handoffIndex >= 0) {
     const delivery = ready[handoffIndex]! as Extract<Delivery, { _tag: "Final" }>
     const result = delivery.result as Extract<CallResult, { _tag: "Handoff" }>
-    const reason = refusal(host, result.target)
-    if (reason) {
+    const refused = refusal(host, result.target)
+    if (refused) {
+      const reason = HandoffRules.reason(refused)
       // Recorded now, after everything reported before it, without a reply.
       const pairs = take(ready.slice(0, handoffIndex + 1)).map((d) =>
         d === delivery
-          ? pair(host.name, d, { output: `Not transferred to ${result.target.name}: ${reason}.`, isError: true, status: "error" })
+          ? pair(host.name, d, { output: HandoffRules.output(result.target.name, refused), isError: true, status: "error" })
           : pair(host.name, d)
       )
       record(host, pairs)
@@ -188,7 +188,11 @@ export const flush = (host: Pick<DeliveryHost, "name" | "commit">, pending: Arra
     // A call whose own output never made it into history gets no later pair either.
     if (!delivery.call.answered) continue
     const recorded = delivery._tag === "Final" && delivery.result._tag === "Handoff"
-      ? pair(host.name, delivery, { output: `Not transferred to ${delivery.result.target.name}: the session closed.`, isError: true, status: "error" })
+      ? pair(host.name, delivery, {
+        output: HandoffRules.output(delivery.result.target.name, { _tag: "SessionClosing" }),
+        isError: true,
+        status: "error"
+      })
       : pair(host.name, delivery)
     host.commit(recorded.call)
     host.commit(recorded.output)

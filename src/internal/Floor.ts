@@ -20,6 +20,7 @@ import { agentHandoff, ChatContext, type HandoffKind } from "../ChatContext.ts"
 import type { TaskResult } from "../CurrentAgent.ts"
 import { FloorError, TaskError } from "../Errors.ts"
 import { applyContextPolicy } from "../Handoff.ts"
+import * as HandoffRules from "./HandoffRules.ts"
 import * as RealtimeBinding from "./realtime/Binding.ts"
 import * as Tasks from "./Tasks.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
@@ -168,7 +169,10 @@ const handoff = (
   msg: Extract<SessionMessage, { readonly _tag: "Handoff" }>
 ): Effect.Effect<void> => {
   const holder = state.holder
-  const refuse = (reason: string) => {
+  const refused = HandoffRules.refusal({ from: msg.from, holder, target: msg.target })
+  // (`holder` undefined is always refused, `NoHolder`: said again for the type checker.)
+  if (refused !== undefined || holder === undefined) {
+    const reason = HandoffRules.reason(refused ?? { _tag: "NoHolder" })
     if (msg.from) {
       Lifecycle.stopPassing(msg.from)
       msg.from.send({ _tag: "Kick" })
@@ -177,11 +181,6 @@ const handoff = (
     Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "NotApplied", reason }))
     return Effect.void
   }
-  if (!holder) return refuse("no agent holds the floor")
-  if (msg.from && msg.from !== holder) return refuse(`${msg.from.name} no longer holds the floor (${holder.name} does)`)
-  if (holder.task) return refuse(`${holder.name} is a task: only its completion returns the floor`)
-  if (msg.target.task) return refuse(`${msg.target.name} is a task: start it with AgentTask.run`)
-  if (msg.target === holder.agent) return refuse(`${msg.target.name} already holds the floor`)
   if (!msg.from) {
     // Asked from outside: the holder first ends what it is saying, then asks itself.
     holder.send({ _tag: "Release", target: msg.target, options: msg.options, reply: msg.reply })

@@ -23,6 +23,7 @@ import type { PendingCall } from "./Reply.ts"
 import type { HandoffOutcome } from "./SessionCore.ts"
 import type { Speech } from "../Speech.ts"
 import * as Lifecycle from "./actor/Lifecycle.ts"
+import * as HandoffRules from "./HandoffRules.ts"
 import { execute } from "./ToolCall.ts"
 
 /** What the speech does next: reply to the outputs, stop, or stop because the floor passed. */
@@ -43,7 +44,7 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
       const faults = fiber.getRef(ProtocolFaults)
       return faults === Faults.none ? conclude(actor, speech, calls, settled) : concludeWithFaults(actor, speech, calls, settled, finishOrder, faults)
     })
-    const cut = () => record(actor, calls, settled, "the session closed before the call finished")
+    const cut = () => record(actor, calls, settled, "closing")
     const work = actor.core.work
     // Each call holds a work token; once all have started, the speech hands its own to them and
     // the last call to finish takes it back (see Work.ts).
@@ -117,8 +118,12 @@ interface Resolved {
   readonly reply: boolean
 }
 
+/** Why a batch applies no transfer whatever its calls returned: the session closed under it, or
+ * it was said over a batch that already passes the floor. */
+type Stopped = "closing" | "passing"
+
 /** Turns settled results into outputs in call order and picks the handoff that wins. */
-const resolve = (actor: Actor, calls: ReadonlyArray<FunctionCall>, settled: ReadonlyArray<CallResult | undefined>, closing?: string): Resolved => {
+const resolve = (actor: Actor, calls: ReadonlyArray<FunctionCall>, settled: ReadonlyArray<CallResult | undefined>, stopped?: Stopped): Resolved => {
   let winner: Resolved["winner"]
   let reply = false
   const outputs = calls.map((call, index) => {
@@ -126,7 +131,7 @@ const resolve = (actor: Actor, calls: ReadonlyArray<FunctionCall>, settled: Read
     const outputOf = (output: string, isError: boolean, status: OutputStatus) =>
       functionCallOutput({ callId: call.callId, name: call.name, agent: actor.name, output, isError, status })
     const result = settled[index]
-    if (!result) return outputOf(`Cancelled: ${closing ?? "not finished"}.`, true, "cancelled")
+    if (!result) return outputOf(`Cancelled: ${stopped === "closing" ? "the session closed before the call finished" : "not finished"}.`, true, "cancelled")
     switch (result._tag) {
       case "Value":
         reply ||= result.reply
@@ -141,10 +146,19 @@ const resolve = (actor: Actor, calls: ReadonlyArray<FunctionCall>, settled: Read
         reply = true
         return outputOf(result.output, true, result.status)
       case "Handoff": {
-        const refusal = closing ? `Not transferred to ${result.target.name}: ${closing}.` : refuse(actor, result.target, winner?.target)
+        // The batch speaks for its actor, taken to hold the floor; the supervisor checks that
+        // again when it applies the transfer (Floor.ts).
+        const refusal = HandoffRules.refusal({
+          from: actor,
+          holder: actor,
+          target: result.target,
+          earlier: winner?.target.name,
+          passing: stopped === "passing",
+          closing: stopped === "closing"
+        })
         if (refusal) {
           reply = true
-          return outputOf(refusal, true, "error")
+          return outputOf(HandoffRules.output(result.target.name, refusal), true, "error")
         }
         winner = { target: result.target, handoff: result.handoff }
         const output = result.handoff.options.message ?? `Transferred to ${result.target.name}.`
@@ -155,23 +169,13 @@ const resolve = (actor: Actor, calls: ReadonlyArray<FunctionCall>, settled: Read
   return { outputs, winner, reply }
 }
 
-const refuse = (actor: Actor, target: Agent, winner: Agent | undefined): string | undefined => {
-  if (actor.task) return `Not transferred to ${target.name}: ${actor.name} is a task; complete it instead.`
-  if (target === actor.agent) return `Not transferred: ${target.name} already has the conversation.`
-  if (target.task) return `Not transferred: ${target.name} is a task, started with AgentTask.run, not a transfer.`
-  if (winner) {
-    return `Not transferred to ${target.name}: only the first transfer of a response is applied (to ${winner.name}).`
-  }
-  return undefined
-}
-
 const record = (
   actor: Actor,
   calls: ReadonlyArray<FunctionCall>,
   settled: ReadonlyArray<CallResult | undefined>,
-  closing?: string
+  stopped?: Stopped
 ): Resolved => {
-  const resolved = resolve(actor, calls, settled, closing)
+  const resolved = resolve(actor, calls, settled, stopped)
   for (const output of resolved.outputs) actor.commit(output)
   for (const result of settled) if (result?._tag === "Progress") result.answered()
   return resolved
@@ -186,8 +190,8 @@ const conclude = (
 ): Effect.Effect<Next> => {
   // Said over a batch that already passes the floor: no second pass (the first decided).
   const under = actor.speeches.under(speech)
-  const superseded = under.some((below) => below.phase === "passing") ? `${actor.name} is already passing the floor` : undefined
-  const { outputs, winner, reply } = record(actor, calls, settled, superseded)
+  const superseded = under.some((below) => below.phase === "passing")
+  const { outputs, winner, reply } = record(actor, calls, settled, superseded ? "passing" : undefined)
   const completed = firstCompletion(actor, calls)
   const completion = superseded ? undefined : completed
   actor.core.emit({
@@ -272,7 +276,8 @@ const passAfter = (
     Effect.andThen(Effect.suspend((): Effect.Effect<Next> => {
       const to = winner?.target.name ?? actor.task?.caller.name ?? ""
       if (!actor.holdsFloor() || !Lifecycle.isActive(actor)) {
-        actor.core.emit({ type: "handoff_not_applied", agent: actor.name, to, reason: `${actor.name} no longer holds the floor` })
+        const refused: HandoffRules.Refusal = { _tag: "NotHolder", agent: actor.name, holder: undefined }
+        actor.core.emit({ type: "handoff_not_applied", agent: actor.name, to, reason: HandoffRules.reason(refused) })
         return Effect.succeed("done")
       }
       Lifecycle.startPassing(actor)

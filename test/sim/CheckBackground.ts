@@ -58,8 +58,8 @@ export const checkDeferredHandoffs = (ctx: Ctx): Array<Violation> => {
       if (!events.some((e) => e.type === "handoff_not_applied" && e.agent === agent && e.to === tool.target && e.seq > seq && e.seq <= seq + 2)) {
         out.push(v("rule 9", `${what} was not transferred to ${tool.target} and no handoff_not_applied event says why`, seq))
       }
-      if (/no longer held the floor/.test(item.output)) {
-        if (holderAt(ctx, seq) === agent) out.push(v("rule 9", `${what} was refused as "no longer held the floor" while ${agent} held it`, seq))
+      if (/no longer holds the floor/.test(item.output)) {
+        if (holderAt(ctx, seq) === agent) out.push(v("rule 9", `${what} was refused as "no longer holds the floor" while ${agent} held it`, seq))
         if (finish && finish.holder === agent && !passedBetween(ctx, agent, finish.seq, seq)) {
           out.push(v("rule 9", `${what}: ${agent} held the floor when the tool finished and kept it, yet the handoff was not applied`, seq))
         }

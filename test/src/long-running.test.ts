@@ -135,7 +135,7 @@ describe("long-running tools", () => {
       const events = yield* session.eventLog
       const notApplied = events.find((e) => e.type === "handoff_not_applied")
       assert.isTrue(notApplied?.type === "handoff_not_applied" && notApplied.agent === "a" && notApplied.to === "target")
-      assert.include(notApplied?.type === "handoff_not_applied" ? notApplied.reason : "", "no longer held the floor")
+      assert.include(notApplied?.type === "handoff_not_applied" ? notApplied.reason : "", "a no longer holds the floor")
       assert.strictEqual((yield* session.currentAgent)?.name, "b")
       assert.strictEqual(model.requestsFor("a").length, calls)
       const recorded = (yield* session.history).items.find((i) => i._tag === "FunctionCallOutput" && i.callId.endsWith(":result"))
