@@ -1,32 +1,59 @@
 /**
  * Agents are values: instructions, tools, hooks and optional per-agent models. An agent value
  * has identity: handing off to the same value twice means the same agent (and the same actor,
- * resumed with its state). Refer to each other through thunks to build cycles:
+ * resumed with its state). Refer to each other through thunks to build cycles; TypeScript
+ * cannot infer a type through a cycle, so one agent of it is annotated with what it needs (the
+ * annotation is checked: `Agent.Agent` alone means it needs nothing):
  *
  * ```ts
- * const greeter: Agent = Agent.make({ name: "greeter", tools: [Tool.handoff("to_weather", () => weather)], ... })
- * const weather: Agent = Agent.make({ name: "weather", tools: [Tool.handoff("to_greeter", () => greeter)], ... })
+ * const greeter: Agent.Agent<WeatherApi> = Agent.make({ name: "greeter", tools: [Tool.handoff("to_weather", () => weather)], ... })
+ * const weather = Agent.make({ name: "weather", tools: [lookup, Tool.handoff("to_greeter", () => greeter)], ... })
  * ```
  *
  * @since 0.1.0
  * @packageDocumentation
  */
-import { Effect, type Layer } from "effect"
+import { Effect, type Layer, type Types } from "effect"
 import type { LanguageModel } from "effect/ai"
 import { CurrentAgent, type ReplyOptions, type SayOptions } from "./CurrentAgent.ts"
 import type { FloorError } from "./Errors.ts"
 import type { ContextPolicy } from "./Handoff.ts"
 import type { SpeechHandle } from "./Speech.ts"
-import type { Tool } from "./Tool.ts"
+import type * as Tool from "./Tool.ts"
 
 /**
- * A hook is an Effect run in the agent's actor, with `CurrentAgent` available. Its other
- * services come from the Layers provided to the program that started the session.
+ * A hook is an Effect run in the agent's actor, with `CurrentAgent` available. `R` is what else
+ * it needs: those services come from the Layers provided to the program that started the session.
  *
  * @since 0.1.0
  * @category models
  */
-export type Hook = Effect.Effect<void, unknown, any>
+export type Hook<R = never> = Effect.Effect<void, unknown, R | CurrentAgent>
+
+/**
+ * Tags agents; under it, `Variance` carries what an agent needs for the type checker.
+ *
+ * @since 0.1.0
+ * @category type ids
+ */
+export const TypeId = "~baton/Agent" as const
+
+/**
+ * @since 0.1.0
+ * @category type ids
+ */
+export type TypeId = typeof TypeId
+
+/**
+ * The variance of `Agent<R>`: an agent needing `R` is an agent needing `R | R2`, and not one
+ * needing less.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Variance<out R> {
+  readonly [TypeId]: { readonly _R: Types.Covariant<R> }
+}
 
 /**
  * The parts of an agent given to `make`: its name (unique among the agents of a session),
@@ -36,18 +63,18 @@ export type Hook = Effect.Effect<void, unknown, any>
  * @since 0.1.0
  * @category models
  */
-export interface AgentOptions {
+export interface AgentOptions<R = never> {
   readonly name: string
   readonly instructions: string
-  readonly tools?: ReadonlyArray<Tool>
+  readonly tools?: ReadonlyArray<Tool.Tool<unknown, R>>
   /** Runs once per activation by handoff (not when a paused actor is resumed). */
-  readonly onEnter?: Hook
+  readonly onEnter?: Hook<R>
   /** Runs once each time the actor passes the floor by handoff. */
-  readonly onExit?: Hook
+  readonly onExit?: Hook<R>
   /** Runs when a handoff returns the floor to this agent's paused actor. */
-  readonly onResume?: Hook
+  readonly onResume?: Hook<R>
   /** This agent's language model, built in its actor's Scope (default: the session's). */
-  readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, any>
+  readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, R>
   /** Model steps with tool calls before the agent must answer in words (default 5). */
   readonly maxToolSteps?: number
 }
@@ -67,25 +94,24 @@ export interface TaskSpec {
 }
 
 /**
- * An agent: its instructions, tools and hooks. `R` is what its tools, hooks and model need from
- * the program (type only); `AgentSession.start` with it needs the same. An agent annotated
- * `Agent.Agent` (as agents that refer to each other must be) says nothing (`any`); annotate
- * `Agent.Agent<WeatherApi>` to keep the check.
+ * An agent: its instructions, tools and hooks. `R` is what its tools, hooks, model and handoff
+ * targets need from the program (besides `CurrentAgent`); `AgentSession.start` with it needs the
+ * same, so a missing Layer is a compile error. `Agent.Agent` alone is an agent that needs
+ * nothing, and an annotation (as one agent of a cycle needs) is checked against what the agent
+ * needs. `Agent<unknown>` is any agent, whatever it needs.
  *
  * @since 0.1.0
  * @category models
  */
-export interface Agent<R = any> {
+export interface Agent<out R = never> extends Variance<R> {
   readonly _tag: "Agent"
-  /** Type only: the services its tools, hooks and model need. */
-  readonly "~requirements"?: () => R
   readonly name: string
   readonly instructions: string
-  readonly tools: ReadonlyArray<Tool>
-  readonly onEnter?: Hook | undefined
-  readonly onExit?: Hook | undefined
-  readonly onResume?: Hook | undefined
-  readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, any> | undefined
+  readonly tools: ReadonlyArray<Tool.Tool<unknown, R>>
+  readonly onEnter?: Hook<R> | undefined
+  readonly onExit?: Hook<R> | undefined
+  readonly onResume?: Hook<R> | undefined
+  readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, R> | undefined
   readonly maxToolSteps: number
   /** Present when the agent is an `AgentTask`. */
   readonly task?: TaskSpec | undefined
@@ -97,7 +123,7 @@ export interface Agent<R = any> {
  * @since 0.1.0
  * @category utils
  */
-export type ToolRequirements<T> = T extends ReadonlyArray<infer Item> ? Item extends Tool<any, infer R> ? R : never : never
+export type ToolRequirements<T> = T extends ReadonlyArray<infer Item> ? Tool.Requirements<Item> : never
 
 /**
  * `AgentOptions` with each part's requirements seen by the type checker.
@@ -105,7 +131,7 @@ export type ToolRequirements<T> = T extends ReadonlyArray<infer Item> ? Item ext
  * @since 0.1.0
  * @category models
  */
-export interface TypedAgentOptions<T extends ReadonlyArray<Tool<any, any>>, E, X, S, M>
+export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any>, E, X, S, M>
   extends Omit<AgentOptions, "tools" | "onEnter" | "onExit" | "onResume" | "model">
 {
   readonly tools?: T
@@ -148,15 +174,17 @@ export interface TypedAgentOptions<T extends ReadonlyArray<Tool<any, any>>, E, X
  * @since 0.1.0
  * @category constructors
  */
-export const make: <const T extends ReadonlyArray<Tool<any, any>> = [], E = never, X = never, S = never, M = never>(
+export function make<const T extends ReadonlyArray<Tool.Any> = [], E = never, X = never, S = never, M = never>(
   options: TypedAgentOptions<T, E, X, S, M>
-) => Agent<ToolRequirements<T> | Exclude<E | X | S, CurrentAgent> | M> = (options: AgentOptions): Agent => {
+): Agent<ToolRequirements<T> | Exclude<E | X | S, CurrentAgent> | M>
+export function make(options: AgentOptions<unknown>): Agent<unknown> {
   const names = new Set<string>()
   for (const tool of options.tools ?? []) {
     if (names.has(tool.name)) throw new Error(`Agent "${options.name}" has two tools named "${tool.name}"`)
     names.add(tool.name)
   }
   return {
+    [TypeId]: variance,
     _tag: "Agent",
     name: options.name,
     instructions: options.instructions,
@@ -168,6 +196,8 @@ export const make: <const T extends ReadonlyArray<Tool<any, any>> = [], E = neve
     maxToolSteps: options.maxToolSteps ?? 5
   }
 }
+
+const variance: Variance<unknown>[TypeId] = { _R: (_: never) => _ }
 
 /**
  * Whether `u` is an agent value made by `make` (or `AgentTask.make`). Use it where a tool result

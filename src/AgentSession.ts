@@ -12,7 +12,7 @@ import { type RealtimeError, RealtimeModel } from "../services/RealtimeModel.ts"
 import type { SessionNotFound, SessionStoreService, StoreError } from "../services/SessionStore.ts"
 import { TextOutput, type TextOutputService } from "../services/TextOutput.ts"
 import type { VoiceError } from "../services/VoiceError.ts"
-import type { Agent } from "./Agent.ts"
+import type { Agent, ToolRequirements } from "./Agent.ts"
 import type { ChatContext } from "./ChatContext.ts"
 import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
 import * as Diagnostics from "./Diagnostics.ts"
@@ -29,7 +29,7 @@ import type { HandoffOptions } from "./Handoff.ts"
 import { RunResult } from "./RunResult.ts"
 import type { HandoffOutcome, SessionMessage } from "./internal/SessionCore.ts"
 import type { SpeechHandle } from "./Speech.ts"
-import type { Tool } from "./Tool.ts"
+import type { Any as AnyTool, Tool } from "./Tool.ts"
 
 /**
  * A running session: send it user text or audio, `run` a turn and wait for its result, watch its
@@ -39,7 +39,7 @@ import type { Tool } from "./Tool.ts"
  * @since 0.1.0
  * @category models
  */
-export interface AgentSession<U = unknown> {
+export interface AgentSession<out U = unknown, in R = never> {
   readonly id: string
   readonly userdata: U
   /** Sends user text to the agent holding the floor; fails with `SessionClosed` once closing. */
@@ -80,8 +80,11 @@ export interface AgentSession<U = unknown> {
   readonly generateReply: (options?: ReplyOptions) => Effect.Effect<SpeechHandle, FloorError>
   /** Interrupts what the agent holding the floor is saying. */
   readonly interrupt: Effect.Effect<void>
-  /** Hands the floor to `agent` from outside (the holder's current reply is cut). */
-  readonly handoff: (agent: Agent, options?: HandoffOptions) => Effect.Effect<HandoffOutcome>
+  /**
+   * Hands the floor to `agent` from outside (the holder's current reply is cut). The agent runs
+   * with the services the session was started with: it may need only what `start` needed (`R`).
+   */
+  readonly handoff: (agent: Agent<R>, options?: HandoffOptions) => Effect.Effect<HandoffOutcome>
   /** The whole conversation: every agent's items and the handoff records. */
   readonly history: Effect.Effect<ChatContext>
   /** The agent holding the floor. */
@@ -104,12 +107,12 @@ export interface AgentSession<U = unknown> {
 }
 
 /**
- * `R`: what the entry agent (and the session's tools) need from the program; see `Agent`.
+ * `R`: what the entry agent and the session's tools need from the program; see `Agent`.
  *
  * @since 0.1.0
  * @category models
  */
-export interface StartOptions<U, R = any> {
+export interface StartOptions<U, R = never> {
   readonly agent: Agent<R>
   readonly userdata?: U
   /** Where agents' words go (default: the `TextOutput` of the context). */
@@ -118,7 +121,7 @@ export interface StartOptions<U, R = any> {
    * Tools every agent of the session has. Their background calls belong to the session (they
    * outlive a handoff) and report to whoever holds the floor.
    */
-  readonly tools?: ReadonlyArray<Tool>
+  readonly tools?: ReadonlyArray<Tool<unknown, R>>
   /** The longest user text `send` and `run` take (characters; default 32,000). */
   readonly maxInputChars?: number
 }
@@ -133,14 +136,6 @@ export interface RunOptions {
   /** Also wait for background (long-running) tools to finish and be told (default false). */
   readonly waitForBackground?: boolean
 }
-
-/**
- * What a program must provide for `R`: nothing for an agent whose type says nothing (`Agent<any>`).
- *
- * @since 0.1.0
- * @category utils
- */
-export type Requirements<R> = 0 extends 1 & R ? never : R
 
 /**
  * Starts a session in the current Scope with `options.agent` holding the floor: the event log,
@@ -166,14 +161,19 @@ export type Requirements<R> = 0 extends 1 & R ? never : R
  * @since 0.1.0
  * @category constructors
  */
-export const start: <U = undefined, R = any, S extends SessionStoreService | undefined = undefined>(
-  options: StartOptions<U, R> & StoreOptions<U, S>
+export const start: <
+  U = undefined,
+  R = never,
+  const T extends ReadonlyArray<AnyTool> = readonly [],
+  S extends SessionStoreService | undefined = undefined
+>(
+  options: Omit<StartOptions<U, R>, "tools"> & { readonly tools?: T } & StoreOptions<U, S>
 ) => Effect.Effect<
-  AgentSession<U>,
+  AgentSession<U, R | ToolRequirements<T>>,
   [S] extends [undefined] ? never : UserdataRefused | StoreError,
-  Scope.Scope | Requirements<R>
+  Scope.Scope | R | ToolRequirements<T>
 > = Effect.fnUntraced(
-  function*<U>(options: StartOptions<U> & StoreOptions<U, SessionStoreService | undefined>) {
+  function*<U>(options: StartOptions<U, unknown> & StoreOptions<U, SessionStoreService | undefined>) {
     // A durable session's userdata is checked and the session created in the store first.
     const durable = options.store ? yield* Durable.create({ ...options, store: options.store }, options.userdata) : undefined
     return yield* launch(options, durable)
@@ -190,30 +190,30 @@ export const start: <U = undefined, R = any, S extends SessionStoreService | und
  * @since 0.1.0
  * @category constructors
  */
-export const resume: <U = undefined, R = any>(
+export const resume: <U = undefined, R = never>(
   options: Omit<StartOptions<U, R>, "agent" | "userdata"> & Omit<StoreOptions<U, SessionStoreService>, "id" | "store"> & {
     readonly id: string
     readonly store: SessionStoreService
     readonly agents: ReadonlyArray<Agent<R>>
   }
 ) => Effect.Effect<
-  AgentSession<U>,
+  AgentSession<U, R>,
   StoreError | SessionNotFound | SessionNotResumable | AgentNotFound | UserdataRefused,
-  Scope.Scope | Requirements<R>
+  Scope.Scope | R
 > = Effect.fnUntraced(function*<U>(
-  options: Omit<StartOptions<U>, "agent" | "userdata"> & Omit<StoreOptions<U, SessionStoreService>, "id" | "store"> & {
+  options: Omit<StartOptions<U, unknown>, "agent" | "userdata"> & Omit<StoreOptions<U, SessionStoreService>, "id" | "store"> & {
     readonly id: string
     readonly store: SessionStoreService
-    readonly agents: ReadonlyArray<Agent>
+    readonly agents: ReadonlyArray<Agent<unknown>>
   }
 ) {
-  const { prepared, userdata } = yield* Durable.claim(options, options.agents)
+  const { prepared, userdata } = yield* Durable.claim(options, options.agents as ReadonlyArray<Agent>)
   return yield* launch({ ...options, agent: options.agents[0]!, userdata: userdata as U }, prepared)
 })
 
 /** The session itself; `durable`: its claim in a store (and, resuming, its journal folded). */
 const launch = Effect.fnUntraced(
-  function*<U>(options: StartOptions<U>, durable: Durable.Prepared | undefined) {
+  function*<U>(options: StartOptions<U, unknown>, durable: Durable.Prepared | undefined) {
     const parent = yield* Effect.scope
     const scope = yield* Diagnostics.forkScope(parent, "sessions")
     const clock = yield* Clock.Clock
@@ -228,20 +228,21 @@ const launch = Effect.fnUntraced(
       textOutput: options.textOutput ?? (yield* TextOutput),
       defaultModel: Option.getOrUndefined(yield* Effect.serviceOption(LanguageModel.LanguageModel)),
       realtimeModel: Option.getOrUndefined(yield* Effect.serviceOption(RealtimeModel)),
-      tools: options.tools ?? [],
+      // What they need is in `start`'s requirements: the session's fibers, forked here, have it.
+      tools: (options.tools ?? []) as ReadonlyArray<Tool>,
       userdata: options.userdata,
       session: () => session
     })
-    const session: AgentSession<U> = facade<U>(supervisor, events, options, yield* Semaphore.make(1))
+    const session: AgentSession<U, unknown> = facade<U>(supervisor, events, options, yield* Semaphore.make(1))
     // Observers (recorder, metrics, traces) watch from before the first message; their
     // finalizers run after the session's shutdown (registered before it), so they see `close`.
     yield* SessionObserver.observeAll(session as AgentSession<unknown>).pipe(Scope.provide(parent))
     // A durable session's journal, and its actors restored or its entry agent started.
-    if (durable) yield* Durable.attach(durable, supervisor, parent, options.agent)
+    if (durable) yield* Durable.attach(durable, supervisor, parent, options.agent as Agent)
     yield* supervisor.loop.pipe(Diagnostics.forkIn(scope))
     // Registered after the session's Scope was forked, so it runs before that Scope closes.
     yield* Scope.addFinalizer(parent, supervisor.shutdown)
-    if (!durable) supervisor.core.send({ _tag: "Start", agent: options.agent })
+    if (!durable) supervisor.core.send({ _tag: "Start", agent: options.agent as Agent })
     return session
   }
 )
@@ -307,9 +308,9 @@ const handoff = Effect.fn("AgentSession.handoff")((facade: Facade, target: Agent
 const facade = <U>(
   supervisor: Supervisor.Supervisor,
   events: EventLog.EventLog,
-  options: StartOptions<U>,
+  options: StartOptions<U, unknown>,
   runLock: Semaphore.Semaphore
-): AgentSession<U> => {
+): AgentSession<U, unknown> => {
   const { core, state } = supervisor
   const work = core.work
   const self: Facade = { supervisor, events, maxInputChars: options.maxInputChars ?? 32_000 }
@@ -346,7 +347,8 @@ const facade = <U>(
     say: (text, sayOptions) => say(self, text, sayOptions),
     generateReply: (replyOptions) => generateReply(self, replyOptions),
     interrupt: Effect.sync(() => core.send({ _tag: "Interrupt" })),
-    handoff: (agent, handoffOptions) => handoff(self, agent, handoffOptions),
+    // `start` (or the caller's `AgentSession<U, R>`) checked that the session has what it needs.
+    handoff: (agent, handoffOptions) => handoff(self, agent as Agent, handoffOptions),
     history: Effect.sync(() => core.history()),
     currentAgent: Effect.sync(() => state.holder?.agent),
     events: Stream.suspend(() =>

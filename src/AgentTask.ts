@@ -27,20 +27,21 @@ import type { Agent, AgentOptions, ToolRequirements, TypedAgentOptions } from ".
 import * as AgentModule from "./Agent.ts"
 import { CurrentAgent } from "./CurrentAgent.ts"
 import { TaskError } from "./Errors.ts"
-import type { ContextPolicy, KnownRequirements } from "./Handoff.ts"
-import { type NoReply, noReply, type Tool } from "./Tool.ts"
+import type { ContextPolicy } from "./Handoff.ts"
+import type * as Tool from "./Tool.ts"
+import { type NoReply, noReply } from "./Tool.ts"
 
 declare const Result: unique symbol
 
 /**
- * A task with result `A` whose tools, hooks and model need `R` (type only, as for `Agent<R>`):
- * `AgentTask.run` needs the same. A task typed `AgentTask<A>` says nothing (`any`), as
- * `Agent.Agent` does; annotate `AgentTask<A, CrmApi>` to keep the check.
+ * A task with result `A` whose tools, hooks and model need `R` (as for `Agent<R>`):
+ * `AgentTask.run` needs the same. `AgentTask<A>` is a task that needs nothing; an annotation
+ * `AgentTask<A, CrmApi>` is checked against what its parts need.
  *
  * @since 0.1.0
  * @category models
  */
-export interface AgentTask<A, R = any> extends Agent<R> {
+export interface AgentTask<out A, out R = never> extends Agent<R> {
   readonly task: NonNullable<Agent["task"]>
   /** Phantom: the result type. */
   readonly [Result]?: A
@@ -53,7 +54,7 @@ export interface AgentTask<A, R = any> extends Agent<R> {
  * @since 0.1.0
  * @category models
  */
-export interface AgentTaskOptions extends AgentOptions {
+export interface AgentTaskOptions<R = never> extends AgentOptions<R> {
   /** Merge the task's function calls back into the caller's context too (default false). */
   readonly includeFunctionCalls?: boolean
   /** What the task sees of its caller's context (default "full"). */
@@ -66,7 +67,7 @@ export interface AgentTaskOptions extends AgentOptions {
  * @since 0.1.0
  * @category models
  */
-export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool<any, any>>, E, X, S, M>
+export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool.Any>, E, X, S, M>
   extends TypedAgentOptions<T, E, X, S, M>
 {
   readonly includeFunctionCalls?: boolean
@@ -76,7 +77,8 @@ export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool<any, any>>, 
 /**
  * Makes a task. Its result type comes from the annotation (`const ask: AgentTask<string, Crm> =
  * AgentTask.make({...})`, checked against what its parts need) or an explicit
- * `AgentTask.make<string>({...})` (then its needs are unchecked, `any`).
+ * `AgentTask.make<string>({...})` (then its parts must need nothing but `CurrentAgent`: the
+ * other type parameters take their defaults; annotate instead when they need services).
  *
  * @example
  * ```ts
@@ -104,17 +106,19 @@ export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool<any, any>>, 
  */
 export const make: <
   A,
-  const T extends ReadonlyArray<Tool<any, any>> = ReadonlyArray<Tool<any, any>>,
-  E = any,
-  X = any,
-  S = any,
-  M = any
+  const T extends ReadonlyArray<Tool.Any> = ReadonlyArray<Tool.Tool>,
+  E = CurrentAgent,
+  X = CurrentAgent,
+  S = CurrentAgent,
+  M = never
 >(options: TypedAgentTaskOptions<T, E, X, S, M>) => AgentTask<A, ToolRequirements<T> | Exclude<E | X | S, CurrentAgent> | M> = (
-  options: AgentTaskOptions
-): AgentTask<any> => ({
-  ...AgentModule.make(options),
-  task: { includeFunctionCalls: options.includeFunctionCalls ?? false, context: options.context ?? "full" }
-})
+  options: TypedAgentTaskOptions<ReadonlyArray<Tool.Any>, unknown, unknown, unknown, unknown>
+): AgentTask<never> =>
+  // The signature above infers what the task needs from its parts (as `Agent.make` does).
+  ({
+    ...AgentModule.make(options),
+    task: { includeFunctionCalls: options.includeFunctionCalls ?? false, context: options.context ?? "full" }
+  }) as AgentTask<never>
 
 /**
  * Runs `task` with the floor lent by the current agent, and returns its result. Needs what the
@@ -123,12 +127,14 @@ export const make: <
  * @since 0.1.0
  * @category combinators
  */
-export const run: <A, R>(task: AgentTask<A, R>) => Effect.Effect<A, TaskError, CurrentAgent | KnownRequirements<R>> = Effect
+export const run: <A, R>(task: AgentTask<A, R>) => Effect.Effect<A, TaskError, CurrentAgent | R> = Effect
   .fn("AgentTask.run")(
-    (task: AgentTask<any>): Effect.Effect<any, TaskError, CurrentAgent> => CurrentAgent.use((agent) => agent.runTask(task))
+    // What the task needs is in this Effect's requirements, so the session was started with it.
+    (task: AgentTask<unknown, unknown>): Effect.Effect<never, TaskError, CurrentAgent> =>
+      CurrentAgent.use((agent) => agent.runTask(task as AgentTask<unknown>) as Effect.Effect<never, TaskError>)
   )
 
-const checkOwner = (task: Agent) =>
+const checkOwner = (task: Agent<unknown>) =>
   CurrentAgent.use((agent) =>
     agent.agent === task
       ? Effect.succeed(agent)
@@ -146,9 +152,9 @@ const checkOwner = (task: Agent) =>
  * @since 0.1.0
  * @category combinators
  */
-export const complete: <A>(task: AgentTask<A>, value: A) => Effect.Effect<NoReply, TaskError, CurrentAgent> = Effect.fn(
+export const complete: <A>(task: AgentTask<A, unknown>, value: A) => Effect.Effect<NoReply, TaskError, CurrentAgent> = Effect.fn(
   "AgentTask.complete"
-)((task: AgentTask<unknown>, value: unknown) =>
+)((task: AgentTask<unknown, unknown>, value: unknown) =>
   checkOwner(task).pipe(
     Effect.flatMap((agent) => agent.completeTask({ _tag: "Success", value })),
     Effect.as(noReply(`${task.name} completed.`))
@@ -161,9 +167,9 @@ export const complete: <A>(task: AgentTask<A>, value: A) => Effect.Effect<NoRepl
  * @since 0.1.0
  * @category combinators
  */
-export const fail: (task: AgentTask<any>, message: string) => Effect.Effect<NoReply, TaskError, CurrentAgent> = Effect.fn(
+export const fail: (task: AgentTask<unknown, unknown>, message: string) => Effect.Effect<NoReply, TaskError, CurrentAgent> = Effect.fn(
   "AgentTask.fail"
-)((task: AgentTask<any>, message: string) =>
+)((task: AgentTask<unknown, unknown>, message: string) =>
   checkOwner(task).pipe(
     Effect.flatMap((agent) =>
       agent.completeTask({ _tag: "Failure", error: new TaskError({ task: task.name, reason: "failed", message }) })

@@ -44,8 +44,9 @@ export interface AgentHandle {
   readonly agent: Agent
   /** The actor's label in events: the agent's name. */
   readonly name: string
-  readonly session: AgentSession<any>
-  readonly userdata: any
+  readonly session: AgentSession<unknown>
+  /** The session's userdata (narrow it where you know its type: a tool gets it typed). */
+  readonly userdata: unknown
   readonly holdsFloor: Effect.Effect<boolean>
   readonly chatContext: Effect.Effect<ChatContext>
   readonly updateChatContext: (f: (context: ChatContext) => ChatContext) => Effect.Effect<void>

@@ -44,20 +44,22 @@ export const applyContextPolicy = (policy: ContextPolicy, context: ChatContext):
 }
 
 /**
- * An agent, or a thunk returning one (so agents can refer to each other before both exist).
+ * An agent needing `R`, or a thunk returning one (so agents can refer to each other before both
+ * exist). `AgentRef<unknown>` is any of them.
  *
  * @since 0.1.0
  * @category models
  */
-export type AgentRef = Agent | (() => Agent)
+export type AgentRef<R = never> = Agent<R> | (() => Agent<R>)
 
 /**
- * The agent `ref` names (calls the thunk when it is one).
+ * The agent `ref` names (calls the thunk when it is one), as the session runs it: whatever it
+ * needs was in the requirements of the tool that returned it, hence in `AgentSession.start`'s.
  *
  * @since 0.1.0
  * @category utils
  */
-export const resolveAgent = (ref: AgentRef): Agent => (typeof ref === "function" ? ref() : ref)
+export const resolveAgent = (ref: AgentRef<unknown>): Agent => (typeof ref === "function" ? ref() : ref) as Agent
 
 /**
  * Options of a handoff: the output the outgoing model sees for the call, what the new agent sees
@@ -101,21 +103,12 @@ export interface HandoffOptions {
  * @since 0.1.0
  * @category models
  */
-export interface Handoff<R = never> {
+export interface Handoff<out R = never> {
   readonly _tag: "Handoff"
-  /** Type only: the services the target agent needs. */
-  readonly "~requirements"?: () => R
-  readonly target: AgentRef
+  /** The target; its `R` is what a tool returning this handoff needs for it. */
+  readonly target: AgentRef<R>
   readonly options: HandoffOptions
 }
-
-/**
- * `R`, or nothing when it is `any` (an agent annotated `Agent.Agent` says nothing about its needs).
- *
- * @since 0.1.0
- * @category utils
- */
-export type KnownRequirements<R> = 0 extends (1 & R) ? never : R
 
 /**
  * A tool result that passes the floor to `target` once the whole batch of tool calls has settled.
@@ -125,7 +118,7 @@ export type KnownRequirements<R> = 0 extends (1 & R) ? never : R
  * @since 0.1.0
  * @category constructors
  */
-export const to = <R = never>(target: Agent<R> | (() => Agent<R>), options: HandoffOptions = {}): Handoff<KnownRequirements<R>> => ({
+export const to = <R = never>(target: AgentRef<R>, options: HandoffOptions = {}): Handoff<R> => ({
   _tag: "Handoff",
   target,
   options
@@ -133,14 +126,14 @@ export const to = <R = never>(target: Agent<R> | (() => Agent<R>), options: Hand
 
 /**
  * What a tool handler's result hands the floor to needs: the target of a `Handoff`, or an agent
- * returned as it is (nothing for results of type `any` or `unknown`).
+ * returned as it is (nothing for results of type `any`, which say nothing, or `unknown`).
  *
  * @since 0.1.0
  * @category utils
  */
 export type TargetRequirements<A> = 0 extends (1 & A) ? never
   : A extends Handoff<infer R> ? R
-  : A extends Agent<infer R> ? KnownRequirements<R>
+  : A extends Agent<infer R> ? R
   : never
 
 /**

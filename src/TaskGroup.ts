@@ -19,12 +19,22 @@ import * as Tool from "./Tool.ts"
  * @since 0.1.0
  * @category models
  */
-export interface TaskGroupEntry {
+export interface TaskGroupEntry<R = never> {
   readonly id: string
   readonly description: string
-  /** A task value, or a function making one (a fresh task each time it runs). */
-  readonly task: AgentTask.AgentTask<any> | (() => AgentTask.AgentTask<any>)
+  /** A task value, or a function making one (a fresh task each time it runs); it needs `R`. */
+  readonly task: AgentTask.AgentTask<unknown, R> | (() => AgentTask.AgentTask<unknown, R>)
 }
+
+/**
+ * What the tasks of a group's entries need.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export type EntryRequirements<Entries> = Entries extends ReadonlyArray<infer Entry>
+  ? Entry extends TaskGroupEntry<infer R> ? R : never
+  : never
 
 /**
  * The options of `TaskGroup.make`: the group's name, its steps in order, and a callback after each
@@ -33,10 +43,10 @@ export interface TaskGroupEntry {
  * @since 0.1.0
  * @category models
  */
-export interface TaskGroupOptions {
+export interface TaskGroupOptions<R = never> {
   readonly name: string
   readonly instructions?: string
-  readonly tasks: ReadonlyArray<TaskGroupEntry>
+  readonly tasks: ReadonlyArray<TaskGroupEntry<R>>
   /** Called after each task with its id and result (the record so far included). */
   readonly onTaskCompleted?: (id: string, result: unknown, results: Readonly<Record<string, unknown>>) => Effect.Effect<void>
 }
@@ -58,7 +68,7 @@ class GoBack {
   }
 }
 
-const goBackTool = (earlier: ReadonlyArray<TaskGroupEntry>): Tool.Tool => {
+const goBackTool = (earlier: ReadonlyArray<TaskGroupEntry<unknown>>): Tool.Tool => {
   const ids = earlier.map((entry) => entry.id) as [string, ...Array<string>]
   return Tool.make("return_to_earlier_step", {
     description: "Go back to an earlier step when the user wants to change something they gave there. Steps: " +
@@ -94,7 +104,9 @@ const goBackTool = (earlier: ReadonlyArray<TaskGroupEntry>): Tool.Tool => {
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: TaskGroupOptions): AgentTask.AgentTask<TaskGroupResult> => {
+export const make = <const Entries extends ReadonlyArray<TaskGroupEntry<unknown>>>(
+  options: Omit<TaskGroupOptions, "tasks"> & { readonly tasks: Entries }
+): AgentTask.AgentTask<TaskGroupResult, EntryRequirements<Entries>> => {
   const ids = new Set<string>()
   for (const entry of options.tasks) {
     if (ids.has(entry.id)) throw new Error(`TaskGroup "${options.name}" has two tasks with id "${entry.id}"`)
@@ -111,7 +123,8 @@ export const make = (options: TaskGroupOptions): AgentTask.AgentTask<TaskGroupRe
         const entry = options.tasks[index]!
         const task = typeof entry.task === "function" ? entry.task() : entry.task
         const earlier = options.tasks.slice(0, index)
-        const result = yield* agent.runTask(task, { extraTools: earlier.length > 0 ? [goBackTool(earlier)] : [] })
+        // What the task needs is in the group's type, so in its runner's and the session's.
+        const result = yield* agent.runTask(task as AgentTask.AgentTask<unknown>, { extraTools: earlier.length > 0 ? [goBackTool(earlier)] : [] })
         if (result instanceof GoBack) {
           index = options.tasks.findIndex((e) => e.id === result.id)
           continue

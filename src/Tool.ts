@@ -12,7 +12,7 @@
  * @packageDocumentation
  */
 import * as ToolSchema from "../services/ToolSchema.ts"
-import { Effect, Schema } from "effect"
+import { Effect, Schema, type Types } from "effect"
 import { Tool as AiTool } from "effect/ai"
 import type { Agent } from "./Agent.ts"
 import type { AgentSession } from "./AgentSession.ts"
@@ -88,24 +88,70 @@ export interface ToolOptions {
 
 /**
  * A tool: its parameters `P` and the services `R` its handler needs (besides `CurrentAgent`,
- * which the session provides). `R` is carried by the type only: an agent with this tool needs
- * `R`, and so does `AgentSession.start` with that agent, so a missing Layer is a compile error.
+ * which the session provides) and its handoff targets need. An agent with this tool needs `R`,
+ * and so does `AgentSession.start` with that agent, so a missing Layer is a compile error.
+ * `Tool<unknown, unknown>` is any tool.
  *
  * @since 0.1.0
  * @category models
  */
-export interface Tool<P = any, R = any> {
+export interface Tool<out P = unknown, out R = never> extends Variance<R> {
   readonly _tag: "Tool"
-  /** Type only: the services the handler needs. */
-  readonly "~requirements"?: () => R
   readonly name: string
   readonly description: string
   readonly parameters: Schema.Codec<P, unknown, never, never>
-  readonly handler: (params: P, context: ToolContext<any>) => Effect.Effect<unknown, unknown, any>
+  /** Called with what `parameters` decoded (a method, so a `Tool<P>` is a `Tool<unknown>`). */
+  handler(params: P, context: ToolContext<unknown>): Effect.Effect<unknown, unknown, R | CurrentAgent>
   readonly options: ToolOptions
   /** The `effect/ai` definition sent to models (JSON Schema of the parameters). */
   readonly definition: AiTool.Any
 }
+
+/**
+ * Tags tools; under it, `Variance` carries what a tool needs for the type checker.
+ *
+ * @since 0.1.0
+ * @category type ids
+ */
+export const TypeId = "~baton/Tool" as const
+
+/**
+ * @since 0.1.0
+ * @category type ids
+ */
+export type TypeId = typeof TypeId
+
+/**
+ * The variance of `Tool<P, R>` in `R`: a tool needing `R` is a tool needing `R | R2`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Variance<out R> {
+  readonly [TypeId]: { readonly _R: Types.Covariant<R> }
+}
+
+/**
+ * What a tool needs (`never` for anything else).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export type Requirements<T> = T extends Variance<infer R> ? R : never
+
+/**
+ * Any tool, as a list of tools is constrained (`Agent.make`'s `tools`): it says nothing of what
+ * the tool needs, so a `Tool.make` in the list infers its `R` from its handler alone (from
+ * `Tool<unknown, unknown>`, a handler that only throws would infer `unknown`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Any extends Omit<Tool<unknown>, TypeId | "handler"> {
+  readonly [TypeId]: { readonly _R: unknown }
+}
+
+const variance: Variance<unknown>[TypeId] = { _R: (_: never) => _ }
 
 const NoParameters = Schema.Struct({})
 
@@ -130,7 +176,7 @@ const NAME = /^[a-zA-Z0-9_-]{1,64}$/
  * @since 0.1.0
  * @category constructors
  */
-export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoParameters, U = any, A = unknown, R = never>(
+export const make = <S extends Schema.Codec<unknown, unknown, never, never> = typeof NoParameters, U = unknown, A = unknown, R = never>(
   name: string,
   options: {
     readonly description: string
@@ -145,32 +191,28 @@ export const make = <S extends Schema.Codec<any, any, never, never> = typeof NoP
   const definition = AiTool.make(name, { description: options.description, parameters: options.parameters ?? NoParameters })
   // A top-level union or primitive is no function's parameters for any provider: say so now.
   ToolSchema.parametersOf(definition)
-  return {
+  const tool: Tool<S["Type"], unknown> = {
+    [TypeId]: variance,
     _tag: "Tool",
     name,
     description: options.description,
     parameters,
-    handler: options.handler as Tool["handler"],
+    // The handler's context is the session's (its userdata is the session's `U`).
+    handler: options.handler as Tool<S["Type"], unknown>["handler"],
     options: {
       ...(options.onDuplicate !== undefined ? { onDuplicate: options.onDuplicate } : {}),
       ...(options.cancellable !== undefined ? { cancellable: options.cancellable } : {})
     },
     definition
   }
+  // What the handler needs, less the `CurrentAgent` the session provides, plus what the agents
+  // it hands off to need (which TypeScript cannot see through the handler's `R` alone).
+  return tool as Tool<S["Type"], Exclude<R | Handoff.TargetRequirements<A>, CurrentAgent>>
 }
 
 /**
- * `R`, or nothing when it is `any` (an agent annotated `Agent.Agent` says nothing about its needs).
- *
- * @since 0.1.0
- * @category utils
- */
-export type KnownRequirements<R> = Handoff.KnownRequirements<R>
-
-/**
  * A tool that hands off to `target` (a thunk, so agents can refer to each other in a cycle). It
- * needs what the target needs, so an agent reached by a handoff is checked too (unless it is
- * annotated `Agent.Agent`, which says nothing).
+ * needs what the target needs, so an agent reached by a handoff is checked too.
  *
  * @since 0.1.0
  * @category constructors
@@ -179,7 +221,7 @@ export const handoff = <R = never>(
   name: string,
   target: Agent<R> | (() => Agent<R>),
   options: Handoff.HandoffOptions & { readonly description?: string } = {}
-): Tool<{}, KnownRequirements<R>> =>
+): Tool<{}, R> =>
   make(name, {
     description: options.description ?? `Transfer the conversation to another agent (${name}).`,
     handler: () => Effect.succeed(Handoff.to(target, options))
@@ -214,7 +256,7 @@ export const isNoReply = (u: unknown): u is NoReply =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "NoReply" && "output" in u
 
 /** The text the model sees for a handler's value (see `ToolOutput.render`, which also says
- * when a value cannot be read). 
+ * when a value cannot be read).
  *
  * @since 0.1.0
  * @category utils
@@ -238,7 +280,7 @@ export class InvalidArguments extends Schema.TaggedError<InvalidArguments>()("In
  * @since 0.1.0
  * @category utils
  */
-export const decodeArguments = <P>(tool: Tool<P>, raw: string): Effect.Effect<P, InvalidArguments> => {
+export const decodeArguments = <P>(tool: Tool<P, unknown>, raw: string): Effect.Effect<P, InvalidArguments> => {
   const parsed = parseJson(raw)
   if (!parsed.ok) {
     return Effect.fail(

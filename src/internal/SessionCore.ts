@@ -95,7 +95,7 @@ export interface SessionCore {
   readonly textOutput: TextOutputService
   readonly defaultModel: LanguageModel.LanguageModel | undefined
   /** The public session, for tool and hook contexts. */
-  readonly session: () => AgentSession<any>
+  readonly session: () => AgentSession<unknown>
   /** Sends a message to the supervisor (holds a work token until it is handled). */
   readonly send: (message: SessionMessage) => void
   /**

@@ -29,7 +29,7 @@ export interface Config {
   readonly tools: ReadonlyArray<Tool>
   readonly userdata: unknown
   /** The public session, for tool and hook contexts (made after the supervisor). */
-  readonly session: () => AgentSession<any>
+  readonly session: () => AgentSession<unknown>
   /** The session's id (default: a fresh one); a durable session's is its id in the store. */
   readonly id?: string | undefined
   /** The shared history a resumed session starts with. */

@@ -39,7 +39,7 @@ export interface VoiceOptions extends VoiceInput.VoiceInputOptions, VoiceOutput.
  * @since 0.1.0
  * @category models
  */
-export interface StartOptions<U> extends Omit<AgentSession.StartOptions<U>, "textOutput"> {
+export interface StartOptions<U, R = never> extends Omit<AgentSession.StartOptions<U, R>, "textOutput"> {
   readonly voice?: VoiceOptions
   /** The user's audio (default: the `AudioInput` of the context); `VoiceInput.audioEnd` in it
    * says the audio stopped there (push-to-talk released): the speech in progress ends. */
@@ -116,7 +116,7 @@ const audioInput = Effect.serviceOption(AudioInput).pipe(
 
 /** Starts a session whose agents listen and speak; it lives in the caller's Scope. An engine's
  * failure goes to `voice.onError` when given, else to the log and the session's events (an
- * `error` with source `voice`). 
+ * `error` with source `voice`).
  *
  * @example
  * ```ts
@@ -133,7 +133,7 @@ const audioInput = Effect.serviceOption(AudioInput).pipe(
  * @since 0.1.0
  * @category constructors
  */
-export const start = Effect.fn("VoicePipeline.start")(function*<U = undefined>(options: StartOptions<U>) {
+export const start = Effect.fn("VoicePipeline.start")(function*<U = undefined, R = never>(options: StartOptions<U, R>) {
   // The output is made before the session (which speaks through it): its failures reach the
   // session once there is one.
   let report: (error: VoiceError) => Effect.Effect<void> = () => Effect.void
@@ -141,7 +141,7 @@ export const start = Effect.fn("VoicePipeline.start")(function*<U = undefined>(o
     Effect.andThen(Effect.logWarning(`voice (${info?.agent ?? "input"}): ${error.message}`), report(error)))
   const voice = { ...options.voice, onError }
   const output = yield* VoiceOutput.make(voice)
-  const session = yield* AgentSession.start<U>({ ...options, textOutput: tee(output.textOutput, options.alsoText) })
+  const session = yield* AgentSession.start({ ...options, textOutput: tee(output.textOutput, options.alsoText) })
   report = session.voiceError
   const frames = options.input ?? (yield* audioInput)
   const input = yield* VoiceInput.run(session, frames, output, voice).pipe(

@@ -1,10 +1,11 @@
 /**
  * Checked by `tsc --noEmit` (the first half of `npm test`): the services an agent needs are in
  * its type, so a program that starts a session without providing them does not compile. Each
- * `@ts-expect-error` below must be an error; if one stops being one, tsc fails on it.
+ * `@ts-expect-error` below must be an error; if one stops being one, tsc fails on it. No type
+ * defaults to `any`: `Agent.Agent` alone is an agent that needs nothing, and is checked as such.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { Agent, AgentSession, AgentTask, Handoff, Tool } from "../../src/index.ts"
+import { Agent, AgentSession, AgentTask, Handoff, TaskGroup, Tool } from "../../src/index.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 
 class WeatherApi extends Context.Service<WeatherApi, { readonly today: (city: string) => Effect.Effect<string> }>()("test/WeatherApi") {}
@@ -63,14 +64,13 @@ export const handoffTargetProvided: Effect.Effect<unknown, unknown, never> = Age
   Effect.scoped,
   Effect.provide([model, weatherApi, audit])
 )
-// a target annotated `Agent.Agent` says nothing (agents that refer to each other in a cycle)
-const loose: Agent.Agent = weather
-const deskToLoose = Agent.make({ name: "desk", instructions: "Desk.", tools: [Tool.handoff("to_weather", () => loose)] })
-export const looseTarget: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: deskToLoose }).pipe(Effect.scoped, Effect.provide(model))
-
-// an agent annotated `Agent.Agent` (as mutually referring agents must be) says nothing: unchecked, as before
-const annotated: Agent.Agent = weather
-export const unchecked: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: annotated }).pipe(Effect.scoped, Effect.provide(model))
+// an annotation is checked: `Agent.Agent` alone is an agent that needs nothing
+// @ts-expect-error weather needs WeatherApi and Audit, not nothing
+export const understated: Agent.Agent = weather
+// @ts-expect-error Audit is missing from the annotation
+export const halfStated: Agent.Agent<WeatherApi> = weather
+// an agent needing R is an agent needing more (covariance), so wider annotations are fine
+export const widened: Agent.Agent<WeatherApi | Audit | Crm> = weather
 
 // annotated with what it needs, the check stays
 const kept: Agent.Agent<WeatherApi | Audit> = weather
@@ -150,7 +150,119 @@ export const hookTaskChecked: Effect.Effect<unknown, unknown, never> = AgentSess
   Effect.scoped,
   Effect.provide(model)
 )
-// a task made with an explicit result type says nothing (any), as before
-const loose2 = AgentTask.make<string>({ name: "loose", instructions: "Loose.", tools: [lookup] })
-const runsLoose = Agent.make({ name: "r", instructions: "R.", tools: [Tool.make("go", { description: "Go", handler: () => AgentTask.run(loose2) })] })
-export const looseTask: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: runsLoose }).pipe(Effect.scoped, Effect.provide(model))
+// a task made with an explicit result type needs nothing: its parts are checked against that
+// @ts-expect-error lookup needs WeatherApi, and `make<string>` leaves no room for it
+export const explicitTask = AgentTask.make<string>({ name: "t", instructions: "T.", tools: [lookup] })
+// @ts-expect-error so does a hook
+export const explicitTaskHook = AgentTask.make<string>({ name: "t", instructions: "T.", onEnter: Effect.gen(function*() { yield* Audit }) })
+export const explicitTaskPlain = AgentTask.make<string>({ name: "t", instructions: "T.", onEnter: Effect.asVoid(Agent.reply()) })
+
+
+// --- Issue 38: requirements checked by default ---------------------------------------------------
+
+class Db extends Context.Service<Db, { readonly query: (sql: string) => Effect.Effect<string> }>()("test/Db") {}
+class Mailer extends Context.Service<Mailer, { readonly send: (to: string) => Effect.Effect<void> }>()("test/Mailer") {}
+const db = Layer.succeed(Db, { query: (sql: string) => Effect.succeed(sql) })
+const mailer = Layer.succeed(Mailer, { send: () => Effect.void })
+const balance = Tool.make("balance", {
+  description: "The caller's balance",
+  handler: () => Db.use((d) => d.query("select balance"))
+})
+
+// an agent whose tool needs Db cannot be started without a Layer providing Db
+const accounts = Agent.make({ name: "accounts", instructions: "Accounts.", tools: [balance] })
+export const accountsType: Agent.Agent<Db> = accounts
+// @ts-expect-error Db is not provided
+export const dbMissing: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: accounts }).pipe(Effect.scoped, Effect.provide(model))
+export const dbProvided: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: accounts }).pipe(Effect.scoped, Effect.provide([model, db]))
+
+// a handoff target's requirement propagates, through a thunk as through a value
+const router = Agent.make({ name: "router", instructions: "Route.", tools: [Tool.handoff("to_accounts", () => accounts)] })
+export const routerType: Agent.Agent<Db> = router
+// @ts-expect-error the accounts agent behind the handoff needs Db
+export const routerDbMissing: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: router }).pipe(Effect.scoped, Effect.provide(model))
+export const routerDbProvided: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: router }).pipe(Effect.scoped, Effect.provide([model, db]))
+
+// mutually referring agents compile: one agent of the cycle carries a checked annotation
+const frontDesk: Agent.Agent<Db> = Agent.make({
+  name: "front_desk",
+  instructions: "Front desk.",
+  tools: [Tool.handoff("to_billing", () => billing)]
+})
+const billing = Agent.make({
+  name: "billing",
+  instructions: "Billing.",
+  tools: [balance, Tool.handoff("to_front_desk", () => frontDesk)]
+})
+export const billingType: Agent.Agent<Db> = billing
+// @ts-expect-error Db, which billing needs, is not provided
+export const cycleDbMissing: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: frontDesk }).pipe(Effect.scoped, Effect.provide(model))
+export const cycleDbProvided: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: frontDesk }).pipe(Effect.scoped, Effect.provide([model, db]))
+// a cycle's annotation that understates what the other agent needs is an error
+// @ts-expect-error cashier needs Db, and the annotation says lobby (which hands off to it) needs nothing
+const lobby: Agent.Agent = Agent.make({
+  name: "lobby",
+  instructions: "Lobby.",
+  tools: [Tool.handoff("to_cashier", () => cashier)]
+})
+const cashier = Agent.make({ name: "cashier", instructions: "Cashier.", tools: [balance, Tool.handoff("to_lobby", () => lobby)] })
+
+// a hook that needs a service propagates it (onEnter, onResume; onExit is above)
+const notifying = Agent.make({
+  name: "notifying",
+  instructions: "Notify.",
+  onEnter: Mailer.use((m) => m.send("ops")),
+  onResume: Db.use((d) => Effect.asVoid(d.query("resume")))
+})
+export const notifyingType: Agent.Agent<Mailer | Db> = notifying
+// @ts-expect-error Db (onResume) is still missing
+export const hookDbMissing: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: notifying }).pipe(
+  Effect.scoped,
+  Effect.provide([model, mailer])
+)
+export const hooksProvided: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: notifying }).pipe(
+  Effect.scoped,
+  Effect.provide([model, mailer, db])
+)
+
+// a session's start needs the union of its agent's and its session tools' requirements
+const mail = Tool.make("mail", { description: "Mail", handler: () => Mailer.use((m) => m.send("x")) })
+const withSessionTools = AgentSession.start({ agent: accounts, tools: [mail] }).pipe(Effect.scoped)
+// @ts-expect-error Mailer, which the session tool needs, is not provided
+export const sessionToolMissing: Effect.Effect<unknown, unknown, never> = withSessionTools.pipe(Effect.provide([model, db]))
+export const sessionToolsProvided: Effect.Effect<unknown, unknown, never> = withSessionTools.pipe(Effect.provide([model, db, mailer]))
+
+// a handoff from outside may go only to an agent needing what the session was started with
+export const outsideHandoff = Effect.gen(function*() {
+  const session = yield* AgentSession.start({ agent: plain })
+  yield* session.handoff(plain)
+  // @ts-expect-error accounts needs Db, which the session was not started with
+  yield* session.handoff(accounts)
+  const dbSession = yield* AgentSession.start({ agent: accounts })
+  yield* dbSession.handoff(router)
+}).pipe(Effect.scoped)
+
+// a task group needs what its tasks need
+const askAccount: AgentTask.AgentTask<string, Db> = AgentTask.make({
+  name: "ask_account",
+  instructions: "Ask for the account.",
+  tools: [balance, Tool.make("done", { description: "Done", handler: () => AgentTask.complete(askAccount, "acct") })]
+})
+const intake = TaskGroup.make({
+  name: "intake",
+  tasks: [
+    { id: "account", description: "the account", task: askAccount },
+    { id: "name", description: "the name", task: () => askName }
+  ]
+})
+export const intakeType: AgentTask.AgentTask<TaskGroup.TaskGroupResult, Db | Crm> = intake
+// @ts-expect-error the group's tasks need Db and Crm
+export const intakeUnderstated: AgentTask.AgentTask<TaskGroup.TaskGroupResult, Db> = intake
+
+// a handler that only throws needs nothing (its R is not taken from the agent's tool list)
+const throwing = Agent.make({
+  name: "throwing",
+  instructions: "Throw.",
+  tools: [balance, Tool.make("explode", { description: "Explode", handler: () => { throw new Error("bug") } })]
+})
+export const throwingType: Agent.Agent<Db> = throwing
