@@ -122,6 +122,10 @@ export const fromEnv: Effect.Effect<ServerOptions, Config.ConfigError> = Effect.
 })
 
 /** Whether sessions outlive this process (a store other than `memory`): the drain then moves
- * /ws clients to another node (a `reconnect` frame) instead of waiting for their calls to end. */
+ * /ws clients to another node (a `reconnect` frame) instead of waiting for their calls to end.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const storeIsDurable = (options: Pick<ServerOptions, "store">): boolean =>
   Option.isSome(options.store) && Redacted.value(options.store.value).trim() !== "memory"

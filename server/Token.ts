@@ -100,6 +100,9 @@ export const isSecret = (secret: Redacted.Redacted<string>, candidate: string): 
  * signed with the same secret as the access tokens (a process without `BATON_TOKEN` signs with a
  * random secret of its own, so its tokens resume only its own sessions). A resume token opens one
  * session and nothing else: it is never an access token, nor an access token one of these.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface ResumeToken {
   readonly token: string
@@ -109,10 +112,19 @@ export interface ResumeToken {
 }
 
 /** Why a resume token is refused; `unknown session` is the caller's verdict (a token that verifies
- * for a session no one holds). */
+ * for a session no one holds).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ResumeRefusal = "malformed" | "bad signature" | "expired" | "unknown session"
 
-/** A resume token for `sessionId`, good for at least `ttlSeconds` (its expiry is rounded up to a second). */
+/**
+ * A resume token for `sessionId`, good for at least `ttlSeconds` (its expiry is rounded up to a second).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const mintResume = (secret: Redacted.Redacted<string>, sessionId: string, ttlSeconds: number, nowMs: number): ResumeToken => {
   const expiresAt = Math.max(0, Math.ceil(nowMs / 1000 + ttlSeconds))
   const payload = `resume.${sessionId}.${expiresAt}`
@@ -122,7 +134,12 @@ export const mintResume = (secret: Redacted.Redacted<string>, sessionId: string,
 /** Session ids are the core's (`[A-Za-z0-9_-]`); nothing else is read as one. */
 const resumeShape = /^resume\.([A-Za-z0-9_-]{1,128})\.(\d{1,15})\.([A-Za-z0-9_-]{43})$/
 
-/** The session a resume token opens, or why it opens none (the signature is checked before the expiry). */
+/**
+ * The session a resume token opens, or why it opens none (the signature is checked before the expiry).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const verifyResume = (
   secret: Redacted.Redacted<string>,
   token: string,

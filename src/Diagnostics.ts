@@ -70,7 +70,7 @@ export const forkIn = (scope: Scope.Scope, options?: { readonly startImmediately
   Effect.map(Effect.forkIn(effect, scope, options), counted)
 
 /** `forkIn` for a caller that keeps no handle on the fiber: counted, and one step fewer than
- * `forkIn` then `Effect.asVoid`. 
+ * `forkIn` then `Effect.asVoid`.
  *
  * @since 0.1.0
  * @category utils
@@ -84,7 +84,7 @@ const countedVoid = (fiber: Fiber.Fiber<unknown, unknown>): void => {
 }
 
 /** Counts `fiber` as live until it ends; for a caller that goes on from `Effect.forkIn` with a
- * step of its own anyway (one step fewer than `forkIn` then a step). 
+ * step of its own anyway (one step fewer than `forkIn` then a step).
  *
  * @since 0.1.0
  * @category utils

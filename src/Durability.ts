@@ -80,7 +80,12 @@ export class SessionNotResumable extends Data.TaggedError("SessionNotResumable")
   readonly message: string
 }> {}
 
-/** The JSON form of `value` by `schema`, or why not. */
+/**
+ * The JSON form of `value` by `schema`, or why not.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const encodeUserdata = <U>(schema: Schema.Codec<U, any>, value: unknown): { readonly json: unknown } | UserdataRefused => {
   const exit = Schema.encodeUnknownExit(Schema.toCodecJson(schema as Schema.Codec<U, any, never, never>))(value)
   return Exit.isSuccess(exit)
@@ -88,7 +93,12 @@ export const encodeUserdata = <U>(schema: Schema.Codec<U, any>, value: unknown):
     : new UserdataRefused({ reason: "not_encodable", message: `the session's userdata does not encode with its Schema: ${String(exit.cause)}` })
 }
 
-/** The userdata `json` holds, by `schema`, or why not. */
+/**
+ * The userdata `json` holds, by `schema`, or why not.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const decodeUserdata = <U>(schema: Schema.Codec<U, any>, json: unknown): { readonly value: U } | UserdataRefused => {
   const exit = Schema.decodeUnknownExit(Schema.toCodecJson(schema as Schema.Codec<U, any, never, never>))(json)
   return Exit.isSuccess(exit)
