@@ -161,6 +161,36 @@ const fenced = (claim: Claim, current: number) =>
   })
 
 /**
+ * Each entry's `data` as JSON text (`null` for `undefined`), or the `StoreError` of the first
+ * that has no JSON form (a `bigint`, a cycle): every backend encodes the whole append before it
+ * stores any of it.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const encodeEntries = (
+  claim: Claim,
+  entries: ReadonlyArray<Omit<JournalEntry, "seq">>
+): Array<string> | StoreError => {
+  const encoded: Array<string> = []
+  for (const [i, entry] of entries.entries()) {
+    try {
+      const text: string | undefined = JSON.stringify(entry.data ?? null)
+      if (text === undefined) throw new Error(`a ${typeof entry.data} is not JSON`)
+      encoded.push(text)
+    } catch (cause) {
+      return new StoreError({
+        operation: "append",
+        message: `entry ${i} (${entry.kind}) of session ${claim.id} has no JSON form: ` +
+          `${cause instanceof Error ? cause.message : String(cause)}; nothing of this append was stored`,
+        cause
+      })
+    }
+  }
+  return encoded
+}
+
+/**
  * A store in this process's memory: for tests and for one process that needs resume across
  * reconnects only (nothing survives the process).
  *
@@ -196,10 +226,14 @@ export const makeMemory = (now: () => number = Date.now): SessionStoreService =>
         const found = get(claim.id)
         if (!found) return Effect.fail(new StoreError({ operation: "append", message: `no session ${claim.id}` }))
         if (found.meta.epoch !== claim.epoch) return Effect.fail(fenced(claim, found.meta.epoch))
-        for (const entry of entries) {
-          // A JSON round trip, as the durable backends do: what comes back is what was stored.
-          found.entries.push({ ...entry, seq: claim.nextSeq++, data: JSON.parse(JSON.stringify(entry.data ?? null)) })
+        // A JSON round trip, as the durable backends do: what comes back is what was stored. All
+        // entries are encoded before any is kept, so one that cannot be fails the whole append.
+        const encoded = encodeEntries(claim, entries)
+        if (encoded instanceof StoreError) return Effect.fail(encoded)
+        for (const [i, entry] of entries.entries()) {
+          found.entries.push({ ...entry, seq: claim.nextSeq + i, data: JSON.parse(encoded[i]!) })
         }
+        claim.nextSeq += entries.length
         found.meta = { ...found.meta, updatedAt: now() }
         return Effect.void
       }),
