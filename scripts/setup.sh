@@ -18,6 +18,9 @@ for what in "${!needs[@]}"; do
   if [[ "$what" == /* ]]; then [[ -e "$what" ]] || missing+=("${needs[$what]}")
   else command -v "$what" >/dev/null 2>&1 || missing+=("${needs[$what]}"); fi
 done
+# the PostgreSQL server of the session store's tests (a private cluster each run; Debian keeps
+# initdb off PATH, in /usr/lib/postgresql/<version>/bin)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 
 if ((${#missing[@]})); then
   if ! command -v apt-get >/dev/null 2>&1; then
