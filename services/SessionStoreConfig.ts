@@ -4,6 +4,8 @@
  * password is never printed by the store, its errors or its logs.
  *
  * @since 0.1.0
+ *
+ * @packageDocumentation
  */
 import { Config, Effect, Layer, Redacted } from "effect"
 import { layerMemory, SessionStore, StoreError } from "./SessionStore.ts"

@@ -14,6 +14,8 @@
  * The URL's password stays `Redacted`: error messages name the host, port and database only.
  *
  * @since 0.1.0
+ *
+ * @packageDocumentation
  */
 import { Array as Arr, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"

@@ -10,6 +10,8 @@
  * the same file: SQLite's write lock orders them, and the epoch fences the one claimed over.
  *
  * @since 0.1.0
+ *
+ * @packageDocumentation
  */
 import { Effect, Layer, Option, type Scope } from "effect"
 import { createRequire } from "node:module"
