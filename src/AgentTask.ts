@@ -152,7 +152,7 @@ const checkOwner = (task: Agent<unknown>) =>
  * @since 0.1.0
  * @category combinators
  */
-export const complete: <A>(task: AgentTask<A, unknown>, value: A) => Effect.Effect<NoReply, TaskError, CurrentAgent> = Effect.fn(
+export const complete: <A>(task: AgentTask<A, unknown>, value: NoInfer<A>) => Effect.Effect<NoReply, TaskError, CurrentAgent> = Effect.fn(
   "AgentTask.complete"
 )((task: AgentTask<unknown, unknown>, value: unknown) =>
   checkOwner(task).pipe(

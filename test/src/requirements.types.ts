@@ -266,3 +266,7 @@ const throwing = Agent.make({
   tools: [balance, Tool.make("explode", { description: "Explode", handler: () => { throw new Error("bug") } })]
 })
 export const throwingType: Agent.Agent<Db> = throwing
+
+// a task completes with a value of its result type
+// @ts-expect-error askName's result is a string
+export const wrongResult = AgentTask.complete(askName, 42)
