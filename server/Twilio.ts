@@ -11,7 +11,7 @@
  * @since 0.1.0
  * @packageDocumentation
  */
-import { Deferred, Effect, Option, Schema, Stream } from "effect"
+import { Deferred, Effect, Option, Schema } from "effect"
 import { Socket } from "effect/socket"
 import * as AudioFrame from "../services/AudioFrame.ts"
 import type { AudioOutputService } from "../services/AudioOutput.ts"
@@ -19,7 +19,8 @@ import * as Mulaw from "../services/Mulaw.ts"
 import * as Dtmf from "../src/voice/Dtmf.ts"
 import type { ResamplerStage } from "../services/Resampler.ts"
 import type { ConnectionContext } from "./Connection.ts"
-import * as Line from "./Line.ts"
+import * as Call from "./Call.ts"
+import { supersededReason } from "./Connection.ts"
 import { idleReason, pullWithin } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 
@@ -36,7 +37,15 @@ const Media = Schema.Struct({ payload: Schema.String })
  */
 export const TwilioMessage = Schema.Union([
   Schema.Struct({ event: Schema.Literal("connected") }),
-  Schema.Struct({ event: Schema.Literal("start"), streamSid: Schema.String }),
+  Schema.Struct({
+    event: Schema.Literal("start"),
+    streamSid: Schema.String,
+    // Twilio's start block: the call, and the <Parameter>s of the TwiML's <Stream> (a resumeToken among them).
+    start: Schema.optional(Schema.Struct({
+      callSid: Schema.optional(Schema.String),
+      customParameters: Schema.optional(Schema.Record(Schema.String, Schema.String))
+    }))
+  }),
   Schema.Struct({ event: Schema.Literal("media"), media: Media }),
   Schema.Struct({ event: Schema.Literal("mark"), mark: Schema.Struct({ name: Schema.String }) }),
   Schema.Struct({ event: Schema.Literal("dtmf"), dtmf: Schema.Struct({ digit: Schema.String }) }),
@@ -57,7 +66,27 @@ const parse = (text: string): TwilioMessage | string => {
 }
 
 /**
+ * With `BATON_TWILIO_STATUS_URL`, POSTs what the app needs to reconnect a call's stream (its
+ * resume token, as the stream starts and as it is refreshed) as JSON. The token is a credential:
+ * sent only there, never logged.
+ */
+const postStatus = (ctx: ConnectionContext, body: object) =>
+  Option.match(ctx.options.twilioStatusUrl, {
+    onNone: () => Effect.void,
+    onSome: (url) =>
+      Effect.tryPromise(() =>
+        fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: AbortSignal.timeout(5000) })
+          .then((r) => {
+            if (!r.ok) throw new Error(`HTTP ${r.status}`)
+          })
+      ).pipe(Effect.catch((e) => Effect.logWarning(`twilio: the status callback failed (${e.cause instanceof Error ? e.cause.message : String(e.cause)})`)))
+  })
+
+/**
  * Serves one Twilio stream until `stop`, the socket closing, `idleSeconds` without a message, or the drain.
+ * Its `start` message's `customParameters.resumeToken` (a `<Parameter>` of the TwiML's `<Stream>`)
+ * attaches it to that call instead of starting one; a stream cut without `stop` leaves its call
+ * waiting `BATON_RESUME_S` for such a stream.
  *
  * @since 0.1.0
  * @category constructors
@@ -71,6 +100,7 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
   yield* Effect.acquireRelease(ctx.registry.register(closer), () => ctx.registry.unregister(closer))
 
   let streamSid: string | undefined
+  let callSid: string | undefined
   const toPhone = new Map<number, ResamplerStage>()
   const output: AudioOutputService = {
     write: (pcm, sampleRate) =>
@@ -87,43 +117,75 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
       }),
     clear: () => (streamSid === undefined ? Effect.void : sendJson({ event: "clear", streamSid }))
   }
-
-  const line = yield* Line.start(ctx, output)
-  const session = line.session
-  yield* ServiceMetrics.sessionOpened
-  // Keypad presses, gathered into turns for whoever holds the floor.
-  const keypad = yield* Dtmf.collector((text) => session.send(text).pipe(Effect.ignore))
-  // After each reply, a mark: Twilio echoes it once the line has played the reply.
-  yield* session.events.pipe(
-    Stream.runForEach((event) =>
+  const superseded = yield* Deferred.make<void>()
+  const client: Call.Client = {
+    audio: output,
+    // After each reply, a mark: Twilio echoes it once the line has played the reply.
+    event: (event) =>
       event.type === "speech_finished" && streamSid !== undefined && !event.interrupted
         ? sendJson({ event: "mark", streamSid, mark: { name: `speech:${event.speechId}` } })
-        : Effect.void
-    ),
-    Effect.forkScoped
-  )
+        : Effect.void,
+    token: (token) => postStatus(ctx, { event: "resume_token", callSid, streamSid, sessionId: token.sessionId, resumeToken: token.token, expiresAt: token.expiresAt }),
+    superseded
+  }
+
+  /** The call this stream carries: a new one, or the one its `resumeToken` parameter names. */
+  let call: Call.Call | undefined
+  let owner = false
+  let keypad: Dtmf.Collector | undefined
+  /** Completed when the call ends or another stream takes it over. */
+  const away = yield* Deferred.make<string>()
+  const begin = (message: Extract<TwilioMessage, { event: "start" }>) =>
+    Effect.gen(function*() {
+      streamSid = message.streamSid
+      callSid = message.start?.callSid
+      const resumeToken = message.start?.customParameters?.["resumeToken"]
+      if (resumeToken !== undefined) {
+        const found = yield* ctx.resumer.reattach(resumeToken)
+        if (found._tag === "Refused") return found
+        call = found.call
+      } else {
+        call = yield* Call.open(ctx, ctx.resumeSecret, false)
+        owner = true
+        const opened = call
+        yield* Effect.acquireRelease(ctx.resumer.add(opened), () => ctx.resumer.remove(opened))
+        yield* Effect.acquireRelease(ServiceMetrics.sessionOpened, () => ServiceMetrics.sessionClosed)
+      }
+      const session = call.line.session
+      // Keypad presses, gathered into turns for whoever holds the floor.
+      keypad = yield* Dtmf.collector((text) => session.send(text).pipe(Effect.ignore))
+      yield* call.attach(client)
+      yield* Effect.raceFirst(Deferred.await(call.ended), Deferred.await(superseded).pipe(Effect.as(supersededReason))).pipe(
+        Effect.flatMap((reason) => Deferred.succeed(away, reason)),
+        Effect.forkScoped
+      )
+      yield* Effect.flatMap(call.mint, client.token)
+      return undefined
+    })
 
   const onMessage = (message: TwilioMessage) =>
     Effect.gen(function*() {
       switch (message.event) {
         case "start":
-          streamSid = message.streamSid
-          return
+          return yield* begin(message)
         case "media":
-          return yield* line.hear(AudioFrame.make(Mulaw.decode(Buffer.from(message.media.payload, "base64")), PHONE_RATE)).pipe(Effect.ignore)
+          if (call) yield* call.line.hear(AudioFrame.make(Mulaw.decode(Buffer.from(message.media.payload, "base64")), PHONE_RATE)).pipe(Effect.ignore)
+          return
         case "mark": // the caller has heard that reply to its end
           return yield* Effect.logDebug(`twilio: ${message.mark.name} played`)
         case "dtmf":
-          return yield* keypad.press(message.dtmf.digit)
+          if (keypad) yield* keypad.press(message.dtmf.digit)
+          return
         default:
           return
       }
     })
 
+  type Outcome = { readonly _tag: "end" | "refused" | "gone"; readonly reason: string; readonly code?: number }
   const readLoop = Effect.gen(function*() {
     while (true) {
       const pulled = yield* pullWithin(reader.pull, ctx.options.idleSeconds)
-      if (Option.isNone(pulled)) return idleReason(ctx.options.idleSeconds)
+      if (Option.isNone(pulled)) return { _tag: "end", reason: idleReason(ctx.options.idleSeconds) } satisfies Outcome
       for (const frame of pulled.value) {
         ServiceMetrics.frameIn(typeof frame === "string" ? "text" : "binary")
         if (typeof frame !== "string") continue
@@ -132,18 +194,25 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
           yield* Effect.logWarning(`twilio: ${message}`)
           continue
         }
-        if (message.event === "stop") return "the call ended"
-        yield* onMessage(message)
+        if (message.event === "stop") return { _tag: "end", reason: "the call ended" } satisfies Outcome
+        const refused = yield* onMessage(message)
+        if (refused) return { _tag: "refused", reason: refused.message, code: refused.code } satisfies Outcome
       }
     }
   })
-  const reason = yield* Effect.raceFirst(
-    readLoop.pipe(Effect.catch((e: Socket.SocketError) => Effect.succeed(e.reason._tag === "SocketCloseError" ? "the line closed" : e.message))),
-    Deferred.await(closer)
+  const outcome: Outcome = yield* Effect.raceFirst(
+    // A stream cut without `stop` may come back: the call's TwiML connects a new one with the resume token.
+    readLoop.pipe(Effect.catch((e: Socket.SocketError) => Effect.succeed({ _tag: "gone", reason: e.reason._tag === "SocketCloseError" ? "the line closed" : e.message } satisfies Outcome))),
+    Effect.raceFirst(Deferred.await(closer), Deferred.await(away)).pipe(Effect.map((reason): Outcome => ({ _tag: "end", reason })))
   )
-  yield* writer.write(new Socket.CloseEvent(1000, reason.slice(0, 100))).pipe(Effect.ignore)
-  yield* Effect.logDebug(`twilio session ${session.id} ended: ${reason}`)
-}, (effect) =>
-  Effect.scoped(effect).pipe(
-    Effect.ensuring(ServiceMetrics.sessionClosed)
-  ))
+  if (call && outcome._tag === "gone") yield* call.detach(client)
+  else if (call && call.holds(client)) yield* call.end(outcome.reason)
+  if (outcome._tag !== "gone") {
+    if (outcome._tag === "refused") yield* Effect.logWarning(`twilio: a stream's resumeToken was refused: ${outcome.reason}`)
+    const code = outcome.code ?? (outcome.reason === supersededReason ? 4409 : 1000)
+    yield* writer.write(new Socket.CloseEvent(code, outcome.reason.slice(0, 100))).pipe(Effect.ignore)
+  }
+  yield* Effect.logDebug(`twilio stream ${streamSid ?? "(no start)"} ended: ${outcome.reason}`)
+  // The stream that started the call holds it (and its slot) until it ends, wherever its caller is.
+  if (call && owner) yield* Deferred.await(call.ended)
+}, Effect.scoped)
