@@ -10,21 +10,27 @@
  * - Assignment: only of a job this worker accepted, and never while draining; any other is not
  *   started (no room joined) and the server hears `JS_FAILED` with the reason.
  * - The server going away: running jobs go on (they talk to their rooms, not to the dispatch);
- *   the worker reconnects with exponential backoff and registers again. A connection that went
- *   silent without a close is found by WebSocket pings (`liveness`) and counts as gone.
+ *   the worker reconnects after the delays of `reconnectSchedule` (exponential, jittered, capped;
+ *   it starts over once a connection has registered) and registers again. A connection that
+ *   went silent without a close is found by WebSocket pings (`liveness`) and counts as gone.
+ * - State: one record (`State.ts`), the connection a tagged union, times from the `Clock`
+ *   (a `TestClock` drives the backoff, pings and liveness); the socket is Effect's
+ *   (`WorkerSocket.ts`), owned by each connection's Scope, so no listener outlives it.
  * - Drain (the Scope closing, SIGTERM in `baton worker`): no new jobs, the status says full,
  *   running jobs may finish for `drainSeconds`, then the rest are closed and the worker leaves.
  *
  * @since 0.1.0
  * @packageDocumentation
  */
-import { Cause, Deferred, Effect, Exit, Fiber, Queue, Redacted, Scope } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Queue, Redacted, Schedule, Scope } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import WebSocket from "ws"
-import { defaultLiveness, type Liveness, watch } from "../shared/Liveness.ts"
+import { defaultLiveness, type Liveness } from "../shared/Liveness.ts"
 import * as Job from "./Job.ts"
 import * as Protocol from "./Protocol.ts"
-import { Room } from "./Room.ts"
+import { Room, type RoomService } from "./Room.ts"
+import { WorkerError } from "./WorkerError.ts"
+import * as WorkerSocket from "./WorkerSocket.ts"
+import * as State from "./WorkerState.ts"
 
 /**
  * The worker's options: the LiveKit server, API key and secret, the agent name for explicit
@@ -75,8 +81,14 @@ export interface WorkerState {
   readonly load: number
   /** The round trip of the last ping answered (ms). */
   readonly pingMs: number | undefined
-  /** Problems with what the server sent (malformed frames, assignments refused), most recent last. */
+  /** Problems with what the server sent (malformed frames, assignments refused): the last 20, most recent last. */
   readonly problems: ReadonlyArray<string>
+  /** Problems older than those 20, counted only. */
+  readonly olderProblems: number
+  /** The connection to the server's dispatch (`Waiting` carries the backoff's next attempt time). */
+  readonly connection: State.Connection["_tag"]
+  /** When `connection` is `Waiting`: the next attempt's time on the Clock (ms), and why it was lost. */
+  readonly waiting: { readonly attempt: number; readonly until: number; readonly why: string } | undefined
 }
 
 /**
@@ -89,6 +101,222 @@ export interface Worker {
   readonly state: () => WorkerState
   /** Completes when the worker has registered (the first time). */
   readonly registered: Effect.Effect<void>
+}
+
+/**
+ * The delays between connection attempts: exponential from `firstMs`, jittered (×0.8–1.2), never
+ * above `maxMs`. The worker starts it over once a connection has registered.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const reconnectSchedule = (firstMs: number, maxMs: number): Schedule.Schedule<Duration.Duration> => {
+  const cap = (schedule: Schedule.Schedule<Duration.Duration>) =>
+    Schedule.modifyDelay(schedule, ({ duration }) => Effect.succeed(Duration.min(duration, Duration.millis(maxMs))))
+  // capped before the jitter too, so a long outage never multiplies out to infinity
+  return cap(Schedule.jittered(cap(Schedule.exponential(Duration.millis(firstMs)))))
+}
+
+/** What the worker's functions share: its options, its state record and its Scopes. */
+interface Ctx {
+  readonly options: WorkerOptions
+  readonly agentName: string
+  readonly maxJobs: number
+  readonly maxLagMs: number
+  readonly state: State.State
+  readonly room: RoomService
+  readonly workerScope: Scope.Scope
+  /** Jobs live here, closed after the drain. */
+  readonly jobsScope: Scope.Scope
+  readonly lag: ReturnType<typeof monitorEventLoopDelay>
+  readonly firstRegistration: Deferred.Deferred<void>
+}
+
+const lagMs = (ctx: Ctx) => (ctx.lag.count === 0 ? 0 : ctx.lag.percentile(99) / 1e6)
+const load = (ctx: Ctx) => Math.min(1, Math.max(ctx.state.jobs.size / ctx.maxJobs, lagMs(ctx) / ctx.maxLagMs))
+const full = (ctx: Ctx) => State.isDraining(ctx.state) || ctx.state.jobs.size >= ctx.maxJobs || lagMs(ctx) >= ctx.maxLagMs
+
+/** To the server over the open connection; dropped when there is none (it hears the state on registering). */
+const send = (ctx: Ctx, bytes: Uint8Array) =>
+  Effect.suspend(() => {
+    const outbox = State.outbox(ctx.state)
+    return outbox === undefined ? Effect.void : Effect.asVoid(Queue.offer(outbox, bytes))
+  })
+const sendStatus = (ctx: Ctx) => Effect.suspend(() => send(ctx, Protocol.workerStatus(full(ctx), load(ctx), ctx.state.jobs.size)))
+
+/** Never started: the server hears it failed (UpdateJobStatus JS_FAILED with the reason), unless
+ * it is a second assignment of a job running here (that job's status stays its own). */
+const refuseAssignment = (ctx: Ctx, jobId: string, why: string) =>
+  Effect.gen(function*() {
+    const running = ctx.state.jobs.has(jobId)
+    const reason = running ? `a second assignment of job ${jobId}, already running here` : why
+    State.problem(ctx.state, reason)
+    yield* Effect.logWarning(`livekit worker: refused ${reason}`)
+    if (!running) yield* send(ctx, Protocol.jobStatus(jobId, Protocol.JobStatus.JS_FAILED, reason))
+  })
+
+const startJob = (ctx: Ctx, spec: Job.JobSpec) =>
+  Effect.gen(function*() {
+    const fiber = yield* Job.run(spec, ctx.options.job).pipe(
+      Effect.scoped,
+      Effect.provideService(Room, ctx.room),
+      // also when the job is interrupted (terminated, drained): the server hears how it ended
+      Effect.onExit((exit) =>
+        Effect.suspend(() => {
+          State.jobEnded(ctx.state, spec.id)
+          const failed = Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)
+          const status = failed ? Protocol.JobStatus.JS_FAILED : Protocol.JobStatus.JS_SUCCESS
+          return send(ctx, Protocol.jobStatus(spec.id, status, failed ? "the job failed" : "")).pipe(Effect.andThen(sendStatus(ctx)))
+        })
+      ),
+      Effect.ignore,
+      Effect.forkIn(ctx.jobsScope)
+    )
+    State.jobStarted(ctx.state, spec.id, fiber)
+    yield* send(ctx, Protocol.jobStatus(spec.id, Protocol.JobStatus.JS_RUNNING))
+    yield* sendStatus(ctx)
+  })
+
+type Message<K extends Protocol.ServerMessage["message"]["case"]> = Extract<Protocol.ServerMessage["message"], { case: K }>["value"]
+
+const onRegister = (ctx: Ctx, msg: Message<"register">) =>
+  Effect.gen(function*() {
+    State.registered(ctx.state, msg.workerId, yield* Clock.currentTimeMillis)
+    yield* Deferred.succeed(ctx.firstRegistration, undefined)
+    yield* Effect.logInfo(`livekit worker registered as ${msg.workerId}`)
+  })
+
+const onAvailability = (ctx: Ctx, msg: Message<"availability">) =>
+  Effect.gen(function*() {
+    if (!msg.job) return
+    const ok = !full(ctx)
+    State.answered(ctx.state, msg.job.id, ok, yield* Clock.currentTimeMillis)
+    yield* send(ctx, Protocol.availability(msg.job.id, ok, ctx.agentName))
+  })
+
+const onAssignment = (ctx: Ctx, msg: Message<"assignment">) =>
+  Effect.gen(function*() {
+    const job = msg.job
+    if (!job) return
+    const refusal = State.assignmentRefusal(ctx.state, job.id, yield* Clock.currentTimeMillis)
+    if (refusal !== undefined) return yield* refuseAssignment(ctx, job.id, refusal)
+    yield* startJob(ctx, { id: job.id, roomName: job.room?.name ?? "", url: msg.url || ctx.options.url, token: Redacted.make(msg.token) })
+  })
+
+const onTermination = (ctx: Ctx, msg: Message<"termination">) =>
+  Effect.suspend(() => {
+    const fiber = ctx.state.jobs.get(msg.jobId)
+    return fiber ? Effect.asVoid(Effect.forkIn(Fiber.interrupt(fiber), ctx.workerScope)) : Effect.void
+  })
+
+/** One frame from the server, by kind; a frame that does not decode is a problem, logged. */
+const onFrame = (ctx: Ctx, frame: Uint8Array | string) =>
+  Effect.gen(function*() {
+    const decoded = typeof frame === "string" ? "a text frame where the protocol has binary ones" : Protocol.decode(frame)
+    if (typeof decoded === "string") {
+      State.problem(ctx.state, decoded)
+      return yield* Effect.logWarning(`livekit worker: ignored ${decoded}`)
+    }
+    const msg = decoded.message
+    switch (msg.case) {
+      case "register":
+        return yield* onRegister(ctx, msg.value)
+      case "availability":
+        return yield* onAvailability(ctx, msg.value)
+      case "assignment":
+        return yield* onAssignment(ctx, msg.value)
+      case "pong":
+        return State.pong(ctx.state, Number(msg.value.lastTimestamp), yield* Clock.currentTimeMillis)
+      case "termination":
+        return yield* onTermination(ctx, msg.value)
+      default:
+        return
+    }
+  })
+
+/** Every `ms`, on the Clock, while the connection lasts. */
+const every = (ms: number, effect: Effect.Effect<void>) => Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(ms), effect)))
+
+/** One connection: register, serve until it is lost. Always fails, saying whether it had registered. */
+const connection = (ctx: Ctx): Effect.Effect<never, WorkerError> => {
+  const before = ctx.state.registrations
+  return Effect.gen(function*() {
+    const token = yield* Protocol.workerToken(ctx.options.apiKey, ctx.options.apiSecret)
+    const socket = yield* WorkerSocket.open(Protocol.agentUrl(ctx.options.url), token, ctx.options.liveness ?? defaultLiveness)
+    State.opened(ctx.state, socket.outbox)
+    yield* send(ctx, Protocol.register(ctx.agentName))
+    // the periodic status: then the lag histogram starts over, so load is about the last interval
+    yield* every(ctx.options.statusIntervalMs ?? 2500, Effect.andThen(sendStatus(ctx), Effect.sync(() => ctx.lag.reset())))
+    yield* every(ctx.options.pingIntervalMs ?? 10_000, Effect.flatMap(Clock.currentTimeMillis, (now) => send(ctx, Protocol.ping(now))))
+    // frames are handled in order, on this fiber
+    const serve = Effect.forever(Effect.flatMap(socket.pull, (frames) => Effect.forEach(frames, (frame) => onFrame(ctx, frame), { discard: true })))
+    return yield* Effect.raceFirst(serve, socket.silent)
+  }).pipe(
+    Effect.scoped,
+    Effect.mapError((error) => new WorkerError({ reason: error.reason, message: error.message, registered: ctx.state.registrations > before }))
+  )
+}
+
+/**
+ * Connects, and after each loss waits the backoff's next delay (recorded as `Waiting`, logged)
+ * and connects again, for as long as the worker runs. The backoff starts over after a
+ * connection that registered.
+ */
+const reconnecting = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const backoff = reconnectSchedule(ctx.options.reconnect?.firstMs ?? 500, ctx.options.reconnect?.maxMs ?? 30_000)
+    let next = yield* Schedule.toStep(backoff)
+    let failures = 0
+    for (;;) {
+      State.connecting(ctx.state, failures + 1)
+      const lost = yield* Effect.flip(connection(ctx))
+      if (lost.registered) {
+        next = yield* Schedule.toStep(backoff)
+        failures = 0
+      }
+      failures++
+      const now = yield* Clock.currentTimeMillis
+      const [, jittered] = yield* next(now, undefined)
+      const delay = Math.round(Duration.toMillis(jittered))
+      State.waiting(ctx.state, failures, now + delay, lost.message)
+      yield* Effect.logWarning(`livekit worker: ${lost.message}; reconnecting in ${delay} ms`)
+      yield* Effect.sleep(delay)
+    }
+  }).pipe(
+    // a bug here would stop the reconnecting silently: say so
+    Effect.tapCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logError("livekit worker: stopped reconnecting", cause))),
+    Effect.ensuring(Effect.sync(() => State.closed(ctx.state)))
+  )
+
+/** No new jobs, the status says full; running jobs may finish for `drainSeconds`. */
+const drain = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    State.startDrain(ctx.state, yield* Clock.currentTimeMillis)
+    yield* sendStatus(ctx)
+    const deadline = (ctx.options.drainSeconds ?? 30) * 1000
+    const jobs = [...ctx.state.jobs.values()]
+    if (jobs.length > 0) yield* Effect.logInfo(`livekit worker draining: ${jobs.length} job(s), up to ${deadline / 1000} s`)
+    yield* Effect.forEach(jobs, Fiber.await, { discard: true, concurrency: "unbounded" }).pipe(Effect.timeoutOption(deadline))
+  })
+
+const snapshot = (ctx: Ctx): WorkerState => {
+  const { state } = ctx
+  const c = state.connection
+  return {
+    workerId: state.workerId,
+    connected: c._tag === "Open" || c._tag === "Registered",
+    registrations: state.registrations,
+    jobs: state.jobs.size,
+    accepted: state.accepted,
+    refused: state.refused,
+    draining: State.isDraining(state),
+    load: load(ctx),
+    pingMs: state.pingMs,
+    problems: state.problems,
+    olderProblems: state.olderProblems,
+    connection: c._tag,
+    waiting: c._tag === "Waiting" ? { attempt: c.attempt, until: c.until, why: c.why } : undefined
+  }
 }
 
 /**
@@ -114,201 +342,28 @@ export interface Worker {
  * @category constructors
  */
 export const make = Effect.fn("LiveKit.Worker")(function*(options: WorkerOptions) {
-  const room = yield* Room
   const workerScope = yield* Scope.Scope
-  const maxJobs = options.maxJobs ?? 500
-  const maxLagMs = options.maxLagMs ?? 100
-  const agentName = options.agentName ?? ""
-  const jobs = new Map<string, Fiber.Fiber<void>>()
-  const problems: Array<string> = []
-  const firstRegistration = yield* Deferred.make<void>()
-  let socket: WebSocket | undefined
-  let workerId: string | undefined
-  let registrations = 0
-  let accepted = 0
-  let refused = 0
-  let draining = false
-  let pingMs: number | undefined
-
   const lag = monitorEventLoopDelay({ resolution: 10 })
   lag.enable()
   yield* Effect.addFinalizer(() => Effect.sync(() => lag.disable()))
-  const lagMs = () => (lag.count === 0 ? 0 : lag.percentile(99) / 1e6)
-  const load = () => Math.min(1, Math.max(jobs.size / maxJobs, lagMs() / maxLagMs))
-  const full = () => draining || jobs.size >= maxJobs || lagMs() >= maxLagMs
-
-  const send = (bytes: Uint8Array) => Effect.sync(() => {
-    if (socket?.readyState === WebSocket.OPEN) socket.send(bytes)
-  })
-  const sendStatus = Effect.suspend(() => send(Protocol.workerStatus(full(), load(), jobs.size)))
-  /** The periodic status: then the lag histogram starts over, so load is about the last interval. */
-  const statusTick = Effect.andThen(sendStatus, Effect.sync(() => lag.reset()))
-
-  /** Jobs this worker said it would take, by id, and when: only these may be assigned (for a minute). */
-  const awaiting = new Map<string, number>()
-  /** Why an assignment is not started, or undefined when it is one this worker accepted. */
-  const assignmentRefusal = (jobId: string): string | undefined => {
-    const acceptedAt = awaiting.get(jobId)
-    awaiting.delete(jobId)
-    for (const [id, at] of awaiting) if (Date.now() - at > 60_000) awaiting.delete(id)
-    if (draining) return `the worker is draining: job ${jobId} is not started`
-    if (jobs.has(jobId)) return `job ${jobId} is already running here`
-    if (acceptedAt === undefined) return `an assignment for job ${jobId}, which this worker did not accept`
-    return undefined
+  const ctx: Ctx = {
+    options,
+    agentName: options.agentName ?? "",
+    maxJobs: options.maxJobs ?? 500,
+    maxLagMs: options.maxLagMs ?? 100,
+    state: State.make(),
+    room: yield* Room,
+    workerScope,
+    // jobs live in their own Scope, closed after the drain (finalizers run last-added first)
+    jobsScope: yield* Scope.fork(workerScope),
+    lag,
+    firstRegistration: yield* Deferred.make<void>()
   }
-  /** Never started: the server hears it failed (UpdateJobStatus JS_FAILED with the reason), unless
-   * it is a second assignment of a job running here (that job's status stays its own). */
-  const refuseAssignment = (jobId: string, reason: string) =>
-    Effect.gen(function*() {
-      const running = jobs.has(jobId)
-      if (running) reason = `a second assignment of job ${jobId}, already running here`
-      problems.push(reason)
-      yield* Effect.logWarning(`livekit worker: refused ${reason}`)
-      if (!running) yield* send(Protocol.jobStatus(jobId, Protocol.JobStatus.JS_FAILED, reason))
-    })
-
-  // Jobs live in their own Scope, closed after the drain (finalizers run last-added first).
-  const jobsScope = yield* Scope.fork(workerScope)
-
-  const startJob = (spec: Job.JobSpec) =>
-    Effect.gen(function*() {
-      const job = spec
-      const fiber = yield* Job.run(spec, options.job).pipe(
-        Effect.scoped,
-        Effect.provideService(Room, room),
-        // also when the job is interrupted (terminated, drained): the server hears how it ended
-        Effect.onExit((exit) =>
-          Effect.suspend(() => {
-            jobs.delete(job.id)
-            const failed = Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)
-            return send(Protocol.jobStatus(job.id, failed ? Protocol.JobStatus.JS_FAILED : Protocol.JobStatus.JS_SUCCESS, failed ? "the job failed" : "")).pipe(
-              Effect.andThen(sendStatus)
-            )
-          })
-        ),
-        Effect.ignore,
-        Effect.forkIn(jobsScope)
-      )
-      jobs.set(job.id, fiber)
-      yield* send(Protocol.jobStatus(job.id, Protocol.JobStatus.JS_RUNNING))
-      yield* sendStatus
-    })
-
-  const handle = (frame: Uint8Array) =>
-    Effect.gen(function*() {
-      const decoded = Protocol.decode(frame)
-      if (typeof decoded === "string") {
-        problems.push(decoded)
-        return yield* Effect.logWarning(`livekit worker: ignored ${decoded}`)
-      }
-      const msg = decoded.message
-      switch (msg.case) {
-        case "register":
-          workerId = msg.value.workerId
-          registrations++
-          yield* Deferred.succeed(firstRegistration, undefined)
-          return yield* Effect.logInfo(`livekit worker registered as ${workerId}`)
-        case "availability": {
-          const job = msg.value.job
-          if (!job) return
-          const ok = !full()
-          if (ok) {
-            accepted++
-            awaiting.set(job.id, Date.now())
-          } else refused++
-          return yield* send(Protocol.availability(job.id, ok, agentName))
-        }
-        case "assignment": {
-          const job = msg.value.job
-          if (!job) return
-          const refusal = assignmentRefusal(job.id)
-          if (refusal !== undefined) return yield* refuseAssignment(job.id, refusal)
-          return yield* startJob({ id: job.id, roomName: job.room?.name ?? "", url: msg.value.url || options.url, token: Redacted.make(msg.value.token) })
-        }
-        case "pong":
-          pingMs = Date.now() - Number(msg.value.lastTimestamp)
-          return
-        case "termination": {
-          const fiber = jobs.get(msg.value.jobId)
-          if (fiber) yield* Effect.forkIn(Fiber.interrupt(fiber), workerScope)
-          return
-        }
-        default:
-          return
-      }
-    })
-
-  /** One connection: register, serve until the socket closes (then fail, so the loop reconnects). */
-  const connection = Effect.gen(function*() {
-    const token = yield* Protocol.workerToken(options.apiKey, options.apiSecret)
-    const ws = yield* Effect.acquireRelease(
-      Effect.sync(() => new WebSocket(Protocol.agentUrl(options.url), { headers: { Authorization: `Bearer ${Redacted.value(token)}` } })),
-      (ws) => Effect.sync(() => ws.terminate())
-    )
-    const closed = yield* Deferred.make<string>()
-    // frames are handled in order, in this connection's Scope
-    const inbox = yield* Queue.unbounded<Uint8Array>()
-    yield* Effect.forkScoped(Effect.forever(Queue.take(inbox).pipe(Effect.flatMap(handle))))
-    ws.on("message", (data: Buffer) => void Queue.offerUnsafe(inbox, new Uint8Array(data.buffer, data.byteOffset, data.byteLength)))
-    ws.on("close", (code: number) => Deferred.doneUnsafe(closed, Effect.succeed(`closed (${code})`)))
-    ws.on("error", (e: Error) => Deferred.doneUnsafe(closed, Effect.succeed(e.message)))
-    yield* Effect.callback<void, string>((resume) => {
-      ws.once("open", () => resume(Effect.void))
-      ws.once("error", (e: Error) => resume(Effect.fail(e.message)))
-    })
-    socket = ws
-    watch(ws, options.liveness ?? defaultLiveness)
-    yield* send(Protocol.register(agentName))
-    yield* Effect.forkScoped(Effect.forever(Effect.sleep(options.statusIntervalMs ?? 2500).pipe(Effect.andThen(statusTick))))
-    yield* Effect.forkScoped(
-      Effect.forever(Effect.sleep(options.pingIntervalMs ?? 10_000).pipe(Effect.andThen(Effect.suspend(() => send(Protocol.ping(Date.now()))))))
-    )
-    const why = yield* Deferred.await(closed)
-    socket = undefined
-    return yield* Effect.fail(why)
-  }).pipe(Effect.scoped)
-
-  const reconnecting = Effect.gen(function*() {
-    const first = options.reconnect?.firstMs ?? 500
-    const cap = options.reconnect?.maxMs ?? 30_000
-    let wait = first
-    for (;;) {
-      const before = registrations
-      const why = yield* Effect.flip(connection)
-      if (registrations > before) wait = first // it worked for a while: start the backoff again
-      yield* Effect.logWarning(`livekit worker: connection to ${options.url} lost (${why}); reconnecting in ${wait} ms`)
-      yield* Effect.sleep(wait)
-      wait = Math.min(cap, wait * 2)
-    }
-  })
-  yield* Effect.forkIn(reconnecting, workerScope)
+  yield* Effect.forkIn(reconnecting(ctx), workerScope)
   // Added last, so it runs first when the Scope closes: the connection is still up to say "full".
-  yield* Effect.addFinalizer(() => drain)
-
-  const drain = Effect.gen(function*() {
-    draining = true
-    yield* sendStatus
-    const deadline = (options.drainSeconds ?? 30) * 1000
-    if (jobs.size > 0) yield* Effect.logInfo(`livekit worker draining: ${jobs.size} job(s), up to ${deadline / 1000} s`)
-    yield* Effect.forEach([...jobs.values()], Fiber.await, { discard: true, concurrency: "unbounded" }).pipe(
-      Effect.timeoutOption(deadline)
-    )
-  })
-
+  yield* Effect.addFinalizer(() => drain(ctx))
   return {
-    state: () => ({
-      workerId,
-      connected: socket !== undefined,
-      registrations,
-      jobs: jobs.size,
-      accepted,
-      refused,
-      draining,
-      load: load(),
-      pingMs,
-      problems
-    }),
-    registered: Deferred.await(firstRegistration)
+    state: () => snapshot(ctx),
+    registered: Deferred.await(ctx.firstRegistration)
   } satisfies Worker
 })
-

@@ -12,6 +12,13 @@ import { Schema } from "effect"
  * @since 0.1.0
  * @category models
  */
+/**
+ * Why the worker failed: its token (`Token`), opening a connection (`Connect`), or an open
+ * connection ending (`Lost`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export const WorkerErrorReason = Schema.Literals([
   /** The worker's token could not be signed (the API key or secret is unusable). */
   "Token",
