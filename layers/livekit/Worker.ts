@@ -13,7 +13,7 @@
  *   the worker reconnects after the delays of `reconnectSchedule` (exponential, jittered, capped;
  *   it starts over once a connection has registered) and registers again. A connection that
  *   went silent without a close is found by WebSocket pings (`liveness`) and counts as gone.
- * - State: one record (`State.ts`), the connection a tagged union, times from the `Clock`
+ * - State: one record (`WorkerState.ts`), the connection a tagged union, times from the `Clock`
  *   (a `TestClock` drives the backoff, pings and liveness); the socket is Effect's
  *   (`WorkerSocket.ts`), owned by each connection's Scope, so no listener outlives it.
  * - Drain (the Scope closing, SIGTERM in `baton worker`): no new jobs, the status says full,
@@ -86,7 +86,7 @@ export interface WorkerState {
   /** Problems older than those 20, counted only. */
   readonly olderProblems: number
   /** The connection to the server's dispatch (`Waiting` carries the backoff's next attempt time). */
-  readonly connection: State.Connection["_tag"]
+  readonly connection: "Connecting" | "Open" | "Registered" | "Waiting" | "Closed"
   /** When `connection` is `Waiting`: the next attempt's time on the Clock (ms), and why it was lost. */
   readonly waiting: { readonly attempt: number; readonly until: number; readonly why: string } | undefined
 }
