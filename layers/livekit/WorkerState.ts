@@ -229,6 +229,7 @@ export const assignmentRefusal = (state: State, jobId: string, now: number): str
   if (isDraining(state)) return `the worker is draining: job ${jobId} is not started`
   if (state.jobs.has(jobId)) return `job ${jobId} is already running here`
   if (acceptedAt === undefined) return `an assignment for job ${jobId}, which this worker did not accept`
+  if (now - acceptedAt > AWAIT_ASSIGNMENT_MS) return `an assignment for job ${jobId} more than a minute after this worker accepted it`
   return undefined
 }
 

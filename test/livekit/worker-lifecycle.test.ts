@@ -7,11 +7,12 @@
  */
 import { WebSocket as NodeWebSocket } from "@effect/platform-node/NodeWS"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { Clock, Effect, Exit, Layer, Queue, Redacted, Scope } from "effect"
 import * as Socket from "effect/socket/Socket"
 import { TestClock } from "effect/testing"
 import type { Room } from "../../layers/livekit/Room.ts"
 import * as Worker from "../../layers/livekit/Worker.ts"
+import * as WorkerState from "../../layers/livekit/WorkerState.ts"
 import { PROBLEMS_KEPT } from "../../layers/livekit/WorkerState.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent } from "../../src/index.ts"
@@ -40,6 +41,42 @@ const waitingDelay = (worker: Worker.Worker, attempt: number) =>
     yield* until(`waiting after failure ${attempt}`, () => worker.state().waiting?.attempt === attempt)
     return worker.state().waiting!.until - (yield* Clock.currentTimeMillis)
   })
+
+describe("LiveKit worker state: transitions", () => {
+  it("issue 38: Closed is final, an answer without an open socket registers nothing, and only an open connection has an outbox", () =>
+    Effect.runSync(Effect.gen(function*() {
+      const state = WorkerState.make()
+      const outbox = yield* Queue.unbounded<Uint8Array>()
+      WorkerState.registered(state, "W_0", 1) // no socket yet: not a registration
+      assert.strictEqual(state.registrations, 0)
+      assert.isUndefined(WorkerState.outbox(state))
+      WorkerState.opened(state, outbox)
+      WorkerState.registered(state, "W_1", 5)
+      assert.deepInclude(state.connection, { _tag: "Registered", workerId: "W_1", since: 5 })
+      assert.strictEqual(WorkerState.outbox(state), outbox)
+      WorkerState.waiting(state, 1, 900, "closed (1006)")
+      assert.isUndefined(WorkerState.outbox(state), "a lost connection takes no frames")
+      assert.strictEqual(state.workerId, "W_1", "the last id is kept while reconnecting")
+      WorkerState.closed(state)
+      WorkerState.connecting(state, 2)
+      WorkerState.waiting(state, 2, 1000, "late")
+      assert.strictEqual(state.connection._tag, "Closed")
+    })))
+
+  it("issue 38: an accepted job may be assigned for a minute of the Clock, and never while draining", () => {
+    const state = WorkerState.make()
+    WorkerState.answered(state, "J_1", true, 0)
+    WorkerState.answered(state, "J_2", true, 0)
+    WorkerState.answered(state, "J_3", false, 0)
+    assert.deepStrictEqual([state.accepted, state.refused], [2, 1])
+    assert.isUndefined(WorkerState.assignmentRefusal(state, "J_1", 59_000))
+    assert.match(WorkerState.assignmentRefusal(state, "J_3", 59_000)!, /did not accept/)
+    assert.match(WorkerState.assignmentRefusal(state, "J_2", 61_000)!, /more than a minute after/)
+    WorkerState.answered(state, "J_4", true, 61_000)
+    WorkerState.startDrain(state, 62_000)
+    assert.match(WorkerState.assignmentRefusal(state, "J_4", 62_000)!, /draining/)
+  })
+})
 
 describe("LiveKit worker: state, backoff, problems, sockets", () => {
   it.effect("issue 38: the reconnect backoff runs on the Clock: delays grow ×2 (jittered ±20%), are capped, and start over after a connection that registered", () =>
