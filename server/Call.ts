@@ -33,6 +33,8 @@ export interface Client {
   readonly move?: ((token: Token.ResumeToken) => Effect.Effect<void>) | undefined
   /** Completed when another connection took the call over. */
   readonly superseded: Deferred.Deferred<void>
+  /** Cuts this client's socket as a network failure would (code 1011): the call waits for it. */
+  readonly drop?: Effect.Effect<void> | undefined
 }
 
 export interface Call {
@@ -51,6 +53,9 @@ export interface Call {
   readonly mint: Effect.Effect<Token.ResumeToken>
   /** Whether `client` is the one attached now. */
   readonly holds: (client: Client) => boolean
+  /** Cuts the attached client's connection (an operator's tool, and how tests drop a client):
+   * the session waits for it to resume as after any cut. */
+  readonly dropClient: Effect.Effect<void>
 }
 
 /** Why a call ended here when the drain sent its client to another node. */
@@ -135,7 +140,8 @@ export const open = (ctx: ConnectionContext, secret: Redacted.Redacted<string>, 
       end,
       ended,
       mint,
-      holds: (client) => current === client
+      holds: (client) => current === client,
+      dropClient: toCurrent((c) => c.drop ?? Effect.void)
     }
 
     // The drain: closes the call at its deadline, or moves its client to another node at once.

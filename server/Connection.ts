@@ -110,7 +110,8 @@ const attach = (socket: Socket.Socket, ctx: ConnectionContext, call: Call.Call, 
       event: send,
       token: (t) => send({ type: "resume_token", resumeToken: t.token, expiresAt: t.expiresAt }),
       move: (t) => Effect.andThen(send({ type: "reconnect", resumeToken: t.token, expiresAt: t.expiresAt }), closeWith(1012, "service restart")),
-      superseded
+      superseded,
+      drop: closeWith(1011, "connection dropped")
     }
 
     const takeTurn = (text: string) =>

@@ -2,7 +2,10 @@
  * The playground page at `/`: plain HTML and one script, no build. It opens `/ws`, sends text,
  * captures the microphone through an AudioWorklet as PCM16 (push-to-talk or open mic), plays the
  * agent's audio gap-free and drops it at once on `clear`, and shows the transcript, who holds the
- * floor and every event as it arrives (a live handoff timeline).
+ * floor and every event as it arrives (a live handoff timeline). When its socket drops (or the
+ * service restarts and says `reconnect`) it shows "reconnecting…" and resumes the same session
+ * with its latest resume token, a few tries with backoff; the `history` it gets back is merged
+ * into the transcript by item id (what was shown stays, what was said meanwhile is added).
  */
 import { createHash } from "node:crypto"
 
@@ -64,7 +67,8 @@ export const page = (options: { readonly model: string; readonly phrases?: Reado
 const $ = (id) => document.getElementById(id)
 // lines: the agent's words by speech (text as it came, shown as it is heard)
 const state = { audioIn: "none", lines: {}, all: [], voicing: null, playAt: 0, sources: [], outRate: 24000, ctx: null, mic: null,
-  sending: false, holding: false, heard: 0, played: 0, audioOn: false, dropped: 0, level: 0, follow: true, svg: "", interim: null }
+  sending: false, holding: false, heard: 0, played: 0, audioOn: false, dropped: 0, level: 0, follow: true, svg: "", interim: null,
+  sessionId: null, resumeToken: null, ended: false, tries: 0, resumes: 0, seen: new Set(), outbox: [] }
 window.baton = state
 const line = (cls, who, text) => {
   const div = document.createElement("div"); div.className = "msg " + cls
@@ -76,9 +80,11 @@ const logEvent = (e) => {
   div.textContent = (e.type || "?") + (e.agent ? " · " + e.agent : "") + (e.from ? " · " + e.from + " → " + e.to : "")
   div.title = JSON.stringify(e); $("events").prepend(div)
 }
-const url = new URL("ws", location.href); url.protocol = location.protocol === "https:" ? "wss:" : "ws:"
-const token = new URLSearchParams(location.search).get("token"); if (token) url.searchParams.set("token", token)
-const ws = new WebSocket(url); ws.binaryType = "arraybuffer"
+const wsUrl = (resume) => { const url = new URL("ws", location.href); url.protocol = location.protocol === "https:" ? "wss:" : "ws:"
+  const token = new URLSearchParams(location.search).get("token")
+  if (resume) url.searchParams.set("resume", resume); else if (token) url.searchParams.set("token", token)
+  return url }
+let ws = null
 // Sound starts on the first click or key (the browser's autoplay policy): no AudioContext before,
 // so nothing is refused and nothing is logged; audio that comes before is not queued.
 const startAudio = (ev) => {
@@ -165,38 +171,87 @@ const interim = (text, final) => {
 }
 const askTimeline = () => { clearTimeout(state.redraw)
   state.redraw = setTimeout(() => ws.readyState === 1 && ws.send(JSON.stringify({ type: "timeline" })), 150) }
+const handoffLine = (from, to, kind) => { const d = document.createElement("div"); d.className = "handoff"
+  d.textContent = "floor: " + (from || "–") + " → " + to + (kind ? " (" + kind + ")" : ""); $("transcript").append(d) }
+// The conversation so far, after a resume: items already shown (by id) stay as they are; an agent's
+// words cut off here by the drop are completed; what was said while away is added.
+const mergeHistory = (items) => {
+  for (const item of items) {
+    if (state.seen.has(item.id)) continue
+    state.seen.add(item.id)
+    if (item._tag === "AgentHandoff") { if (item.kind !== "start") handoffLine(item.from, item.to, item.kind) }
+    else if (item._tag === "Message" && item.role === "user") userLine(item.text)
+    else if (item._tag === "Message" && item.role === "assistant") {
+      const l = gapLine(item.agent) ?? agentLine({ agent: item.agent, speechId: item.id })
+      completeLine(l, item); l.finished = true; l.shown = item.text.length; l.words.textContent = item.text
+      if (item.interrupted) markCut(l, item.text)
+    }
+  }
+}
+// A line whose words were streaming when the socket dropped missed some of them: the item the
+// session recorded for it (live or in the history) has them all.
+const gapLine = (agent) => state.all.find((l) => l.gap && l.agent === agent && !l.item)
+const completeLine = (l, item) => { l.item = item.id; l.gap = false; l.text = l.said = item.text }
+const connect = () => {
+  ws = new WebSocket(wsUrl(state.resumeToken)); ws.binaryType = "arraybuffer"
+  const socket = ws
+  socket.onmessage = (m) => { if (socket === ws) onFrame(m) }
+  socket.onclose = (c) => { if (socket === ws) onClose(c) }
+}
+// Unexpected closes are retried with the latest token: 0.25 s, 0.5 s, 1 s, 2 s, 4 s, then given up.
+const BACKOFF = [250, 500, 1000, 2000, 4000]
+const onClose = (c) => {
+  if (state.ended || !state.resumeToken || c.code === 1000 || (c.code >= 4400 && c.code < 4500) || state.tries >= BACKOFF.length) {
+    $("status").textContent = c.code >= 4400 && c.code < 4500 ? "session ended: " + c.reason : state.ended ? $("status").textContent : "disconnected"
+    return
+  }
+  $("status").textContent = "reconnecting…"; clearAudio()
+  for (const l of state.all) if (!l.finished && !l.cut) l.gap = true
+  setTimeout(connect, state.moving ? 0 : BACKOFF[state.tries]); state.tries++; state.moving = false
+}
 // The message handler is set before anything awaits the microphone, so no frame is missed.
-ws.onmessage = (m) => {
+const onFrame = (m) => {
   if (typeof m.data !== "string") return play(m.data)
   const e = JSON.parse(m.data)
-  if (e.type !== "timeline" && e.type !== "agent_text") logEvent(e)
+  if (e.type !== "timeline" && e.type !== "agent_text" && e.type !== "resume_token") logEvent(e)
   switch (e.type) {
     case "ready": state.audioIn = e.audio; $("floor").textContent = e.agent || "–"
-      $("status").textContent = e.audio === "none" ? "connected · text only (no realtime model or voice pipeline on this server)" : "connected · voice on"
+      state.sessionId = e.sessionId; state.resumeToken = e.resumeToken; state.tries = 0; if (e.resumed) state.resumes++
+      $("status").textContent = (e.audio === "none" ? "connected · text only (no realtime model or voice pipeline on this server)" : "connected · voice on") + (e.resumed ? " · resumed" : "")
       $("talk").disabled = $("openMic").disabled = e.audio === "none"
-      $("startAudio").hidden = e.audio === "none" || state.audioOn; break
+      $("startAudio").hidden = e.audio === "none" || state.audioOn
+      if (state.mic) ws.send(JSON.stringify({ type: "audio_format", sampleRate: state.ctx.sampleRate }))
+      for (const frame of state.outbox.splice(0)) ws.send(frame); break
+    case "history": mergeHistory(e.items); break
+    case "resume_token": state.resumeToken = e.resumeToken; break
+    case "reconnect": state.resumeToken = e.resumeToken; state.moving = true; break
     case "function_tools_executed": // the reply goes on after its tools: a new line
       for (const id of Object.keys(state.lines)) if (state.lines[id].agent === e.agent) { state.lines[id].finished = true; delete state.lines[id] } break
     case "agent_text": { const l = agentLine(e); l.text += e.delta; l.said += e.delta; state.voicing = l; break }
     case "conversation_item_added":
+      if (e.item && state.seen.has(e.item.id)) break
+      if (e.item) state.seen.add(e.item.id)
       if (e.item && e.item._tag === "Message" && e.item.role === "user") userLine(e.item.text)
+      if (e.item && e.item._tag === "Message" && e.item.role === "assistant" && !e.item.interrupted) { const l = gapLine(e.item.agent); if (l) completeLine(l, e.item) }
       if (e.item && e.item._tag === "Message" && e.item.role === "assistant" && e.item.interrupted) {
         const l = [...state.all].reverse().find((l) => l.agent === e.item.agent && l.said.startsWith(e.item.text)); if (l) markCut(l, e.item.text)
       } break
     case "user_input_transcribed": interim(e.transcript, e.final); break
     case "speech_finished": { const l = state.lines[e.speechId]; if (l) { l.finished = true; if (e.interrupted) markCut(l) } } askTimeline(); break
-    case "agent_handoff": $("floor").textContent = e.to; askTimeline()
-      { const d = document.createElement("div"); d.className = "handoff"; d.textContent = "floor: " + (e.from || "–") + " → " + e.to + (e.kind ? " (" + e.kind + ")" : ""); $("transcript").append(d) } break
+    case "agent_handoff": $("floor").textContent = e.to; askTimeline(); handoffLine(e.from, e.to, e.kind); break
     case "audio_format": state.outRate = e.sampleRate; break
     case "clear": clearAudio(); { const l = state.lines[e.speechId]; if (l) markCut(l) } break
     case "error": line("agent", "error:", e.message); break
-    case "close": $("status").textContent = "closed: " + e.reason; break
+    case "close": state.ended = true; $("status").textContent = "closed: " + e.reason; break
     case "timeline": showTimeline(e.svg); break
   }
 }
-ws.onclose = () => { $("status").textContent = "disconnected" }
+connect()
+// Typed while reconnecting: sent once the session is back, not lost.
 $("send").onsubmit = (ev) => { ev.preventDefault(); const t = $("text").value.trim(); if (!t) return
-  cutTalking(); ws.send(JSON.stringify({ type: "user_text", text: t })); $("text").value = "" }
+  cutTalking(); const frame = JSON.stringify({ type: "user_text", text: t })
+  if (ws.readyState === 1) ws.send(frame); else state.outbox.push(frame)
+  $("text").value = "" }
 // The timeline follows the call (its latest event in view as it grows) unless the user scrolled back.
 const latestEdge = (box) => { let right = 0
   for (const g of box.querySelectorAll("g.bar, g.floor, g.marker, g.passage")) right = Math.max(right, g.getBoundingClientRect().right)
