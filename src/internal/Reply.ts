@@ -12,7 +12,8 @@ import type { Actor } from "./actor/Actor.ts"
 import { message } from "../ChatContext.ts"
 import { toPrompt } from "../ChatPrompt.ts"
 import type { ReplyOptions, SayOptions } from "../CurrentAgent.ts"
-import type { Speech } from "../Speech.ts"
+import { followUpCut, generate as startGenerating, type Speech, words as playsWords, wordsEnded } from "../Speech.ts"
+import * as Speeches from "./Speeches.ts"
 import * as RealtimeReply from "./realtime/Reply.ts"
 import * as ToolBatch from "./ToolBatch.ts"
 import * as Lifecycle from "./actor/Lifecycle.ts"
@@ -82,13 +83,13 @@ const textSteps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.
     }
     const choice = n >= actor.agent.maxToolSteps ? "none" : toolChoice
     // Words a tool said meanwhile are spoken first: one voice at a time.
-    if (n > 0 && actor.speeches.interjectingOver(speech)) {
-      return Effect.flatMap(actor.speeches.interjectedOver(speech), () =>
+    if (n > 0 && Speeches.interjectingOver(actor.speeches, speech)) {
+      return Effect.flatMap(Speeches.interjectedOver(actor.speeches, speech), () =>
         // the floor may be moving meanwhile (rule 2), or the follow-up be cut (the user spoke),
         // or the session be closing (rule 11)
         actor.core.closed()
           ? Effect.interrupt
-          : !actor.holdsFloor() || Lifecycle.isPassing(actor) || speech.skipFollowUp
+          : !actor.holdsFloor() || Lifecycle.isPassing(actor) || followUpCut(speech)
           ? Effect.void
           : generateStep(n, model, choice))
     }
@@ -96,7 +97,7 @@ const textSteps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.
   }
   const generateStep = (n: number, model: LanguageModel.LanguageModel, choice: LanguageModel.ToolChoice<string>) => {
     // Generating again after a tool step: interruptible like any reply.
-    speech.phase = "generating"
+    startGenerating(speech)
     const prompt = toPrompt(actor.chat, { instructions: actor.agent.instructions, extraInstructions: instructions })
     const called = startStep(actor, speech, model)
     return Effect.flatMap(generate(called, model, prompt, choice, speech), () =>
@@ -194,15 +195,12 @@ const startStep = (actor: Actor, speech: Speech, model: LanguageModel.LanguageMo
  */
 const playBeforeCalls = (step: Step, speech: Speech, played: Effect.Effect<void>): Effect.Effect<void> =>
   Effect.suspend(() => {
-    speech.phase = "words"
     const cut = Deferred.makeUnsafe<void>()
-    speech.cut = () => {
+    playsWords(speech, () => {
       step.cut = true
       Deferred.doneUnsafe(cut, Effect.void)
-    }
-    return Effect.raceFirst(played, Deferred.await(cut)).pipe(Effect.ensuring(Effect.sync(() => {
-      speech.cut = undefined
-    })))
+    })
+    return Effect.raceFirst(played, Deferred.await(cut)).pipe(Effect.ensuring(Effect.sync(() => wordsEnded(speech))))
   })
 
 /** One model step: streams the text out as it arrives and collects the tool calls in `step`. */

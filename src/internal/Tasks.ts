@@ -8,6 +8,7 @@ import type { Agent } from "../Agent.ts"
 import type { RunTaskOptions, TaskResult } from "../CurrentAgent.ts"
 import { TaskError } from "../Errors.ts"
 import type { Handover } from "./SessionCore.ts"
+import * as Speeches from "./Speeches.ts"
 import type { Work } from "./Work.ts"
 import * as Lifecycle from "./actor/Lifecycle.ts"
 
@@ -25,7 +26,7 @@ export const run = (caller: Actor, task: Agent, options: RunTaskOptions = {}): E
     }
     // What the caller was saying is said before the task takes the floor, and nothing new
     // starts until the session has lent it (the `Lend` message clears this).
-    yield* caller.speeches.settled
+    yield* Speeches.settled(caller.speeches)
     if (caller.holdsFloor()) Lifecycle.startPassing(caller)
     const work = caller.core.work
     const handover: Handover = { pending: (yield* WorkToken).held }

@@ -21,7 +21,8 @@ import type { TaskResult } from "../CurrentAgent.ts"
 import type * as Handoff from "../Handoff.ts"
 import type { PendingCall } from "./Reply.ts"
 import type { HandoffOutcome } from "./SessionCore.ts"
-import type { Speech } from "../Speech.ts"
+import { cutFollowUp, followUpCut, setToken, type Speech, tools as runsTools } from "../Speech.ts"
+import * as Speeches from "./Speeches.ts"
 import * as Lifecycle from "./actor/Lifecycle.ts"
 import * as HandoffRules from "./HandoffRules.ts"
 import { execute } from "./ToolCall.ts"
@@ -31,9 +32,9 @@ export type Next = "reply" | "done" | "passed"
 
 export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<PendingCall>): Effect.Effect<Next> =>
   Effect.suspend(() => {
-    speech.phase = "tools"
+    runsTools(speech)
     // A flow waiting for the actor to settle (a task about to start) may go on now.
-    if (actor.speeches.waiting()) actor.send({ _tag: "Kick" })
+    if (Speeches.waiting(actor.speeches)) actor.send({ _tag: "Kick" })
     const calls = pending.map((call) =>
       functionCall({ callId: call.callId, name: call.name, arguments: call.arguments, agent: actor.name, id: call.itemId })
     )
@@ -52,24 +53,24 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
       // Alone, the call runs on the speech's fiber and the speech's token is its token while it
       // runs (`runOne`'s accounting, which nets to this); one finalizer gives it back and
       // settles the call or records the cut.
-      speech.holdsToken = false
+      setToken(speech, false)
       let running: Effect.Effect<CallResult>
       try {
         running = execute(actor, speech, calls[0]!)
       } catch (defect) {
-        speech.holdsToken = true
+        setToken(speech, true)
         throw defect
       }
       // Answered as it was called (most calls): settled on this step.
       const answered = Exit.isExit(running) ? (running as Exit.Exit<CallResult>) : undefined
       if (answered && Exit.isSuccess(answered)) {
-        speech.holdsToken = true
+        setToken(speech, true)
         settled[0] = answered.value
         finishOrder.push(0)
         return concluded
       }
       const settles = Effect.onExit(running, (exit) => {
-        speech.holdsToken = true
+        setToken(speech, true)
         if (Exit.isSuccess(exit)) {
           settled[0] = exit.value
           finishOrder.push(0)
@@ -87,7 +88,7 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
           work.acquire()
           if (++started === calls.length) {
             handedOver = true
-            speech.holdsToken = false
+            setToken(speech, false)
             work.release()
           }
         }),
@@ -101,7 +102,7 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
           Effect.sync(() => {
             if (++finished === calls.length && handedOver) {
               work.acquire()
-              speech.holdsToken = true
+              setToken(speech, true)
             }
             work.release()
           })
@@ -189,8 +190,8 @@ const conclude = (
   settled: ReadonlyArray<CallResult | undefined>
 ): Effect.Effect<Next> => {
   // Said over a batch that already passes the floor: no second pass (the first decided).
-  const under = actor.speeches.under(speech)
-  const superseded = under.some((below) => below.phase === "passing")
+  const under = Speeches.under(actor.speeches, speech)
+  const superseded = under.some((below) => below.state._tag === "Passing")
   const { outputs, winner, reply } = record(actor, calls, settled, superseded ? "passing" : undefined)
   const completed = firstCompletion(actor, calls)
   const completion = superseded ? undefined : completed
@@ -206,9 +207,9 @@ const conclude = (
   // Words a tool said while the batch ran are heard before the floor moves (rule 2).
   if (!completion && !winner) return pass(actor, speech, completion, winner, reply)
   // Settled, and passing the floor: a reply of this agent may no longer start (Speeches.ts).
-  actor.speeches.startPassing(speech)
-  return actor.speeches.interjectingOver(speech)
-    ? Effect.andThen(actor.speeches.interjectedOver(speech), Effect.suspend(() => pass(actor, speech, completion, winner, reply)))
+  Speeches.startPassing(actor.speeches, speech)
+  return Speeches.interjectingOver(actor.speeches, speech)
+    ? Effect.andThen(Speeches.interjectedOver(actor.speeches, speech), Effect.suspend(() => pass(actor, speech, completion, winner, reply)))
     : pass(actor, speech, completion, winner, reply)
 }
 
@@ -221,7 +222,7 @@ const pass = (
   reply: boolean
 ): Effect.Effect<Next> => {
   if (completion || winner) {
-    const under = actor.speeches.under(speech)
+    const under = Speeches.under(actor.speeches, speech)
     if (under.length > 0) return passAfter(actor, speech, under, completion, winner)
   }
   // The reply ends here, before the floor moves (the request's own work token keeps the
@@ -229,7 +230,7 @@ const pass = (
   if (completion) {
     Lifecycle.startPassing(actor)
     actor.core.send({ _tag: "CompleteTask", actor, result: completion })
-    actor.speeches.finish(speech, { _tag: "Finished" })
+    Speeches.finish(actor.speeches, speech, { _tag: "Finished" })
     actor.core.handleNow()
     return Effect.succeed("passed")
   }
@@ -237,7 +238,7 @@ const pass = (
     Lifecycle.startPassing(actor)
     const answer = Deferred.makeUnsafe<HandoffOutcome>()
     actor.core.send({ _tag: "Handoff", from: actor, target: winner.target, options: winner.handoff.options, reply: answer })
-    actor.speeches.finish(speech, { _tag: "Finished" })
+    Speeches.finish(actor.speeches, speech, { _tag: "Finished" })
     // The floor moves now, not a turn of the event loop later (a fifth of a warm handoff's
     // time, bench/README.md).
     actor.core.handleNow()
@@ -247,7 +248,7 @@ const pass = (
       return "done"
     })
   }
-  return Effect.succeed(!reply || speech.skipFollowUp || !actor.holdsFloor() ? "done" : "reply")
+  return Effect.succeed(!reply || followUpCut(speech) || !actor.holdsFloor() ? "done" : "reply")
 }
 
 /**
@@ -269,9 +270,9 @@ const passAfter = (
   const work = actor.core.work
   const token = { held: true }
   work.acquire()
-  for (const below of under) below.skipFollowUp = true
-  actor.speeches.finishEarly(speech, { _tag: "Finished" })
-  const settled = Effect.forEach([...under].reverse(), (below) => actor.speeches.awaitEnd(below, token), { discard: true })
+  for (const below of under) cutFollowUp(below)
+  Speeches.finishEarly(actor.speeches, speech, { _tag: "Finished" })
+  const settled = Effect.forEach([...under].reverse(), (below) => Speeches.awaitEnd(actor.speeches, below, token), { discard: true })
   return settled.pipe(
     Effect.andThen(Effect.suspend((): Effect.Effect<Next> => {
       const to = winner?.target.name ?? actor.task?.caller.name ?? ""

@@ -120,7 +120,7 @@ export interface Actor {
   /** The toolkit's definitions, in order (what a model request lists). */
   readonly definitions: ReadonlyArray<AiTool.Any>
   /** Where it is in its life; written only by the transitions in Lifecycle.ts. */
-  readonly lifecycle: Lifecycle.Lifecycle
+  lifecycle: Lifecycle.Lifecycle
   chat: ChatContext
   /** Task completions requested by tool calls of the running batch, by call id. */
   readonly completions: Map<string, TaskResult>
@@ -158,12 +158,12 @@ export interface ActorInner {
   lane: Deferred.Deferred<void>
   state: AgentState
   model: LanguageModel.LanguageModel | undefined
-  /** The loop is handling a message: it will start the next speech itself before the next one. */
-  startsNext: boolean
-  started: boolean
-  /** What follows every message (Handlers.afterEach), built once. */
-  readonly afterEach: Effect.Effect<void>
+  /** Where the loop is: not started yet (`startLater`), or started and handling a message (it
+   * starts the next speech itself once the message is handled: no `Kick` needed), or not. */
+  loop: LoopState
 }
+
+export type LoopState = "unstarted" | "handling" | "waiting"
 
 export interface MakeOptions {
   /** The actor runs a task for this caller. */
@@ -184,7 +184,7 @@ export const make = (core: SessionCore, agent: Agent, initial: ChatContext, opti
       const actor = build(core, agent, initial, options, scope, mailbox)
       const started = onClose(finalizer(actor))
       if (options.startLater) return Effect.as(started, actor)
-      actor.inner.started = true
+      actor.inner.loop = "waiting"
       return Effect.andThen(
         started,
         Effect.map(Effect.forkIn(loop(actor), scope), (fiber) => {
@@ -199,7 +199,8 @@ export const make = (core: SessionCore, agent: Agent, initial: ChatContext, opti
 const laneDone = Deferred.makeUnsafe<void>()
 Deferred.doneUnsafe(laneDone, Effect.void)
 
-/** The actor's record: its state, and the few closures others call (send, holdsFloor, ...). */
+/** The actor's record, made in one step: its parts refer to it only from functions called once
+ * it exists (its speeches' questions, its handle's calls). */
 const build = (
   core: SessionCore,
   agent: Agent,
@@ -227,9 +228,7 @@ const build = (
     lane: laneDone,
     state: "initializing",
     model: core.defaultModel,
-    startsNext: false,
-    started: false,
-    afterEach: Effect.void
+    loop: "unstarted"
   }
   const actor: Actor = {
     agent,
@@ -260,36 +259,29 @@ const build = (
       if (holdsFloor()) core.emit({ type: "agent_state_changed", agent: agent.name, state: next, previous })
     },
     model: () => inner.model,
-    speeches: undefined as unknown as Speeches.Speeches,
+    // Its speeches start only while it is active, holds the floor and the user is not speaking.
+    speeches: Speeches.make({
+      name: agent.name,
+      core,
+      work,
+      scope,
+      mayStart: () => Lifecycle.isActive(actor) && holdsFloor() && !core.userSpeaking(),
+      closed: () => Lifecycle.isClosed(actor),
+      ended: (speech) => actor.send({ _tag: "SpeechEnded", speech }),
+      // Within a message, the loop starts the next speech itself once the message is handled.
+      kick: () => {
+        if (inner.loop !== "handling") actor.send({ _tag: "Kick" })
+      },
+      interrupt: (speech) => actor.send({ _tag: "Interrupt", speech })
+    }),
     realtime: core.realtimePool && !agent.model ? RealtimeBinding.bind(core.realtimePool) : undefined,
     ownerOf: (tool) => (sessionTools.has(tool) ? core.sessionOwner : owner),
-    handle: undefined as unknown as AgentHandle,
+    handle: makeAgentHandle(core, agent, () => actor),
     start: Effect.suspend(() => startLoop(actor)),
     inner
   }
-  const late = actor as { speeches: Speeches.Speeches; handle: AgentHandle }
-  late.speeches = speechesOf(actor)
-  late.handle = makeAgentHandle(actor)
-  ;(inner as { afterEach: Effect.Effect<void> }).afterEach = Handlers.afterEach(actor)
   return actor
 }
-
-/** The actor's speeches, which start only while it is active, holds the floor and the user is
- * not speaking. */
-const speechesOf = (actor: Actor): Speeches.Speeches =>
-  Speeches.make({
-    name: actor.name,
-    core: actor.core,
-    scope: actor.scope,
-    mayStart: () => Lifecycle.isActive(actor) && actor.holdsFloor() && !actor.core.userSpeaking(),
-    closed: () => Lifecycle.isClosed(actor),
-    ended: (speech) => actor.send({ _tag: "SpeechEnded", speech }),
-    // Within a message, the loop starts the next speech itself once the message is handled.
-    kick: () => {
-      if (!actor.inner.startsNext) actor.send({ _tag: "Kick" })
-    },
-    interrupt: (speech) => actor.send({ _tag: "Interrupt", speech })
-  })
 
 /** A message for an actor whose Scope is closed still gets its answer. */
 const rejectLate = (actor: Actor, msg: ActorMessage) => {
@@ -341,8 +333,8 @@ const loadModel = (actor: Actor): Effect.Effect<void> => {
  * handoff calls it on its own). */
 export const startLoop = (actor: Actor): Effect.Effect<void> => {
   const inner = actor.inner
-  if (inner.started || Lifecycle.isTerminated(actor)) return Effect.void
-  inner.started = true
+  if (inner.loop !== "unstarted" || Lifecycle.isTerminated(actor)) return Effect.void
+  inner.loop = "waiting"
   return loop(actor).pipe(Diagnostics.startIn(actor.scope, { startImmediately: true }))
 }
 
@@ -350,15 +342,17 @@ export const startLoop = (actor: Actor): Effect.Effect<void> => {
  * next speech). Plain effects, not a generator: a handoff starts a loop on its path. */
 const loop = (actor: Actor): Effect.Effect<never, Cause.Done> => {
   const inner = actor.inner
+  // What follows every message, built once.
+  const afterEach = Handlers.afterEach(actor)
   // However the message's handling ends, on the step it ends on.
   const handled = () => {
-    inner.startsNext = false
+    inner.loop = "waiting"
     actor.core.work.release()
     return Effect.void
   }
   const next = Effect.flatMap(Queue.take(inner.mailbox), (msg) => {
-    inner.startsNext = true
-    return Effect.onExit(Effect.andThen(Handlers.handle(actor, msg), inner.afterEach), handled)
+    inner.loop = "handling"
+    return Effect.onExit(Effect.andThen(Handlers.handle(actor, msg), afterEach), handled)
   })
   const messages = Effect.forever(next, { disableYield: true })
   return actor.agent.model ? Effect.andThen(loadModel(actor), messages) : messages
@@ -368,7 +362,7 @@ const loop = (actor: Actor): Effect.Effect<never, Cause.Done> => {
 const finalizer = (actor: Actor) =>
   Effect.gen(function*() {
     Lifecycle.terminate(actor)
-    actor.speeches.dropQueued(`${actor.name} is closed`, false)
+    Speeches.dropQueued(actor.speeches, `${actor.name} is closed`, false)
     for (const msg of yield* Queue.clear(actor.inner.mailbox)) {
       rejectLate(actor, msg)
       actor.core.work.release()

@@ -10,6 +10,7 @@ import { FloorError } from "../../Errors.ts"
 import * as Background from "../Background.ts"
 import * as RealtimeBinding from "../realtime/Binding.ts"
 import * as Reply from "../Reply.ts"
+import * as Speeches from "../Speeches.ts"
 import * as Tasks from "../Tasks.ts"
 import type { SessionMessage } from "../SessionCore.ts"
 import type { Actor, ActorMessage } from "./Actor.ts"
@@ -50,8 +51,8 @@ const sayOrReply: Handler<"Say" | "Reply"> = (actor, msg) => {
     return Deferred.fail(msg.reply, new FloorError({ agent: actor.name, reason: "not_holder", message: `${actor.name} does not hold the floor` }))
   }
   const handle = msg._tag === "Say"
-    ? actor.speeches.enqueue("say", msg.options, (speech) => Reply.say(actor, speech, msg.text, msg.options))
-    : actor.speeches.enqueue("generate_reply", msg.options, (speech) => Reply.reply(actor, speech, msg.options))
+    ? Speeches.enqueue(actor.speeches, "say", msg.options, (speech) => Reply.say(actor, speech, msg.text, msg.options))
+    : Speeches.enqueue(actor.speeches, "generate_reply", msg.options, (speech) => Reply.reply(actor, speech, msg.options))
   return Deferred.succeed(msg.reply, handle).pipe(Effect.asVoid)
 }
 
@@ -64,7 +65,7 @@ const activate: Handler<"Activate"> = (actor, msg) => {
 }
 
 const enterOrResume = (actor: Actor, msg: Extract<ActorMessage, { readonly _tag: "Activate" }>): Effect.Effect<void> => {
-  if (msg.reply && actor.holdsFloor()) actor.speeches.enqueue("generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
+  if (msg.reply && actor.holdsFloor()) Speeches.enqueue(actor.speeches, "generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
   const agent = actor.agent
   return msg.mode === "enter"
     ? Hooks.run(actor, agent.onEnter, "onEnter", true, { waitFor: msg.after })
@@ -74,11 +75,11 @@ const enterOrResume = (actor: Actor, msg: Extract<ActorMessage, { readonly _tag:
 const deactivate: Handler<"Deactivate"> = (actor, msg) => {
   Lifecycle.deactivate(actor, msg.final)
   return Effect.andThen(
-    actor.speeches.interruptCurrent(true),
+    Speeches.interruptCurrent(actor.speeches, true),
     Effect.suspend(() => {
       // The connection goes back to the pool: this actor can neither use it nor hear it now.
       if (actor.realtime) RealtimeBinding.release(actor.realtime)
-      actor.speeches.dropQueued(`${actor.name} passed the floor`, false)
+      Speeches.dropQueued(actor.speeches, `${actor.name} passed the floor`, false)
       Input.forwardHeld(actor)
       const then = Effect.sync(msg.then)
       return Hooks.run(actor, actor.agent.onExit, "onExit", false, { after: msg.final ? Effect.andThen(then, closeSelf(actor)) : then })
@@ -102,10 +103,10 @@ const lend: Handler<"Lend"> = (actor) => {
 const passFloor = (actor: Actor, passes: SessionMessage): Effect.Effect<void> => {
   Lifecycle.startPassing(actor)
   return Effect.andThen(
-    actor.speeches.interruptCurrent(true),
+    Speeches.interruptCurrent(actor.speeches, true),
     Effect.sync(() => {
-      const current = actor.speeches.current()
-      if (current && Speech.inToolPhase(current)) current.skipFollowUp = true
+      const current = Speeches.current(actor.speeches)
+      if (current && Speech.inToolPhase(current)) Speech.cutFollowUp(current)
       actor.core.send(passes)
     })
   )
@@ -114,14 +115,14 @@ const passFloor = (actor: Actor, passes: SessionMessage): Effect.Effect<void> =>
 const handlers: { readonly [K in ActorMessage["_tag"]]: Handler<K> } = {
   UserInput: (actor, msg) => Input.userInput(actor, msg.text, msg.itemId),
   Kick: () => Effect.void,
-  SpeechEnded: (actor, msg) => Effect.sync(() => actor.speeches.ended(msg.speech)),
+  SpeechEnded: (actor, msg) => Effect.sync(() => Speeches.ended(actor.speeches, msg.speech)),
   Say: (actor, msg) => sayOrReply(actor, msg),
   Reply: (actor, msg) => sayOrReply(actor, msg),
   Heard: (actor, msg) => Input.heard(actor, msg.event),
   Interrupt: (actor, msg) => {
-    if (msg.speech) return actor.speeches.interruptOne(msg.speech)
-    actor.speeches.dropQueued("interrupted", true, msg.userTurn)
-    return actor.speeches.interruptCurrent(false, msg.userTurn)
+    if (msg.speech) return Speeches.interruptOne(actor.speeches, msg.speech)
+    Speeches.dropQueued(actor.speeches, "interrupted", true, msg.userTurn)
+    return Speeches.interruptCurrent(actor.speeches, false, msg.userTurn)
   },
   Activate: activate,
   Deactivate: deactivate,
@@ -159,18 +160,18 @@ export const afterEach = (actor: Actor): Effect.Effect<void> => {
     // Listening once nothing is left to do here: a message already waiting (a reply asked right
     // after an interrupt) decides the next state itself, so the state changes once per step.
     if (
-      actor.holdsFloor() && !actor.speeches.current() && actor.inner.inputHoldingHooks === 0 &&
+      actor.holdsFloor() && !Speeches.current(actor.speeches) && actor.inner.inputHoldingHooks === 0 &&
       (Lifecycle.isActive(actor) || Lifecycle.isPassing(actor)) && Queue.sizeUnsafe(actor.inner.mailbox) === 0
     ) {
       actor.setState("listening")
     }
-    actor.speeches.notifySettled()
+    Speeches.notifySettled(actor.speeches)
   })
   const rest = () => {
     deliverPending(actor)
-    actor.speeches.reconcile(actor.holdsFloor())
-    actor.inner.startsNext = false
-    return Effect.andThen(actor.speeches.startNext(), settled)
+    Speeches.reconcile(actor.speeches, actor.holdsFloor())
+    actor.inner.loop = "waiting"
+    return Effect.andThen(Speeches.startNext(actor.speeches), settled)
   }
   const afterHeld = Effect.suspend(rest)
   // Most messages leave no input held: then the rest goes on this step.
@@ -184,9 +185,9 @@ const deliveryHost = (actor: Actor): Background.DeliveryHost => {
     isTask: actor.task !== undefined,
     self: actor.agent,
     holdsFloor: actor.holdsFloor,
-    readyForHandoff: () => Lifecycle.isActive(actor) && !actor.speeches.current() && actor.inner.inputHoldingHooks === 0,
+    readyForHandoff: () => Lifecycle.isActive(actor) && !Speeches.current(actor.speeches) && actor.inner.inputHoldingHooks === 0,
     readyToTell: () =>
-      host.readyForHandoff() && actor.speeches.queued() === 0 && actor.inner.held.length === 0 && !actor.core.userSpeaking(),
+      host.readyForHandoff() && Speeches.queued(actor.speeches) === 0 && actor.inner.held.length === 0 && !actor.core.userSpeaking(),
     commit: (item) => actor.commit(item),
     executed: (calls, handoffTo) =>
       actor.core.emit({ type: "function_tools_executed", agent: actor.name, calls, hasHandoff: handoffTo !== undefined, handoffTo, deferred: true }),
@@ -195,7 +196,7 @@ const deliveryHost = (actor: Actor): Background.DeliveryHost => {
       Lifecycle.startPassing(actor)
       actor.core.send({ _tag: "Handoff", from: actor, target, options, reply: Deferred.makeUnsafe() })
     },
-    reply: () => void actor.speeches.enqueue("tool_reply", {}, (speech) => Reply.run(actor, speech, {}))
+    reply: () => void Speeches.enqueue(actor.speeches, "tool_reply", {}, (speech) => Reply.run(actor, speech, {}))
   }
   return host
 }

@@ -12,6 +12,7 @@ import * as RealtimeReply from "../realtime/Reply.ts"
 import * as Unanswered from "../realtime/Unanswered.ts"
 import * as Reply from "../Reply.ts"
 import type { Actor, Heard } from "./Actor.ts"
+import * as Speeches from "../Speeches.ts"
 import * as Lifecycle from "./Lifecycle.ts"
 
 /**
@@ -28,7 +29,7 @@ export type HeldInput =
   }
 
 const inToolPhase = (actor: Actor) => {
-  const current = actor.speeches.current()
+  const current = Speeches.current(actor.speeches)
   return current !== undefined && Speech.inToolPhase(current)
 }
 
@@ -44,10 +45,10 @@ export const takeTurn = (
   body: (speech: Speech.Speech) => Effect.Effect<void, unknown> = (speech) => Reply.run(actor, speech, {})
 ): Effect.Effect<void> =>
   Effect.andThen(
-    actor.speeches.interruptCurrent(false),
+    Speeches.interruptCurrent(actor.speeches, false),
     Effect.andThen(commit, Effect.sync(() => {
-      actor.speeches.dropQueued("interrupted by the user", true)
-      actor.speeches.enqueue("user_turn", {}, body)
+      Speeches.dropQueued(actor.speeches, "interrupted by the user", true)
+      Speeches.enqueue(actor.speeches, "user_turn", {}, body)
     }))
   )
 
@@ -72,11 +73,8 @@ export const userInput = (actor: Actor, text: string, itemId?: string): Effect.E
 const hold = (actor: Actor, held: HeldInput) => {
   actor.core.work.acquire()
   actor.inner.held.push(held)
-  const current = actor.speeches.current()
-  if (current && Speech.inToolPhase(current)) {
-    current.skipFollowUp = true
-    current.cut?.()
-  }
+  const current = Speeches.current(actor.speeches)
+  if (current && Speech.inToolPhase(current)) Speech.cutWordsAndFollowUp(current)
 }
 
 /** Whether `releaseHeld` has anything to release now. */
@@ -140,8 +138,8 @@ export const heard = (actor: Actor, event: Heard): Effect.Effect<void> =>
     const inner = actor.inner
     switch (event._tag) {
       case "SpeechStarted":
-        actor.speeches.dropQueued("interrupted by the user", true, event.userTurn)
-        return actor.speeches.interruptCurrent(false, event.userTurn)
+        Speeches.dropQueued(actor.speeches, "interrupted by the user", true, event.userTurn)
+        return Speeches.interruptCurrent(actor.speeches, false, event.userTurn)
       case "Transcript": {
         // A failed transcription still ends the wait for its turn's words: there are none.
         const words = event.failed ? undefined : { text: event.text, itemId: event.itemId }

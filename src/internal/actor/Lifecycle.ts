@@ -37,12 +37,13 @@ const CLOSING: Lifecycle = { _tag: "Closing" }
 
 export const initial = STARTING
 
+/** An actor, as far as its lifecycle goes: the field is written only by `set`, below. */
 interface Holder {
-  readonly lifecycle: Lifecycle
+  lifecycle: Lifecycle
 }
 
 const set = (actor: Holder, next: Lifecycle) => {
-  ;(actor as { lifecycle: Lifecycle }).lifecycle = next
+  actor.lifecycle = next
 }
 
 /** Active and not passing the floor: it may start speeches and take input. */

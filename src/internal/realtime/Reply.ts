@@ -12,9 +12,10 @@ import { RealtimeError, RealtimeResponseTimeout } from "../../../services/Realti
 import { message } from "../../ChatContext.ts"
 import type { ReplyOptions } from "../../CurrentAgent.ts"
 import * as ModelCallMeter from "../../observe/ModelCallMeter.ts"
-import type { Speech } from "../../Speech.ts"
+import { followUpCut, generate as startGenerating, type Speech } from "../../Speech.ts"
 import type { Actor } from "../actor/Actor.ts"
 import type { PendingCall } from "../Reply.ts"
+import * as Speeches from "../Speeches.ts"
 import * as ToolBatch from "../ToolBatch.ts"
 import { desired, lease, type RealtimeBinding, type ResponseQueue, responseIds, type Started, stoppedByServer } from "./Binding.ts"
 import type { Lease, Ticket } from "./Lease.ts"
@@ -233,10 +234,10 @@ export const run = (
     let existing = startedBy
     let answered: ReadonlyArray<string> | undefined
     let retried = false
-    const live = () => !speech.skipFollowUp
+    const live = () => !followUpCut(speech)
     for (let step = 0;; step++) {
       if (!actor.holdsFloor()) return
-      speech.phase = "generating"
+      startGenerating(speech)
       const choice: RealtimeToolChoice | undefined = step >= actor.agent.maxToolSteps ? "none" : toolChoice
       const { lease: held, queue } = existing ??
         (yield* request(actor, binding, { instructions, toolChoice: choice, speechId: speech.handle.id, outputsOf: answered, live }))
@@ -250,7 +251,7 @@ export const run = (
           (error) =>
             error instanceof RealtimeError && (held.revoked() === "fallback" || held.revoked() === "dropped") && !retried &&
             actor.holdsFloor(),
-          () => Effect.succeed({ calls: [] as ReadonlyArray<PendingCall>, retry: !speech.skipFollowUp })
+          () => Effect.succeed({ calls: [] as ReadonlyArray<PendingCall>, retry: !followUpCut(speech) })
         )
       )
       if (played.retry) {
@@ -269,10 +270,10 @@ export const run = (
         return
       }
       // Words a tool said meanwhile (or a reply it awaited) are heard first: one voice at a time.
-      if (actor.speeches.interjectingOver(speech)) {
-        yield* actor.speeches.interjectedOver(speech)
+      if (Speeches.interjectingOver(actor.speeches, speech)) {
+        yield* Speeches.interjectedOver(actor.speeches, speech)
         if (actor.core.closed()) return yield* Effect.interrupt
-        if (speech.skipFollowUp) return
+        if (followUpCut(speech)) return
       }
       instructions = undefined
       toolChoice = undefined
