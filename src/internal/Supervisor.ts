@@ -74,8 +74,6 @@ interface Running {
   /** The realtime connection that reported the user speaking, if one did. */
   speakingOn: string | undefined
   history: ChatContext
-  /** Set once made (it refers to the record). */
-  core: SessionCore
 }
 
 export const make = (config: Config): Effect.Effect<Supervisor> =>
@@ -94,8 +92,7 @@ export const make = (config: Config): Effect.Effect<Supervisor> =>
       userSpeaking: false,
       userTurns: 0,
       speakingOn: undefined,
-      history: config.history ?? ChatContext.empty,
-      core: undefined as unknown as SessionCore
+      history: config.history ?? ChatContext.empty
     }
     const pool = config.realtimeModel
       ? yield* RealtimePool.make({
@@ -110,12 +107,12 @@ export const make = (config: Config): Effect.Effect<Supervisor> =>
           void (r.closed || config.events.emit({ type: "realtime_connection", agent, connectionId, action }))
       })
       : undefined
-    r.core = makeCore(r, pool)
+    const core = makeCore(r, pool)
     return {
-      core: r.core,
+      core,
       state: r.state,
       closed: () => r.closed,
-      loop: loop(r),
+      loop: loop(r, core),
       shutdown: shutdown(r),
       close: close(r),
       idleWithBackground: idleWithBackground(r),
@@ -153,16 +150,22 @@ const makeCore = (r: Running, realtimePool: RealtimePool.Pool | undefined): Sess
     holder: () => (r.closed ? undefined : r.state.holder),
     closed: () => r.closed,
     emit: config.events.emit,
-    record: (item: ChatItem, agent: string | undefined, followedBy?: ReadonlyArray<string>) => {
-      const before = followedBy === undefined ? undefined : r.history.firstOf(followedBy)
-      r.history = r.history.insertBefore(item, before)
-      config.events.emit({ type: "conversation_item_added", agent, item, ...(before !== undefined ? { before } : {}) })
-    },
+    record: (item, agent, followedBy) => record(r, item, agent, followedBy),
     history: () => r.history,
     now: config.now
   }
   return core
 }
+
+/** Records an item in the session's history: at the end, or before the first of `followedBy`. */
+const record = (r: Running, item: ChatItem, agent: string | undefined, followedBy?: ReadonlyArray<string>) => {
+  const before = followedBy === undefined ? undefined : r.history.firstOf(followedBy)
+  r.history = r.history.insertBefore(item, before)
+  r.config.events.emit({ type: "conversation_item_added", agent, item, ...(before !== undefined ? { before } : {}) })
+}
+
+/** Where the session records what session tools reported once no holder takes it. */
+const sessionRecorder = (r: Running) => ({ name: "session", commit: (item: ChatItem) => record(r, item, undefined) })
 
 /** A message that can no longer be handled still gets an answer. */
 const rejectClosed = (r: Running, msg: SessionMessage) => {
@@ -175,7 +178,7 @@ const rejectClosed = (r: Running, msg: SessionMessage) => {
     case "StartTask":
       return void Deferred.doneUnsafe(msg.result, Effect.interrupt)
     case "Background":
-      return Background.flush({ name: "session", commit: (item) => r.core.record(item, undefined) }, [msg.delivery])
+      return Background.flush(sessionRecorder(r), [msg.delivery])
     default:
       return
   }
@@ -201,7 +204,7 @@ const setUserSpeaking = (r: Running, speaking: boolean, connectionId?: string) =
 }
 
 // Plain effects, not a generator: every handoff passes through here.
-const loop = (r: Running): Effect.Effect<never, Cause.Done> => {
+const loop = (r: Running, core: SessionCore): Effect.Effect<never, Cause.Done> => {
   const failed = (cause: Cause.Cause<unknown>) => {
     r.config.events.emit({ type: "error", agent: undefined, source: "input", message: Cause.pretty(cause), recoverable: true })
     return Effect.void
@@ -211,7 +214,7 @@ const loop = (r: Running): Effect.Effect<never, Cause.Done> => {
     r.work.release()
     return Effect.void
   }
-  const step = Effect.flatMap(Queue.take(r.mailbox), (msg) => Effect.onExit(Effect.catchCause(Floor.handle(r.core, r.state, msg), failed), handled))
+  const step = Effect.flatMap(Queue.take(r.mailbox), (msg) => Effect.onExit(Effect.catchCause(Floor.handle(core, r.state, msg), failed), handled))
   // A durable session's previous step is in the store before this one starts.
   const next = r.config.beforeStep ? Effect.andThen(r.config.beforeStep, step) : step
   return Effect.forever(next, { disableYield: true })
@@ -227,7 +230,7 @@ const shutdown = (r: Running): Effect.Effect<void> =>
     for (const actor of actors) yield* Scope.close(actor.scope, Exit.void)
     // What session tools reported before the close (taken by no holder yet, or still in the
     // mailbox) is recorded before the cancelled results the close makes them report (rule 9).
-    Background.flush({ name: "session", commit: (item) => r.core.record(item, undefined) }, r.sessionDeliveries)
+    Background.flush(sessionRecorder(r), r.sessionDeliveries)
     r.state.holder = undefined
     for (const msg of yield* Queue.clear(r.mailbox)) {
       rejectClosed(r, msg)
