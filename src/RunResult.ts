@@ -7,8 +7,10 @@
  * @since 0.1.0
  * @packageDocumentation
  */
+import { Effect } from "effect"
 import type { ChatItem } from "./ChatContext.ts"
 import type { ErrorEvent, SessionEvent } from "./Events.ts"
+import * as Judge from "./Judge.ts"
 import * as Timeline from "./Timeline.ts"
 
 /**
@@ -208,6 +210,53 @@ export interface HandoffMatch {
 
 type Of<T extends RunEvent["type"]> = Extract<RunEvent, { readonly type: T }>
 
+/**
+ * A message event an expectation found, with `judge`: ask a model whether the message meets an
+ * intent (see `Judge`). It succeeds with the message on a `pass` verdict and fails with
+ * `Judge.JudgeFailed` (verdict, reason, the message judged and the run's events) on `fail`, or
+ * `Judge.JudgeError` when the model gives no verdict.
+ *
+ * @example
+ * ```ts
+ * const result = yield* session.run("Hi, I want to change my order")
+ * result.expect.nextEvent().isMessage({ role: "user" })
+ * yield* result.expect.nextEvent().isMessage({ role: "assistant" })
+ *   .judge(judgeModel, { intent: "asks for the order number" })
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type MessageAssert = Of<"message"> & {
+  readonly judge: <E = never, R = never>(
+    model: Judge.JudgeModel<E, R>,
+    options: Judge.JudgeOptions
+  ) => Effect.Effect<Of<"message">, Judge.JudgeFailed | Judge.JudgeError | E, R>
+}
+
+/** The conversation before event `index`, as the judge reads it. */
+const before = (events: ReadonlyArray<RunEvent>, index: number): Array<string> =>
+  events.slice(0, Math.max(0, index)).flatMap((e) => {
+    switch (e.type) {
+      case "message":
+        return e.role === "user" || e.role === "assistant" ? [`${e.role}${e.agent ? ` (${e.agent})` : ""}: ${e.content}`] : []
+      case "function_call":
+        return [`tool call ${e.name}(${clip(e.rawArguments, 200)})`]
+      case "function_call_output":
+        return [`tool output ${e.name}: ${clip(e.output, 200)}`]
+      case "agent_handoff":
+        return [`handoff ${e.from ?? "-"} -> ${e.to}`]
+    }
+  })
+
+const messageAssert = (run: RunExpect, event: Of<"message">, index: number): MessageAssert => ({
+  ...event,
+  judge: (model, options) => {
+    const judged: Judge.Judged = { text: event.content, before: before(run.events, index), listing: run.listing(index) }
+    return Effect.as(Judge.judge(model, judged, options), event)
+  }
+})
+
 const predicates = {
   message: (m: MessageMatch) => (e: RunEvent): e is Of<"message"> =>
     e.type === "message" && (m.role === undefined || e.role === m.role) && matches(e.content, m.content) &&
@@ -243,8 +292,9 @@ export class EventAssert {
     if (this.event && predicate(this.event)) return this.event
     return this.run.fail(`Expected event ${this.index} to be ${what}`, this.index)
   }
-  isMessage(match: MessageMatch = {}): Of<"message"> {
-    return this.check(`a message ${JSON.stringify(match)}`, predicates.message(match))
+  /** The event is a message matching `match`; `judge` on the result asks a model about it. */
+  isMessage(match: MessageMatch = {}): MessageAssert {
+    return messageAssert(this.run, this.check(`a message ${describeMatch(match)}`, predicates.message(match)), this.index)
   }
   isFunctionCall(match: FunctionCallMatch = {}): Of<"function_call"> {
     return this.check(`a function call ${JSON.stringify(match)}`, predicates.functionCall(match))
@@ -296,8 +346,10 @@ export class RunExpect {
     return new EventAssert(this, this.events[i], i)
   }
 
-  containsMessage(match: MessageMatch = {}): Of<"message"> {
-    return this.find(`a message ${describeMatch(match)}`, predicates.message(match))
+  /** The first message matching `match`; `judge` on the result asks a model about it. */
+  containsMessage(match: MessageMatch = {}): MessageAssert {
+    const found = this.find(`a message ${describeMatch(match)}`, predicates.message(match))
+    return messageAssert(this, found, this.events.indexOf(found))
   }
   containsFunctionCall(match: FunctionCallMatch = {}): Of<"function_call"> {
     return this.find(`a function call ${JSON.stringify(match)}`, predicates.functionCall(match))
@@ -326,10 +378,13 @@ export class RunExpect {
 
   /** Throws an `ExpectationError` that lists the run's events. */
   fail(message: string, at: number): never {
+    throw new ExpectationError(`${message}.\n${this.listing(at)}`)
+  }
+
+  /** The run's events, one per line, with a marker at event `at`. */
+  listing(at: number): string {
     const lines = this.events.map((event, i) => `${i === at ? ">" : " "} ${String(i).padStart(2)}  ${describeEvent(event)}`)
-    throw new ExpectationError(
-      `${message}.\nEvents of the run (${this.events.length}):\n${lines.length ? lines.join("\n") : "  (none)"}`
-    )
+    return `Events of the run (${this.events.length}):\n${lines.length ? lines.join("\n") : "  (none)"}`
   }
 }
 
