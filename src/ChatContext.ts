@@ -121,6 +121,20 @@ let counter = 0
 export const nextId = (prefix: string): string => `${prefix}_${(++counter).toString(36)}`
 
 /**
+ * Ids `nextId` must not give again: those of items a resumed session brings from an earlier
+ * process (whose counter started where this one's did).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const reserveIds = (ids: Iterable<string>): void => {
+  for (const id of ids) {
+    const n = parseInt(id.slice(id.lastIndexOf("_") + 1), 36)
+    if (Number.isSafeInteger(n) && n > counter) counter = n
+  }
+}
+
+/**
  * Makes a `Message` item (a fresh id unless given). Use it to seed a context or in tests.
  *
  * @since 0.1.0

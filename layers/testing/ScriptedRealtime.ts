@@ -118,6 +118,9 @@ export const geminiLike: RealtimeCapabilities = {
  * @category models
  */
 export interface Options {
+  /** Server item ids start after this number (default 0): a second server in one test (a
+   * resumed session's) does not give ids the first one gave, as a real server never does. */
+  readonly firstId?: number
   readonly rules: ReadonlyArray<ScriptedModel.Rule>
   readonly capabilities?: RealtimeCapabilities
   readonly provider?: string
@@ -204,7 +207,7 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
       let updates = 0
       let responsesStarted = 0
       let requests = 0
-      let ids = 0
+      let ids = options.firstId ?? 0
       const nextId = (prefix: string) => `${prefix}_${++ids}`
 
       const connect = (config: RealtimeSessionConfig): Effect.Effect<RealtimeConnection, RealtimeError, Scope.Scope> =>

@@ -9,7 +9,6 @@ import type { Claim, SessionNotFound, SessionStoreService, StoreError, StoreFenc
 import type { Agent } from "../Agent.ts"
 import { ChatContext, nextId } from "../ChatContext.ts"
 import { AgentNotFound, decodeUserdata, type DurableOptions, encodeUserdata, SessionNotResumable, UserdataRefused } from "../Durability.ts"
-import * as Diagnostics from "../Diagnostics.ts"
 import type { EventLog } from "./EventLog.ts"
 import * as Journal from "./Journal.ts"
 import * as Resume from "./Resume.ts"
@@ -109,7 +108,8 @@ export const attach = (prepared: Prepared, supervisor: Supervisor, parent: Scope
     })
     prepared.journal = journal
     journals.set(core.id, journal)
-    yield* journal.flusher.pipe(Diagnostics.forkIn(core.scope))
+    // Not counted among the session's fibers (Diagnostics): it is the store's, not the floor's.
+    yield* Effect.forkIn(journal.flusher, core.scope)
     let finished = false
     const finish = Effect.suspend(() => {
       if (finished) return Effect.void
@@ -153,8 +153,11 @@ export const claim = (
       return yield* new SessionNotResumable({ id, reason: "ended", message: `session ${id} was ended by its program; it cannot be resumed` })
     }
     const folded = Journal.fold(taken.session.entries)
-    if (folded.floor === undefined) {
+    if (folded.floor === undefined || folded.actors.size === 0) {
       return yield* new SessionNotResumable({ id, reason: "not_started", message: `session ${id} has no journaled floor yet: start it anew` })
+    }
+    if (!folded.floor.actors.some(([, tag]) => tag !== "Closing" && tag !== "Terminated")) {
+      return yield* new SessionNotResumable({ id, reason: "ended", message: `session ${id} was closing when its last writer stopped; it cannot be resumed` })
     }
     const byName = new Map(agents.map((agent) => [agent.name, agent]))
     for (const name of Resume.agentNames(folded)) {

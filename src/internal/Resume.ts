@@ -8,7 +8,7 @@
  */
 import { Deferred, Effect } from "effect"
 import type { Agent } from "../Agent.ts"
-import { ChatContext, type ChatItem, functionCallOutput } from "../ChatContext.ts"
+import { ChatContext, type ChatItem, type FunctionCall, functionCall, functionCallOutput, reserveIds } from "../ChatContext.ts"
 import type { TaskResult } from "../CurrentAgent.ts"
 import type { TaskError } from "../Errors.ts"
 import * as ToolOutput from "../ToolOutput.ts"
@@ -28,15 +28,20 @@ export const agentNames = (folded: Folded): ReadonlyArray<string> =>
 /** The actors the journal says are live, in the order they appeared (callers before tasks). */
 const liveKeys = (folded: Folded): Map<number, string> => new Map(folded.floor?.actors.map(([key, tag]) => [key, tag]) ?? [])
 
-/** Calls of `chat` made by `agent` that have no final output (a progress report is not one). */
+/**
+ * Calls of `chat` made by `agent` that have no output. A model may use a call id again in a
+ * later turn: an output answers the oldest open call with its id.
+ */
 const unanswered = (chat: ChatContext, agent: string): ReadonlyArray<{ readonly callId: string; readonly name: string }> => {
-  const answered = new Set<string>()
-  for (const item of chat) if (item._tag === "FunctionCallOutput" && item.status !== "progress") answered.add(item.callId)
-  const calls: Array<{ callId: string; name: string }> = []
+  const open: Array<FunctionCall> = []
   for (const item of chat) {
-    if (item._tag === "FunctionCall" && item.agent === agent && !answered.has(item.callId)) calls.push(item)
+    if (item._tag === "FunctionCall") open.push(item)
+    else if (item._tag === "FunctionCallOutput") {
+      const at = open.findIndex((call) => call.callId === item.callId)
+      if (at >= 0) open.splice(at, 1)
+    }
   }
-  return calls
+  return open.filter((call) => call.agent === agent)
 }
 
 const output = (agent: string, call: { readonly callId: string; readonly name: string }, result: TaskResult): ChatItem => {
@@ -53,6 +58,25 @@ const output = (agent: string, call: { readonly callId: string; readonly name: s
     status: error.reason === "cancelled" ? "cancelled" : "error",
     agent
   })
+}
+
+/**
+ * Calls gone to the background (answered with a progress output) whose result (the
+ * `<callId>:result` pair, Background.ts) never came: their handlers died with the process.
+ */
+const backgroundRunning = (history: ChatContext): ReadonlyArray<FunctionCall> => {
+  const calls = new Map<string, FunctionCall>()
+  const progressed = new Set<string>()
+  const resulted = new Set<string>()
+  for (const item of history) {
+    if (item._tag === "FunctionCall") {
+      if (item.callId.endsWith(":result")) resulted.add(item.callId.slice(0, -":result".length))
+      else if (!item.callId.includes(":")) calls.set(item.callId, item)
+    } else if (item._tag === "FunctionCallOutput" && item.status === "progress" && calls.has(item.callId)) {
+      progressed.add(item.callId)
+    }
+  }
+  return [...progressed].filter((id) => !resulted.has(id)).map((id) => calls.get(id)!)
 }
 
 const askReply = (actor: Actor.Actor) => actor.send({ _tag: "Reply", options: {}, reply: Deferred.makeUnsafe() })
@@ -73,6 +97,14 @@ const awaitTask = (core: SessionCore, caller: Actor.Actor, role: Actor.TaskRole,
         if (!call) return
         caller.commit(output(caller.name, call, result))
         if (caller.holdsFloor()) askReply(caller)
+      })
+    ),
+    // The session closed before the task returned: the call is answered as cancelled (rule 4).
+    Effect.onInterrupt(() =>
+      Effect.sync(() => {
+        if (call && unanswered(caller.chat, caller.name).some((open) => open.callId === call.callId)) {
+          caller.commit(functionCallOutput({ callId: call.callId, name: call.name, output: "cancelled: the session closed while the task ran", isError: true, status: "cancelled", agent: caller.name }))
+        }
       })
     ),
     Effect.ensuring(Effect.sync(() => {
@@ -98,6 +130,9 @@ export const restore = (
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     const live = liveKeys(folded)
+    // The earlier process's ids are not given again (its counter started where this one's did).
+    reserveIds(folded.history.map((item) => item.id))
+    for (const { items } of folded.actors.values()) reserveIds(items.map((item) => item.id))
     const actors = new Map<number, Actor.Actor>()
     const tasks: Array<{ actor: Actor.Actor; caller: Actor.Actor; role: Actor.TaskRole }> = []
     for (const [key, { entry, items }] of folded.actors) {
@@ -130,6 +165,12 @@ export const restore = (
     const holder = holderKey === null || holderKey === undefined ? undefined : actors.get(holderKey)
     // A task gone with its caller leaves the floor to the innermost caller still there.
     state.holder = holder ?? [...actors.values()].find((actor) => Lifecycle.isActive(actor) && !actor.task) ?? actors.values().next().value
+    // An agent that was passing the floor on (its Deactivate not handled yet) is paused: its
+    // onExit does not run. A caller waiting for its task stays active.
+    const callers = new Set(tasks.map(({ caller }) => caller))
+    for (const actor of actors.values()) {
+      if (actor !== state.holder && !callers.has(actor) && Lifecycle.isActive(actor)) Lifecycle.deactivate(actor, false)
+    }
     const awaited = new Set<string>()
     for (const { caller, role } of tasks) {
       const call = role.callId === undefined ? undefined : unanswered(caller.chat, caller.name).find((c) => c.callId === role.callId)
@@ -145,12 +186,23 @@ export const restore = (
         if (actor === state.holder) holderAnswered = true
       }
     }
+    // A background call's result never comes: its `:result` pair says the restart interrupted it.
+    for (const call of backgroundRunning(core.history())) {
+      const owner = [...actors.values()].find((actor) => actor.chat.has(call.id)) ?? state.holder
+      if (!owner) continue
+      owner.commit(functionCall({ callId: `${call.callId}:result`, name: call.name, arguments: call.arguments, agent: owner.name }))
+      owner.commit(functionCallOutput({ callId: `${call.callId}:result`, name: call.name, output: INTERRUPTED, isError: true, status: "interrupted", agent: owner.name }))
+      if (owner === state.holder) holderAnswered = true
+    }
     const current = state.holder
     for (const actor of actors.values()) yield* actor.start
     if (!current) return
     if (current.lifecycle._tag === "Starting") {
       // Its onEnter had not started: it runs now.
       current.send({ _tag: "Activate", mode: "enter", reply: !current.agent.onEnter })
+    } else if (current.lifecycle._tag === "Paused") {
+      // The floor had passed back to it, its onResume not started yet: it runs now.
+      current.send({ _tag: "Activate", mode: "resume", reply: !current.agent.onResume })
     } else {
       // A fresh realtime connection, seeded with the context, comes with the floor.
       if (current.realtime) current.send({ _tag: "TakeConnection" })

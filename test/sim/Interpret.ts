@@ -4,6 +4,7 @@
  * hook calls, model requests (with who held the floor at that instant) and task results seen by
  * the flows that awaited them.
  */
+import type { SessionStoreService } from "../../services/SessionStore.ts"
 import * as Cascade from "./Cascade.ts"
 import { type CascadeWorld, makeCascadeWorld } from "./Cascade.ts"
 import { Data, Effect, Schema, type Scope } from "effect"
@@ -118,6 +119,8 @@ export interface Built {
   /** Starts the session (in the Scope of the caller). */
   readonly start: Effect.Effect<AgentSession.AgentSession, never, Scope.Scope>
   readonly agents: ReadonlyMap<string, Agent.Agent>
+  /** Every agent a session of the scenario may run: agents, tasks and groups (resume finds them by name). */
+  readonly all: ReadonlyArray<Agent.Agent>
   readonly rules: ReadonlyArray<ScriptedModel.Rule>
 }
 
@@ -174,7 +177,13 @@ const oddValue = (shape: OddShape): unknown => {
 const isFloorError = (e: unknown): e is { readonly _tag: "FloorError"; readonly message: string } =>
   (e as { _tag?: unknown })?._tag === "FloorError"
 
-export const interpret = (scenario: Scenario, world: World): Built => {
+/** `store`: the session is durable, journaled there under `id` (the crash simulation, Crash.ts). */
+export interface InterpretOptions {
+  readonly store?: SessionStoreService | undefined
+  readonly id?: string | undefined
+}
+
+export const interpret = (scenario: Scenario, world: World, options: InterpretOptions = {}): Built => {
   let toolReplies = 0
   const agents = new Map<string, Agent.Agent>()
   const tasks = new Map<string, AgentTask.AgentTask<string>>()
@@ -414,8 +423,11 @@ export const interpret = (scenario: Scenario, world: World): Built => {
   return {
     start: scenario.cascade
       ? Cascade.start(scenario.cascade, world.cascade, world.seq, world.tick, startOptions)
+      : options.store
+      ? Effect.orDie(AgentSession.start({ ...startOptions, store: options.store, id: options.id }))
       : AgentSession.start(startOptions),
     agents,
+    all: [...agents.values(), ...tasks.values(), ...groups.values()],
     rules: [{ when: () => true, reply: respond }]
   }
 }

@@ -11,9 +11,10 @@ import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as ScriptedRealtime from "../../layers/testing/ScriptedRealtime.ts"
 import * as Diagnostics from "../../src/Diagnostics.ts"
 import * as Faults from "../../src/Faults.ts"
+import type { SessionStoreService } from "../../services/SessionStore.ts"
 import type { ChatItem } from "../../src/ChatContext.ts"
 import type { SessionEvent } from "../../src/Events.ts"
-import { type BackgroundFinish, type Built, type HookCall, interpret, makeWorld, type ModelRequest, type TaskOutcome } from "./Interpret.ts"
+import { type BackgroundFinish, type Built, type HookCall, interpret, makeWorld, type ModelRequest, type TaskOutcome, type World } from "./Interpret.ts"
 import type { CascadeWorld } from "./Cascade.ts"
 import type { Scenario } from "./Scenario.ts"
 import { type ActionRecord, type HandoffRecord, inputNumber, makeTimelineState, playTimeline, type RunRecord, type Settled } from "./Timeline.ts"
@@ -54,6 +55,11 @@ export interface RunOptions {
   readonly faults?: Faults.ProtocolFaults | undefined
   /** Test time a wait may take before it counts as a hang (ms). */
   readonly waitLimit?: number
+  /** The session is durable, journaled to this store (the crash simulation, Crash.ts). */
+  readonly store?: SessionStoreService | undefined
+  readonly storeId?: string | undefined
+  /** Called with the world as the run starts (the crash simulation reads its session). */
+  readonly watch?: ((world: World) => void) | undefined
 }
 
 /** The clock moves by this much per step while the timeline runs (the step size does not change
@@ -75,7 +81,8 @@ export const runScenario = (scenario: Scenario, options: RunOptions = {}): Effec
     listen()
     const rejectionsBefore = rejections
     const world = makeWorld()
-    const built = interpret(scenario, world)
+    options.watch?.(world)
+    const built = interpret(scenario, world, { store: options.store, id: options.storeId })
     const logs: Array<string> = []
     const state = makeTimelineState(scenario, world, built, options.waitLimit ?? 300_000)
     let events: ReadonlyArray<SessionEvent> = []
@@ -165,11 +172,12 @@ export const runScenario = (scenario: Scenario, options: RunOptions = {}): Effec
   })
 
 /** The scripted realtime model of a realtime scenario (agents without a model of their own use it). */
-const realtimeLayer = (scenario: Scenario, built: Built) => {
+export const realtimeLayer = (scenario: Scenario, built: Built, firstId = 0) => {
   const spec = scenario.realtime
   if (!spec) return Layer.empty
   return ScriptedRealtime.layer({
     rules: built.rules,
+    ...(firstId > 0 ? { firstId } : {}),
     capabilities: spec.capabilities === "openai" ? ScriptedRealtime.openAiLike : ScriptedRealtime.geminiLike,
     ...(spec.ackDelay > 0 ? { ackDelay: `${spec.ackDelay} millis` } : {}),
     ...(spec.responseDelay > 0 ? { responseDelay: `${spec.responseDelay} millis` } : {}),
