@@ -174,6 +174,9 @@ export const fromClient = (
           )
         )
       },
+      // Two statements, not one: the SELECT of the entries must see an append that held the row
+      // lock while the UPDATE waited for it, and under READ COMMITTED only a later statement's
+      // snapshot does (one statement's join would read the entries as of its start).
       claim: (id, owner) =>
         sql.withTransaction(
           Effect.gen(function*() {

@@ -46,7 +46,11 @@ export interface SqliteOptions {
    * keep every acknowledged entry through a power loss (see bench/README.md for its cost).
    */
   readonly synchronous?: "NORMAL" | "FULL"
-  /** How long a writer waits for another process's write lock before failing. Default 5000 ms. */
+  /**
+   * How long a writer waits for another process's write lock before failing. Default 5000 ms.
+   * The wait blocks the event loop (node:sqlite is synchronous); another writer holds the lock
+   * for one append, microseconds, so in practice the wait is as short.
+   */
   readonly busyTimeoutMs?: number
   /** The clock of `at`-less timestamps (`createdAt`, `updatedAt`). Default `Date.now`. */
   readonly now?: () => number
