@@ -271,6 +271,45 @@ describe.each(backends)("SessionStore on $name", ({ durable, open }) => {
     }))
 })
 
+/** Claims `id` from another Node process (a second node of the fleet), returning its epoch. */
+const claimFromAnotherProcess = (store: string, id: string): number => {
+  const script = `
+    import { Effect, Redacted } from "effect"
+    import * as Sqlite from ${JSON.stringify(new URL("../../services/SessionStoreSqlite.ts", import.meta.url).href)}
+    import * as Postgres from ${JSON.stringify(new URL("../../services/SessionStorePostgres.ts", import.meta.url).href)}
+    const store = process.env.STORE
+    const open = store.startsWith("postgres") ? Postgres.make(Redacted.make(store)) : Sqlite.make(store)
+    const { claim } = await Effect.runPromise(Effect.scoped(Effect.flatMap(open, (s) => s.claim(process.env.ID, "process-b"))))
+    console.log(claim.epoch)`
+  const run = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+    cwd: new URL("../..", import.meta.url).pathname,
+    env: { ...process.env, STORE: store, ID: id },
+    encoding: "utf8"
+  })
+  assert.strictEqual(run.status, 0, run.stderr)
+  return Number(run.stdout.trim())
+}
+
+describe.each([
+  { name: "sqlite", store: () => join(folder, "processes.db") },
+  { name: "postgres", store: () => postgres!.url }
+])("SessionStore on $name, two processes", ({ name, store }) => {
+  it.live("a claim from another process fences this one's writer, whose entries the other got", () =>
+    Effect.gen(function*() {
+      const id = fresh()
+      const here = yield* (name === "sqlite"
+        ? SessionStoreSqlite.make(store())
+        : SessionStorePostgres.make(Redacted.make(store())))
+      const claim = yield* here.create({ id, owner: "process-a" })
+      yield* here.append(claim, turn(0))
+      assert.strictEqual(claimFromAnotherProcess(store(), id), 2)
+      const refused = yield* Effect.flip(here.append(claim, turn(1)))
+      assert.strictEqual(refused._tag, "StoreFenced")
+      const loaded = Option.getOrThrow(yield* here.load(id))
+      assert.deepStrictEqual([loaded.meta.owner, loaded.meta.epoch, loaded.entries.length], ["process-b", 2, 4])
+    }))
+})
+
 describe("SessionStore on sqlite", () => {
   it.live("reopening the file finds every session, entry, epoch and status", () =>
     Effect.gen(function*() {
