@@ -41,8 +41,12 @@ export interface Call {
   readonly line: Line.Line
   readonly id: string
   readonly turns: TurnGate
-  /** Makes `client` the one the session talks to (the previous one, if any, is superseded). */
-  readonly attach: (client: Client) => Effect.Effect<void>
+  /**
+   * Makes `client` the one the session talks to (the previous one, if any, is superseded).
+   * `first` runs in the same step, before anything of the session reaches the client: what it
+   * reads of the session (the history) and the events that follow leave nothing out between them.
+   */
+  readonly attach: (client: Client, first?: () => void) => Effect.Effect<void>
   /** `client` went without closing: the session waits `resumeSeconds` for another, then ends. */
   readonly detach: (client: Client) => Effect.Effect<void>
   /** Ends the call (its session closes when the Scope it was opened in does). */
@@ -110,11 +114,16 @@ export const open = (ctx: ConnectionContext, secret: Redacted.Redacted<string>, 
       line,
       id,
       turns,
-      attach: (client) =>
+      attach: (client, first) =>
         Effect.gen(function*() {
-          yield* stopTimers
           const previous = current
-          current = client
+          yield* Effect.sync(() => {
+            first?.()
+            current = client
+            grace?.interruptUnsafe()
+            refresh?.interruptUnsafe()
+            grace = refresh = undefined
+          })
           if (previous && previous !== client) yield* Deferred.succeed(previous.superseded, undefined)
           if (refreshEvery > 0) {
             refresh = yield* Effect.forever(Effect.andThen(Effect.sleep(refreshEvery), Effect.flatMap(mint, (t) => toCurrent((c) => c.token(t))))).pipe(

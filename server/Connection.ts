@@ -161,22 +161,23 @@ const attach = (socket: Socket.Socket, ctx: ConnectionContext, call: Call.Call, 
       })
 
     // `ready` (and on a resume the conversation so far) before any event of the session: the
-    // snapshot and the attachment are taken together, so an item is in one or the other (or both:
-    // a client merges items by id).
+    // history is read and the client attached in one step, so every item is in the history or in
+    // an event after it (or both: a client merges items by id).
     const token = yield* call.mint
     const agent = yield* session.currentAgent
-    yield* send({
-      type: "ready",
-      sessionId: session.id,
-      resumeToken: token.token,
-      resumeExpiresAt: token.expiresAt,
-      ...(resumed ? { resumed: true } : {}),
-      agent: agent?.name ?? ctx.agent.name,
-      audio: line.audio,
-      inputSampleRate: inputRate
+    yield* call.attach(client, () => {
+      Queue.offerUnsafe(outbox, encode({
+        type: "ready",
+        sessionId: session.id,
+        resumeToken: token.token,
+        resumeExpiresAt: token.expiresAt,
+        ...(resumed ? { resumed: true } : {}),
+        agent: agent?.name ?? ctx.agent.name,
+        audio: line.audio,
+        inputSampleRate: inputRate
+      } satisfies ServerFrame))
+      if (resumed) Queue.offerUnsafe(outbox, encode({ type: "history", items: Effect.runSync(session.history).items } satisfies ServerFrame))
     })
-    if (resumed) yield* send({ type: "history", items: (yield* session.history).items })
-    yield* call.attach(client)
 
     const readLoop = Effect.gen(function*() {
       while (true) {
