@@ -13,6 +13,7 @@
  */
 import { Context, Effect, type Fiber, Option, Stream, Tracer } from "effect"
 import type { AiError, LanguageModel, Response, Tool } from "effect/ai"
+import { attached, isVoid, tracingOff, withAttached } from "../src/internal/EffectFastPaths.ts"
 
 const TypeId = Symbol.for("baton/ModelParts")
 
@@ -46,7 +47,7 @@ export interface ModelInfo {
  * @category combinators
  */
 export const withParts = (model: LanguageModel.LanguageModel, parts: StreamParts, info?: ModelInfo): LanguageModel.LanguageModel =>
-  Object.assign(Object.create(Object.getPrototypeOf(model)), model, { [TypeId]: parts, [InfoId]: info })
+  withAttached(model, { [TypeId]: parts, [InfoId]: info })
 
 /**
  * The provider and model `model` names, if it was made with them.
@@ -54,8 +55,7 @@ export const withParts = (model: LanguageModel.LanguageModel, parts: StreamParts
  * @since 0.1.0
  * @category getters
  */
-export const infoOf = (model: LanguageModel.LanguageModel): ModelInfo | undefined =>
-  (model as { readonly [InfoId]?: ModelInfo })[InfoId]
+export const infoOf = (model: LanguageModel.LanguageModel): ModelInfo | undefined => attached<ModelInfo>(model, InfoId)
 
 /**
  * The part stream `model` carries, if any.
@@ -63,8 +63,7 @@ export const infoOf = (model: LanguageModel.LanguageModel): ModelInfo | undefine
  * @since 0.1.0
  * @category getters
  */
-export const partsOf = (model: LanguageModel.LanguageModel): StreamParts | undefined =>
-  (model as { readonly [TypeId]?: StreamParts })[TypeId]
+export const partsOf = (model: LanguageModel.LanguageModel): StreamParts | undefined => attached<StreamParts>(model, TypeId)
 
 /**
  * One text request to a provider: the prompt, the tools offered and the tool choice.
@@ -107,7 +106,7 @@ export const runOn = <E, R>(
   request: Request,
   onPart: (part: Response.StreamPartEncoded) => Effect.Effect<void, E, R>
 ): Effect.Effect<void, E | AiError.AiError, R> =>
-  fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer
+  tracingOff(fiber)
     ? runIn(untraced, parts, request, onPart)
     : Effect.useSpan("LanguageModel.streamText", { kind: "client" }, (span) => runIn(span, parts, request, onPart))
 
@@ -175,7 +174,7 @@ export const forEachPart = <A, E, R, E2, R2>(
     const from = (start: number): Effect.Effect<void, E2, R2> => {
       for (let i = start; i < parts.length; i++) {
         const effect = onPart(parts[i]!)
-        if (effect === Effect.void) continue
+        if (isVoid(effect)) continue
         return i + 1 === parts.length ? effect : Effect.flatMap(effect, () => from(i + 1))
       }
       return Effect.void

@@ -4,7 +4,7 @@
  * so that the parts that read them (tool batches, tasks) need only the actor's type, not its
  * module: no runtime import circle in src/ (test/src/import-graph.test.ts).
  */
-import { Context, Effect } from "effect"
+import { Context } from "effect"
 import type { Actor } from "./actor/Actor.ts"
 import type { Speech } from "../Speech.ts"
 
@@ -25,17 +25,3 @@ export const CurrentCall = Context.Reference<
   "baton/CurrentCall",
   { defaultValue: () => undefined }
 )
-
-/**
- * `effect` as the whole body of a fiber about to be forked, with `f`'s services: set on the fiber
- * as it starts and never restored, since the fiber ends with the body (`Effect.updateContext`
- * takes two more steps to restore them). Only for a fork's outermost effect.
- */
-export const forkBodyWith = <A, E, R>(
-  effect: Effect.Effect<A, E, R>,
-  f: (outer: Context.Context<never>) => Context.Context<never>
-): Effect.Effect<A, E, R> =>
-  Effect.withFiber((fiber) => {
-    fiber.setContext(f(fiber.context))
-    return effect
-  })

@@ -8,6 +8,7 @@ import type { LanguageModel, Response } from "effect/ai"
 import { ModelCall, type ModelCallInfo } from "../../services/ModelCall.ts"
 import * as ModelParts from "../../services/ModelParts.ts"
 import * as ModelCallMeter from "../observe/ModelCallMeter.ts"
+import { isVoid, provideOnFiber } from "./EffectFastPaths.ts"
 import type { Actor } from "./actor/Actor.ts"
 import { message } from "../ChatContext.ts"
 import { toPrompt } from "../ChatPrompt.ts"
@@ -150,8 +151,8 @@ const onPart = (step: Step, part: Response.StreamPartEncoded | Response.StreamPa
         opened = out.start(step.info)
       }
       const write = out.write(delta, step.info)
-      if (write === Effect.void) {
-        if (opened === Effect.void) {
+      if (isVoid(write)) {
+        if (isVoid(opened)) {
           step.text += delta
           return Effect.void
         }
@@ -162,7 +163,7 @@ const onPart = (step: Step, part: Response.StreamPartEncoded | Response.StreamPa
       const written = Effect.map(write, () => {
         step.text += delta
       })
-      return opened === Effect.void ? written : Effect.andThen(opened, written)
+      return isVoid(opened) ? written : Effect.andThen(opened, written)
     }
     case "tool-call": {
       step.calls.push({
@@ -230,8 +231,7 @@ const generate = (
   // The call's `ModelCall` is set on the fiber on the step that starts the call and restored on
   // the step it ends on (`provideService` would take a step of its own for each).
   return Effect.withFiber((fiber) => {
-    const outer = fiber.context
-    fiber.setContext(Context.add(outer, ModelCall, info))
+    const context = Context.add(fiber.context, ModelCall, info)
     const steps: Effect.Effect<void, unknown> = parts
       ? ModelParts.runOn(fiber, parts, { prompt, tools: actor.definitions, toolChoice }, (part) => onPart(step, part))
       : ModelParts.forEachPart(
@@ -252,9 +252,6 @@ const generate = (
         ))
       )
       : steps
-    return Effect.onExit(body, (exit) => {
-      fiber.setContext(outer)
-      return ended(exit)
-    })
+    return provideOnFiber(fiber, context, body, ended)
   })
 }

@@ -24,6 +24,7 @@ import type { HandoffOutcome } from "./SessionCore.ts"
 import { cutFollowUp, followUpCut, setToken, type Speech, tools as runsTools } from "../Speech.ts"
 import * as Speeches from "./Speeches.ts"
 import * as Lifecycle from "./actor/Lifecycle.ts"
+import { doneExit } from "./EffectFastPaths.ts"
 import * as HandoffRules from "./HandoffRules.ts"
 import { execute } from "./ToolCall.ts"
 
@@ -62,7 +63,7 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
         throw defect
       }
       // Answered as it was called (most calls): settled on this step.
-      const answered = Exit.isExit(running) ? (running as Exit.Exit<CallResult>) : undefined
+      const answered = doneExit(running)
       if (answered && Exit.isSuccess(answered)) {
         setToken(speech, true)
         settled[0] = answered.value

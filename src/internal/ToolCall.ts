@@ -8,7 +8,8 @@ import { Context, Deferred, Effect, Exit, Fiber } from "effect"
 import type { Actor } from "./actor/Actor.ts"
 import * as Background from "./Background.ts"
 import { type CallResult, cancelled, classify } from "./CallResult.ts"
-import { CurrentCall, forkBodyWith, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
+import { doneExit, forkBodyWith } from "./EffectFastPaths.ts"
+import { CurrentCall, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
 import type { FunctionCall } from "../ChatContext.ts"
 import { CurrentAgent } from "../CurrentAgent.ts"
 import * as Diagnostics from "../Diagnostics.ts"
@@ -135,16 +136,18 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
     return Effect.succeed(c.answer!)
   }
   const decoded = Tool.decodeArguments(tool, call.arguments)
+  const decodedNow = doneExit(decoded)
   let handled: Effect.Effect<unknown, unknown>
-  if (Exit.isExit(decoded)) {
-    if (Exit.isFailure(decoded)) return settleNow(decoded)
+  if (decodedNow) {
+    if (Exit.isFailure(decodedNow)) return settleNow(decodedNow)
     try {
-      handled = tool.handler(decoded.value, context) as Effect.Effect<unknown, unknown>
+      handled = tool.handler(decodedNow.value, context) as Effect.Effect<unknown, unknown>
     } catch (defect) {
       // As a throw inside the handler's fiber would end: a defect.
       return settleNow(Exit.die(defect))
     }
-    if (Exit.isExit(handled)) return settleNow(handled)
+    const handledNow = doneExit(handled)
+    if (handledNow) return settleNow(handledNow)
   } else {
     handled = Effect.flatMap(decoded, (params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>))
   }

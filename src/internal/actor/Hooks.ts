@@ -8,7 +8,8 @@ import { Cause, Context, Deferred, Effect } from "effect"
 import type { Agent } from "../../Agent.ts"
 import { CurrentAgent } from "../../CurrentAgent.ts"
 import * as Diagnostics from "../../Diagnostics.ts"
-import { forkBodyWith, HookLane, WorkToken } from "../FlowContext.ts"
+import { forkBodyWith } from "../EffectFastPaths.ts"
+import { HookLane, WorkToken } from "../FlowContext.ts"
 import type { Actor } from "./Actor.ts"
 
 export interface HookOptions {
