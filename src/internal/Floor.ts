@@ -72,7 +72,7 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
       case "Start":
         return Effect.map(spawn(core, state, msg.agent, ChatContext.empty), (actor) => {
           state.actors.set(msg.agent, actor)
-          pass(core, state, undefined, actor, "start", false, undefined)
+          pass(core, state, { to: actor, kind: "start" })
           actor.send({ _tag: "Activate", mode: "enter" })
         })
       case "Input": {
@@ -134,15 +134,18 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
  * one now, not after the task's onExit (the user may be speaking; its flow resumes after the
  * onExit). Other new holders take it in their `Activate`, once their context is merged.
  */
-const pass = (
-  core: SessionCore,
-  state: FloorState,
-  from: Actor.Actor | undefined,
-  to: Actor.Actor,
-  kind: HandoffKind,
-  resumed: boolean,
-  reason: string | undefined
-) => {
+interface Pass {
+  /** The holder giving the floor up; none at the session's start. */
+  readonly from?: Actor.Actor | undefined
+  readonly to: Actor.Actor
+  readonly kind: HandoffKind
+  /** `to` is a paused actor resumed with its state (default false). */
+  readonly resumed?: boolean | undefined
+  /** Why, as the handoff or the abandoned task's record says. */
+  readonly reason?: string | undefined
+}
+
+const pass = (core: SessionCore, state: FloorState, { from, kind, reason, resumed = false, to }: Pass) => {
   state.holder = to
   if (from?.realtime) RealtimeBinding.release(from.realtime)
   if (kind === "return") to.send({ _tag: "TakeConnection" })
@@ -194,7 +197,7 @@ const handoff = (
   return Effect.flatMap(target, (actor) => {
     if (!resumed) state.live.add(actor)
     state.actors.set(msg.target, actor)
-    pass(core, state, holder, actor, "handoff", resumed, msg.options.reason)
+    pass(core, state, { from: holder, to: actor, kind: "handoff", resumed, reason: msg.options.reason })
     // No reply when a task of the new holder is waiting to start: it takes the floor at once.
     const reply = !state.pending.get(actor)?.length &&
       (msg.options.reply ?? !(resumed ? msg.target.onResume : msg.target.onEnter))
@@ -224,7 +227,7 @@ const startTask = (core: SessionCore, state: FloorState, msg: StartTask): Effect
       },
       extraTools: msg.extraTools
     })
-    pass(core, state, msg.caller, actor, "task", false, undefined)
+    pass(core, state, { from: msg.caller, to: actor, kind: "task" })
     msg.caller.send({ _tag: "Lend" })
     actor.send({ _tag: "Activate", mode: "enter", reply: !msg.task.onEnter, after: pendingExits(state) })
   })
@@ -263,7 +266,7 @@ const completeTask = (
     state.live.delete(actor)
     // Requests of flows that die with the task (its scope closes) are dropped with it.
     state.pending.delete(actor)
-    pass(core, state, actor, caller, "return", true, undefined)
+    pass(core, state, { from: actor, to: caller, kind: "return", resumed: true })
     returnTo(state, actor, caller, merge, result)
     yield* startPending(core, state, caller)
   })
@@ -278,7 +281,7 @@ const abandon = (
 ): Effect.Effect<void> =>
   Effect.sync(() => {
     state.live.delete(task)
-    pass(core, state, task, caller, "return", true, reason)
+    pass(core, state, { from: task, to: caller, kind: "return", resumed: true, reason })
     returnTo(state, task, caller, ChatContext.empty, { _tag: "Failure", error: cancelled(task.agent, reason) })
   })
 

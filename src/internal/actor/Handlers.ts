@@ -68,8 +68,8 @@ const enterOrResume = (actor: Actor, msg: Extract<ActorMessage, { readonly _tag:
   if (msg.reply && actor.holdsFloor()) Speeches.enqueue(actor.speeches, "generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
   const agent = actor.agent
   return msg.mode === "enter"
-    ? Hooks.run(actor, agent.onEnter, "onEnter", true, { waitFor: msg.after })
-    : Hooks.run(actor, agent.onResume, "onResume", true, { waitFor: msg.after })
+    ? Hooks.run(actor, agent.onEnter, "onEnter", { holdsInput: true, waitFor: msg.after })
+    : Hooks.run(actor, agent.onResume, "onResume", { holdsInput: true, waitFor: msg.after })
 }
 
 const deactivate: Handler<"Deactivate"> = (actor, msg) => {
@@ -82,7 +82,7 @@ const deactivate: Handler<"Deactivate"> = (actor, msg) => {
       Speeches.dropQueued(actor.speeches, `${actor.name} passed the floor`, false)
       Input.forwardHeld(actor)
       const then = Effect.sync(msg.then)
-      return Hooks.run(actor, actor.agent.onExit, "onExit", false, { after: msg.final ? Effect.andThen(then, closeSelf(actor)) : then })
+      return Hooks.run(actor, actor.agent.onExit, "onExit", { after: msg.final ? Effect.andThen(then, closeSelf(actor)) : then })
     })
   )
 }

@@ -13,20 +13,22 @@ import { HookLane, WorkToken } from "../FlowContext.ts"
 import type { Actor } from "./Actor.ts"
 
 export interface HookOptions {
+  /** The user's input waits until the hook ends (onEnter, onResume; default false). */
+  readonly holdsInput?: boolean | undefined
   /** Runs once the hook has ended (the next holder's activation, closing the actor). */
   readonly after?: Effect.Effect<void>
   /** The hook starts only once these complete (earlier holders' onExits have run). */
   readonly waitFor?: ReadonlyArray<Deferred.Deferred<void>> | undefined
 }
 
-/** Starts `hook` in the lane; `holdsInput`: the user's input waits until it ends. */
+/** Starts `hook` in the lane. */
 export const run = (
   actor: Actor,
   hook: Agent["onEnter"],
   name: string,
-  holdsInput: boolean,
   options: HookOptions = {}
 ): Effect.Effect<void> => {
+  const holdsInput = options.holdsInput ?? false
   const inner = actor.inner
   const work = actor.core.work
   const previous = inner.lane
