@@ -20,6 +20,7 @@ import type { FloorError } from "./Errors.ts"
 import type { ContextPolicy } from "./Handoff.ts"
 import type { SpeechHandle } from "./Speech.ts"
 import type * as Tool from "./Tool.ts"
+import type * as Turn from "./Turn.ts"
 
 /**
  * A hook is an Effect run in the agent's actor, with `CurrentAgent` available. `R` is what else
@@ -29,6 +30,37 @@ import type * as Tool from "./Tool.ts"
  * @category models
  */
 export type Hook<R = never> = Effect.Effect<void, unknown, R | CurrentAgent>
+
+/**
+ * `onUserTurnCompleted`: runs on the user's turn, once it is recorded and before the agent
+ * replies (in the reply's fiber: a newer turn cuts it). Returns how the reply goes on
+ * (`Turn.reply`, `Turn.stopResponse`; nothing: a plain reply). A hook that fails is reported
+ * and the agent replies as if there were none.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type TurnHook<R = never> = (turn: Turn.UserTurn) => Effect.Effect<Turn.Decision | void, unknown, R | CurrentAgent>
+
+/**
+ * What `onUserAway` is told: how many times in a row it has run without the user coming back
+ * (1 the first time; again each time the agent has spoken and the user stays silent).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface UserAway {
+  readonly times: number
+}
+
+/**
+ * `onUserAway`: runs in the hook lane of the agent holding the floor when the user has said
+ * nothing for the session's `userAwayTimeout` (ask whether they are still there, end the call).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type AwayHook<R = never> = (away: UserAway) => Effect.Effect<void, unknown, R | CurrentAgent>
 
 /**
  * Tags agents; under it, `Variance` carries what an agent needs for the type checker.
@@ -73,6 +105,10 @@ export interface AgentOptions<R = never> {
   readonly onExit?: Hook<R>
   /** Runs when a handoff returns the floor to this agent's paused actor. */
   readonly onResume?: Hook<R>
+  /** Sees each user turn before the reply: may add to the context or stop the reply (see `Turn`). */
+  readonly onUserTurnCompleted?: TurnHook<R>
+  /** Runs when the user has been away `userAwayTimeout` (a session option) while this agent held the floor. */
+  readonly onUserAway?: AwayHook<R>
   /** This agent's language model, built in its actor's Scope (default: the session's). */
   readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, R>
   /** Model steps with tool calls before the agent must answer in words (default 5). */
@@ -111,6 +147,8 @@ export interface Agent<out R = never> extends Variance<R> {
   readonly onEnter?: Hook<R> | undefined
   readonly onExit?: Hook<R> | undefined
   readonly onResume?: Hook<R> | undefined
+  readonly onUserTurnCompleted?: TurnHook<R> | undefined
+  readonly onUserAway?: AwayHook<R> | undefined
   readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, R> | undefined
   readonly maxToolSteps: number
   /** Present when the agent is an `AgentTask`. */
@@ -131,13 +169,16 @@ export type ToolRequirements<T> = T extends ReadonlyArray<infer Item> ? Tool.Req
  * @since 0.1.0
  * @category models
  */
-export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any>, E, X, S, M>
-  extends Omit<AgentOptions, "tools" | "onEnter" | "onExit" | "onResume" | "model">
+export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any>, E, X, S, M, H = never>
+  extends Omit<AgentOptions, "tools" | "onEnter" | "onExit" | "onResume" | "onUserTurnCompleted" | "onUserAway" | "model">
 {
   readonly tools?: T
   readonly onEnter?: Effect.Effect<void, unknown, E>
   readonly onExit?: Effect.Effect<void, unknown, X>
   readonly onResume?: Effect.Effect<void, unknown, S>
+  /** `H`: what the turn and away hooks need. */
+  readonly onUserTurnCompleted?: (turn: Turn.UserTurn) => Effect.Effect<Turn.Decision | void, unknown, H>
+  readonly onUserAway?: (away: UserAway) => Effect.Effect<void, unknown, H>
   readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, M>
 }
 
@@ -174,9 +215,9 @@ export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any>, E, X, S, M
  * @since 0.1.0
  * @category constructors
  */
-export function make<const T extends ReadonlyArray<Tool.Any> = [], E = never, X = never, S = never, M = never>(
-  options: TypedAgentOptions<T, E, X, S, M>
-): Agent<ToolRequirements<T> | Exclude<E | X | S, CurrentAgent> | M>
+export function make<const T extends ReadonlyArray<Tool.Any> = [], E = never, X = never, S = never, M = never, H = never>(
+  options: TypedAgentOptions<T, E, X, S, M, H>
+): Agent<ToolRequirements<T> | Exclude<E | X | S | H, CurrentAgent> | M>
 export function make(options: AgentOptions<unknown>): Agent<unknown> {
   const names = new Set<string>()
   for (const tool of options.tools ?? []) {
@@ -192,6 +233,8 @@ export function make(options: AgentOptions<unknown>): Agent<unknown> {
     onEnter: options.onEnter,
     onExit: options.onExit,
     onResume: options.onResume,
+    ...(options.onUserTurnCompleted ? { onUserTurnCompleted: options.onUserTurnCompleted } : {}),
+    ...(options.onUserAway ? { onUserAway: options.onUserAway } : {}),
     model: options.model,
     maxToolSteps: options.maxToolSteps ?? 5
   }

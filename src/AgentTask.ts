@@ -67,8 +67,8 @@ export interface AgentTaskOptions<R = never> extends AgentOptions<R> {
  * @since 0.1.0
  * @category models
  */
-export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool.Any>, E, X, S, M>
-  extends TypedAgentOptions<T, E, X, S, M>
+export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool.Any>, E, X, S, M, H = never>
+  extends TypedAgentOptions<T, E, X, S, M, H>
 {
   readonly includeFunctionCalls?: boolean
   readonly context?: ContextPolicy
@@ -110,9 +110,10 @@ export const make: <
   E = CurrentAgent,
   X = CurrentAgent,
   S = CurrentAgent,
-  M = never
->(options: TypedAgentTaskOptions<T, E, X, S, M>) => AgentTask<A, ToolRequirements<T> | Exclude<E | X | S, CurrentAgent> | M> = (
-  options: TypedAgentTaskOptions<ReadonlyArray<Tool.Any>, unknown, unknown, unknown, unknown>
+  M = never,
+  H = CurrentAgent
+>(options: TypedAgentTaskOptions<T, E, X, S, M, H>) => AgentTask<A, ToolRequirements<T> | Exclude<E | X | S | H, CurrentAgent> | M> = (
+  options: TypedAgentTaskOptions<ReadonlyArray<Tool.Any>, unknown, unknown, unknown, unknown, unknown>
 ): AgentTask<never> =>
   // The signature above infers what the task needs from its parts (as `Agent.make` does).
   ({

@@ -6,7 +6,7 @@
  * floor by then (docs/rules.md, rules 2 and 10).
  */
 import { Effect } from "effect"
-import { message } from "../../ChatContext.ts"
+import { type Message, message } from "../../ChatContext.ts"
 import * as Speech from "../../Speech.ts"
 import * as RealtimeReply from "../realtime/Reply.ts"
 import * as Unanswered from "../realtime/Unanswered.ts"
@@ -14,6 +14,7 @@ import * as Reply from "../Reply.ts"
 import type { Actor, Heard } from "./Actor.ts"
 import * as Speeches from "../Speeches.ts"
 import * as Lifecycle from "./Lifecycle.ts"
+import * as TurnHook from "./TurnHook.ts"
 
 /**
  * A turn of the user that came while the actor could not take it: typed text, or a spoken turn
@@ -62,11 +63,18 @@ export const userInput = (actor: Actor, text: string, itemId?: string): Effect.E
       hold(actor, { _tag: "Typed", text, itemId })
       return Effect.void
     }
-    return takeTurn(actor, Effect.sync(() => {
-      if (itemId === undefined || !actor.chat.has(itemId)) {
-        actor.commit(message("user", text, { agent: actor.name, ...(itemId !== undefined ? { id: itemId } : {}) }))
-      }
-    }))
+    // The agent's turn hook sees the user's message, recorded first whatever it decides.
+    let turn: Message | undefined
+    return takeTurn(
+      actor,
+      Effect.sync(() => {
+        if (itemId === undefined || !actor.chat.has(itemId)) {
+          turn = message("user", text, { agent: actor.name, ...(itemId !== undefined ? { id: itemId } : {}) })
+          actor.commit(turn)
+        }
+      }),
+      actor.agent.onUserTurnCompleted ? (speech) => TurnHook.reply(actor, speech, turn) : undefined
+    )
   })
 
 /** Holds a turn of the user until the actor can take it (the work token keeps the session busy). */
