@@ -17,7 +17,7 @@
  *
  * @packageDocumentation
  */
-import { Array as Arr, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import { Effect, Layer, Option, Redacted, type Scope } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
@@ -198,22 +198,27 @@ export const fromClient = (
       append: (claim, entries) => {
         const encoded = encodeEntries(claim, entries)
         if (encoded instanceof StoreError) return Effect.fail(encoded)
-        return sql.withTransaction(
-          Effect.gen(function*() {
-            const held = yield* sql`UPDATE baton_sessions SET updated_at = ${now()}
+        // One statement, so one round trip and its own transaction: the UPDATE checks the epoch
+        // and takes the session's row lock (a claim in flight makes it wait, then match nothing),
+        // and the INSERT adds the rows only for a session it matched.
+        const values = sql.csv(entries.map((entry, i) =>
+          sql`(${claim.nextSeq + i}::integer, ${entry.at}::bigint, ${entry.kind}::text, ${encoded[i]!}::text)`
+        ))
+        const held = entries.length === 0
+          ? sql`UPDATE baton_sessions SET updated_at = ${now()}
               WHERE id = ${claim.id} AND epoch = ${claim.epoch} RETURNING epoch`
-            if (held.length === 0) return yield* refuseUnheld(claim, "append")
-            const rows = entries.map((entry, i) => ({
-              session_id: claim.id,
-              seq: claim.nextSeq + i,
-              at: entry.at,
-              kind: entry.kind,
-              data: encoded[i]!
-            }))
-            if (!Arr.isArrayNonEmpty(rows)) return
-            yield* sql`INSERT INTO baton_entries ${sql.insert(rows)}`
-          })
-        ).pipe(
+          : sql`WITH held AS (
+              UPDATE baton_sessions SET updated_at = ${now()}
+              WHERE id = ${claim.id} AND epoch = ${claim.epoch} RETURNING id
+            )
+            INSERT INTO baton_entries (session_id, seq, at, kind, data)
+            SELECT held.id, v.seq, v.at, v.kind, v.data FROM held, (VALUES ${values}) AS v (seq, at, kind, data)
+            RETURNING seq`
+        return held.pipe(
+          Effect.mapError(storeError("append", `could not append to session ${claim.id}`)),
+          Effect.flatMap((rows) =>
+            rows.length === 0 ? refuseUnheld(claim, "append") : Effect.void
+          ),
           // Advanced only once committed: a refused or failed append leaves the claim as it was.
           Effect.tap(() => Effect.sync(() => void (claim.nextSeq += entries.length))),
           Effect.mapError((error) =>
