@@ -6,9 +6,9 @@
  *
  * Tables `baton_sessions` and `baton_entries` (prefixed: the database is often the
  * application's own), created on first use under an advisory lock so that nodes starting
- * together do not race. Fencing is one row lock: an append runs, in one transaction,
- * `UPDATE baton_sessions ... WHERE id = $1 AND epoch = $2` and inserts only when that updated a
- * row; a claim's `epoch = epoch + 1` takes the same row lock, so a claim and an append are
+ * together do not race. Fencing is one row lock: an append is one statement (so one round trip
+ * and one transaction) whose `UPDATE baton_sessions ... WHERE id = $1 AND epoch = $2` feeds its
+ * INSERT, which adds rows only when that updated one; a claim's `epoch = epoch + 1` takes the same row lock, so a claim and an append are
  * ordered, and the loser of the race sees the winner's write.
  *
  * The URL's password stays `Redacted`: error messages name the host, port and database only.
