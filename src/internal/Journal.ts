@@ -20,7 +20,7 @@
  */
 import { Effect, Queue, Semaphore } from "effect"
 import type { Claim, JournalEntry, SessionStoreService, StoreError, StoreFenced } from "../../services/SessionStore.ts"
-import type { ChatContext, ChatItem } from "../ChatContext.ts"
+import { ChatContext, type ChatItem } from "../ChatContext.ts"
 import type { Actor } from "./actor/Actor.ts"
 import type { FloorState } from "./Floor.ts"
 import type { Work } from "./Work.ts"
@@ -82,6 +82,10 @@ const diff = (written: Written, chat: ChatContext): { readonly from: number; rea
   if (written.chat === chat) return undefined
   const ids = written.ids
   let from = 0
+  // Appends share a buffer and never rewrite its prefix: only the new items need looking at (a
+  // long session's flush does not compare its whole history).
+  if (written.chat !== undefined && written.chat.length === ids.length && chat.length >= ids.length &&
+    ChatContext.view(written.chat).buffer === ChatContext.view(chat).buffer) from = ids.length
   const shared = Math.min(ids.length, chat.length)
   while (from < shared && chat.at(from)!.id === ids[from]) from++
   if (from === ids.length && from === chat.length) return undefined
