@@ -6,7 +6,7 @@
  * @since 0.1.0
  * @packageDocumentation
  */
-import { Clock, Deferred, Effect, Option, Scope, Semaphore, Stream } from "effect"
+import { Clock, Deferred, Duration, Effect, Option, Scope, Semaphore, Stream } from "effect"
 import { LanguageModel } from "effect/ai"
 import { type RealtimeError, RealtimeModel } from "../services/RealtimeModel.ts"
 import type { SessionNotFound, SessionStoreService, StoreError } from "../services/SessionStore.ts"
@@ -23,6 +23,7 @@ import type { SessionEvent } from "./Events.ts"
 import * as EventLog from "./internal/EventLog.ts"
 import * as RealtimeBinding from "./internal/realtime/Binding.ts"
 import * as Supervisor from "./internal/Supervisor.ts"
+import * as UserAway from "./internal/UserAway.ts"
 import * as SessionObserver from "./SessionObserver.ts"
 import type { UsageSummary } from "./observe/Usage.ts"
 import type { HandoffOptions } from "./Handoff.ts"
@@ -124,6 +125,11 @@ export interface StartOptions<U, R = never> {
   readonly tools?: ReadonlyArray<Tool<unknown, R>>
   /** The longest user text `send` and `run` take (characters; default 32,000). */
   readonly maxInputChars?: number
+  /**
+   * No word from the user for this long while the agent waits for them: `user_state_changed` to
+   * `away`, and the holder's `onUserAway` runs (default: never).
+   */
+  readonly userAwayTimeout?: Duration.Input
 }
 
 /**
@@ -242,6 +248,12 @@ const launch = Effect.fnUntraced(
     yield* supervisor.loop.pipe(Diagnostics.forkIn(scope))
     // Registered after the session's Scope was forked, so it runs before that Scope closes.
     yield* Scope.addFinalizer(parent, supervisor.shutdown)
+    // Watching from before the first event (the entry agent's first `listening`).
+    if (options.userAwayTimeout !== undefined) {
+      yield* UserAway.run(supervisor.core, session.events, Duration.toMillis(Duration.fromInputUnsafe(options.userAwayTimeout))).pipe(
+        Diagnostics.startIn(scope, { startImmediately: true })
+      )
+    }
     if (!durable) supervisor.core.send({ _tag: "Start", agent: options.agent as Agent })
     return session
   }

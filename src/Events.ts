@@ -153,14 +153,16 @@ export interface ErrorEvent extends Base {
 }
 
 /**
- * The user started or stopped speaking (voice sessions).
+ * The user started or stopped speaking (voice sessions), went away (said nothing for the
+ * session's `userAwayTimeout` while the agent waited), or came back (`listening` after `away`:
+ * they typed; `speaking`: they spoke).
  *
  * @since 0.1.0
  * @category models
  */
 export interface UserStateChanged extends Base {
   readonly type: "user_state_changed"
-  readonly state: "speaking" | "listening"
+  readonly state: "speaking" | "listening" | "away"
 }
 
 /**

@@ -93,6 +93,8 @@ export type ActorMessage =
   }
   /** The floor came back to this actor (a task returned): its connection comes with it. */
   | { readonly _tag: "TakeConnection" }
+  /** The user has been away the session's `userAwayTimeout`: the agent's `onUserAway` runs. */
+  | { readonly _tag: "UserAway"; readonly times: number }
   | { readonly _tag: "Lend" }
   | {
     readonly _tag: "Release"

@@ -135,6 +135,10 @@ const handlers: { readonly [K in ActorMessage["_tag"]]: Handler<K> } = {
       Tasks.wake(actor.core.work, msg.role.handover, msg.role.result, msg.result)
     }),
   TakeConnection: takeConnection,
+  UserAway: (actor, msg) =>
+    actor.holdsFloor() && actor.agent.onUserAway
+      ? Hooks.run(actor, actor.agent.onUserAway({ times: msg.times }), "onUserAway")
+      : Effect.void,
   HookEnded: (actor, msg) =>
     Effect.sync(() => {
       if (msg.holdsInput) actor.inner.inputHoldingHooks--
