@@ -1,8 +1,9 @@
 /**
  * What journaling a session costs, per backend of `SessionStore`: memory, SQLite (a file in a
  * temp folder, `synchronous=NORMAL` as the store opens it and `FULL` for comparison) and
- * PostgreSQL (a private cluster on 127.0.0.1 with fsync on, as test/setup/postgres.ts starts it;
- * skipped with a message when PostgreSQL is not installed).
+ * PostgreSQL (a private cluster on 127.0.0.1 with fsync on, as test/setup/postgres.ts starts it,
+ * and one with fsync off to show what a commit costs without the disk; skipped with a message
+ * when PostgreSQL is not installed).
  *
  * A typical text turn appends 4 entries (the user's item, the agent's item, a tool call and its
  * output): measured as one append of 4 and as 4 appends of 1 (a journal that flushes each change
@@ -182,6 +183,9 @@ const main = Effect.gen(function*() {
   const cluster: PostgresCluster | undefined = started._tag === "Success" ? started.success : undefined
   const skipped = started._tag === "Failure" ? String((started.failure.cause as Error)?.message ?? started.failure) : undefined
   yield* Effect.addFinalizer(() => Effect.sync(() => cluster?.stop()))
+  // A second cluster with fsync off: what is left of a commit without the disk (round trips, CPU).
+  const noFsync = cluster ? yield* Effect.tryPromise(() => startPostgres({ fast: true })) : undefined
+  yield* Effect.addFinalizer(() => Effect.sync(() => noFsync?.stop()))
   if (skipped) log(`PostgreSQL skipped: ${skipped}`)
 
   const sqlite = (name: string, file: string, synchronous: "NORMAL" | "FULL"): Backend => ({
@@ -189,34 +193,40 @@ const main = Effect.gen(function*() {
     open: SessionStoreSqlite.make(join(folder, file), { synchronous }),
     bytes: sqliteBytes(join(folder, file))
   })
-  const walAt: Array<number> = []
+  /** WAL bytes per turn of each PostgreSQL backend (its WAL position before and after). */
+  const wal = new Map<string, Array<number>>()
+  const postgres = (name: string, c: PostgresCluster): Backend => ({
+    name,
+    open: SessionStorePostgres.make(Redacted.make(c.url)),
+    bytes: () => {
+      const [size, lsn] = psql(
+        c,
+        "SELECT pg_total_relation_size('baton_entries') + pg_total_relation_size('baton_sessions'), pg_current_wal_lsn() - '0/0'"
+      ).split("|")
+      wal.set(name, [...(wal.get(name) ?? []), Number(lsn)])
+      return Number(size)
+    }
+  })
   const memory = makeMemory()
   const backends: Array<Backend> = [
     { name: "memory", open: Effect.succeed(memory), bytes: () => undefined },
     sqlite("SQLite, synchronous=NORMAL (default)", "normal.db", "NORMAL"),
-    sqlite("SQLite, synchronous=FULL", "full.db", "FULL")
+    sqlite("SQLite, synchronous=FULL", "full.db", "FULL"),
+    ...(cluster ? [postgres("PostgreSQL 127.0.0.1 (fsync on)", cluster)] : []),
+    ...(noFsync ? [postgres("PostgreSQL 127.0.0.1 (fsync off: round trips only)", noFsync)] : [])
   ]
-  if (cluster) {
-    const c = cluster
-    backends.push({
-      name: "PostgreSQL 127.0.0.1 (fsync on)",
-      open: SessionStorePostgres.make(Redacted.make(c.url)),
-      bytes: () => {
-        const [size, lsn] = psql(c, "SELECT pg_total_relation_size('baton_entries') + pg_total_relation_size('baton_sessions'), pg_current_wal_lsn() - '0/0'").split("|")
-        walAt.push(Number(lsn))
-        return Number(size)
-      }
-    })
-  }
 
   const turns = []
   for (const backend of backends) turns.push(yield* perTurn(backend))
-  const wal = walAt.length === 2 ? (walAt[1]! - walAt[0]!) / (WARMUP + TURNS) : undefined
+  const walPerTurn = (name: string) => {
+    const at = wal.get(name)
+    return at && at.length === 2 ? (at[1]! - at[0]!) / (WARMUP + TURNS) : undefined
+  }
 
   const resumeBackends = [
     { ...backends[0]!, open: Effect.sync(() => makeMemory()) },
     sqlite("SQLite, synchronous=NORMAL (default)", "resume.db", "NORMAL"),
-    ...backends.slice(3)
+    ...backends.slice(3, 4)
   ]
   const resumes = []
   for (const backend of resumeBackends) resumes.push(yield* resume(backend))
@@ -231,7 +241,7 @@ const main = Effect.gen(function*() {
     ...turns.map((t) =>
       `| ${t.name} | ${micro(t.one.p50)} | ${micro(t.one.p99)} | ${micro(t.split.p50)} | ${micro(t.split.p99)} | ${
         t.bytes === undefined ? "n/a" : `${Math.round(t.bytes).toLocaleString("en-US")} B`
-      }${t.name.startsWith("PostgreSQL") && wal !== undefined ? ` (+ ${Math.round(wal).toLocaleString("en-US")} B of WAL)` : ""} |`
+      }${walPerTurn(t.name) === undefined ? "" : ` (+ ${Math.round(walPerTurn(t.name)!).toLocaleString("en-US")} B of WAL)`} |`
     ),
     "",
     `### Resume: one session among ${SESSIONS.toLocaleString("en-US")} (${TURNS_PER_SESSION} turns, ${TURNS_PER_SESSION * 4} entries each), ${RESUMES} resumes`,
