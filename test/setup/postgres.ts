@@ -89,18 +89,17 @@ export const startPostgres = async (options: { readonly fast?: boolean } = {}): 
     throw new Error(`could not start a PostgreSQL cluster (${bin}): ${stderr || String(error)}`)
   }
   let stopped = false
-  return {
-    url: `postgres://baton:${password}@127.0.0.1:${port}/baton`,
-    password,
-    port,
-    stop: () => {
-      if (stopped) return
-      stopped = true
-      try {
-        run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"])
-      } finally {
-        rmSync(dir, { recursive: true, force: true })
-      }
+  const stop = () => {
+    if (stopped) return
+    stopped = true
+    process.off("exit", stop)
+    try {
+      run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
     }
   }
+  // A run that ends without its teardown (a crash, an interrupted bench) leaves no server behind.
+  process.once("exit", stop)
+  return { url: `postgres://baton:${password}@127.0.0.1:${port}/baton`, password, port, stop }
 }
