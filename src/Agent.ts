@@ -183,6 +183,17 @@ export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any>, E, X, S, M
 }
 
 /**
+ * The tools an agent was made with, in its type only (nothing of it exists at run time):
+ * `MockTools` checks a mock's name, parameters and result against them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WithTools<out T> {
+  readonly "~baton/AgentTools"?: T
+}
+
+/**
  * Makes an agent value from its options. Use it once per agent and refer to other agents through
  * thunks so agents can hand off to each other in a cycle; the agent's type collects what its
  * tools, hooks and model need. Throws when two tools share a name.
@@ -217,7 +228,7 @@ export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any>, E, X, S, M
  */
 export function make<const T extends ReadonlyArray<Tool.Any> = [], E = never, X = never, S = never, M = never, H = never>(
   options: TypedAgentOptions<T, E, X, S, M, H>
-): Agent<ToolRequirements<T> | Exclude<E | X | S | H, CurrentAgent> | M>
+): Agent<ToolRequirements<T> | Exclude<E | X | S | H, CurrentAgent> | M> & WithTools<T>
 export function make(options: AgentOptions<unknown>): Agent<unknown> {
   const names = new Set<string>()
   for (const tool of options.tools ?? []) {

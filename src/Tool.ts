@@ -12,7 +12,7 @@
  * @packageDocumentation
  */
 import * as ToolSchema from "../services/ToolSchema.ts"
-import { Effect, Schema, type Types } from "effect"
+import { Duration, Effect, Schema, type Types } from "effect"
 import { Tool as AiTool } from "effect/ai"
 import type { Agent } from "./Agent.ts"
 import type { AgentSession } from "./AgentSession.ts"
@@ -74,7 +74,8 @@ export interface ToolContext<U = unknown> {
 export type DuplicatePolicy = "allow" | "reject" | "replace"
 
 /**
- * How a tool behaves when called again while it runs, and whether the model may cancel it.
+ * How a tool behaves when called again while it runs, whether the model may cancel it, and how
+ * long a call may run.
  *
  * @since 0.1.0
  * @category models
@@ -84,24 +85,34 @@ export interface ToolOptions {
   readonly onDuplicate?: DuplicatePolicy
   /** The model may cancel it while it runs (baton then offers the cancel tool). */
   readonly cancellable?: boolean
+  /**
+   * How long a call may run ("5 seconds", a `Duration`; default: no limit). A handler still
+   * running then is interrupted, the call is answered with an error output telling the model it
+   * timed out, and an `error` event (source `tool`, reason `Timeout`) says so. For a long-running
+   * tool it bounds the whole run up to its final result: its first progress report answers the
+   * call as usual, and a handler still running at the limit is stopped and its final result is the
+   * timeout. The same limit applies to a handler replaced by `MockTools`.
+   */
+  readonly timeout?: Duration.Input
 }
 
 /**
  * A tool: its parameters `P` and the services `R` its handler needs (besides `CurrentAgent`,
  * which the session provides) and its handoff targets need. An agent with this tool needs `R`,
  * and so does `AgentSession.start` with that agent, so a missing Layer is a compile error.
- * `Tool<unknown, unknown>` is any tool.
+ * `A` is what its handler succeeds with and `N` its name (as `Tool.make` was given them, so a
+ * mock of it in a test is checked against them). `Tool<unknown, unknown>` is any tool.
  *
  * @since 0.1.0
  * @category models
  */
-export interface Tool<out P = unknown, out R = never> extends Variance<R> {
+export interface Tool<out P = unknown, out R = never, out A = unknown, out N extends string = string> extends Variance<R> {
   readonly _tag: "Tool"
-  readonly name: string
+  readonly name: N
   readonly description: string
   readonly parameters: Schema.Codec<P, unknown, never, never>
   /** Called with what `parameters` decoded (a method, so a `Tool<P>` is a `Tool<unknown>`). */
-  handler(params: P, context: ToolContext<unknown>): Effect.Effect<unknown, unknown, R | CurrentAgent>
+  handler(params: P, context: ToolContext<unknown>): Effect.Effect<A, unknown, R | CurrentAgent>
   readonly options: ToolOptions
   /** The `effect/ai` definition sent to models (JSON Schema of the parameters). */
   readonly definition: AiTool.Any
@@ -176,38 +187,55 @@ const NAME = /^[a-zA-Z0-9_-]{1,64}$/
  * @since 0.1.0
  * @category constructors
  */
-export const make = <S extends Schema.Codec<unknown, unknown, never, never> = typeof NoParameters, U = unknown, A = unknown, R = never>(
-  name: string,
+export const make = <
+  S extends Schema.Codec<unknown, unknown, never, never> = typeof NoParameters,
+  U = unknown,
+  A = unknown,
+  R = never,
+  const N extends string = string
+>(
+  name: N,
   options: {
     readonly description: string
     readonly parameters?: S
     readonly handler: (params: S["Type"], context: ToolContext<U>) => Effect.Effect<A, unknown, R>
   } & ToolOptions
-): Tool<S["Type"], Exclude<R | Handoff.TargetRequirements<A>, CurrentAgent>> => {
+): Tool<S["Type"], Exclude<R | Handoff.TargetRequirements<A>, CurrentAgent>, A, N> => {
   if (!NAME.test(name)) {
     throw new Error(`Tool name "${name}" must be 1-64 characters of letters, digits, _ or -`)
   }
+  const timeout = options.timeout === undefined ? undefined : timeoutOf(name, options.timeout)
   const parameters = (options.parameters ?? NoParameters) as unknown as Schema.Codec<S["Type"], unknown, never, never>
   const definition = AiTool.make(name, { description: options.description, parameters: options.parameters ?? NoParameters })
   // A top-level union or primitive is no function's parameters for any provider: say so now.
   ToolSchema.parametersOf(definition)
-  const tool: Tool<S["Type"], unknown> = {
+  const tool: Tool<S["Type"], unknown, A, N> = {
     [TypeId]: variance,
     _tag: "Tool",
     name,
     description: options.description,
     parameters,
     // The handler's context is the session's (its userdata is the session's `U`).
-    handler: options.handler as Tool<S["Type"], unknown>["handler"],
+    handler: options.handler as Tool<S["Type"], unknown, A, N>["handler"],
     options: {
       ...(options.onDuplicate !== undefined ? { onDuplicate: options.onDuplicate } : {}),
-      ...(options.cancellable !== undefined ? { cancellable: options.cancellable } : {})
+      ...(options.cancellable !== undefined ? { cancellable: options.cancellable } : {}),
+      ...(timeout !== undefined ? { timeout } : {})
     },
     definition
   }
   // What the handler needs, less the `CurrentAgent` the session provides, plus what the agents
   // it hands off to need (which TypeScript cannot see through the handler's `R` alone).
-  return tool as Tool<S["Type"], Exclude<R | Handoff.TargetRequirements<A>, CurrentAgent>>
+  return tool as Tool<S["Type"], Exclude<R | Handoff.TargetRequirements<A>, CurrentAgent>, A, N>
+}
+
+/** A tool's timeout as a `Duration`: a bad or non-positive one is refused when the tool is made. */
+const timeoutOf = (name: string, input: Duration.Input): Duration.Duration => {
+  const duration = Duration.fromInput(input)
+  if (duration._tag === "None" || !Duration.isGreaterThan(duration.value, Duration.zero)) {
+    throw new Error(`Tool "${name}": timeout must be a positive duration such as "5 seconds", got ${String(input)}`)
+  }
+  return duration.value
 }
 
 /**
@@ -217,11 +245,11 @@ export const make = <S extends Schema.Codec<unknown, unknown, never, never> = ty
  * @since 0.1.0
  * @category constructors
  */
-export const handoff = <R = never>(
-  name: string,
+export const handoff = <R = never, const N extends string = string>(
+  name: N,
   target: Agent<R> | (() => Agent<R>),
   options: Handoff.HandoffOptions & { readonly description?: string } = {}
-): Tool<{}, R> =>
+): Tool<{}, R, Handoff.Handoff<R>, N> =>
   make(name, {
     description: options.description ?? `Transfer the conversation to another agent (${name}).`,
     handler: () => Effect.succeed(Handoff.to(target, options))

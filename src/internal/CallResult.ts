@@ -2,9 +2,10 @@
  * What a tool call ended with, as baton sees it: a value, a handoff, an error for the model, a
  * cancellation, or (for a long-running tool) its first progress message.
  */
-import { Cause, Exit, Option } from "effect"
+import { Cause, Data, Duration, Exit, Option } from "effect"
 import { type Agent, isAgent } from "../Agent.ts"
 import type { OutputStatus } from "../ChatContext.ts"
+import type { ErrorReason } from "../ErrorInfo.ts"
 import * as Handoff from "../Handoff.ts"
 import * as Tool from "../Tool.ts"
 import * as ToolOutput from "../ToolOutput.ts"
@@ -21,7 +22,12 @@ export type CallResult =
 export interface Classified {
   readonly result: CallResult
   readonly event?: string | undefined
+  /** The event's reason, where it has one (`Timeout`). */
+  readonly reason?: ErrorReason | undefined
 }
+
+/** A call ran past its tool's `timeout` and was interrupted (ToolCall.ts fails it with this). */
+export class TimedOut extends Data.TaggedError("TimedOut")<{ readonly after: Duration.Input }> {}
 
 export const cancelled = (output: string): CallResult => ({ _tag: "Cancelled", output, status: "cancelled" })
 
@@ -51,6 +57,14 @@ export const classify = (name: string, exit: Exit.Exit<unknown, unknown>): Class
   if (Option.isSome(failure)) {
     const e = failure.value
     if (e instanceof Tool.InvalidArguments || e instanceof Tool.ToolError) return { result: { _tag: "Error", output: e.message } }
+    if (e instanceof TimedOut) {
+      const after = Duration.format(Duration.fromInputUnsafe(e.after))
+      return {
+        result: { _tag: "Error", output: `${name} timed out after ${after} and was stopped: it has no result.` },
+        event: `${name} timed out after ${after} and was stopped; the model was told`,
+        reason: "Timeout"
+      }
+    }
     return { result: { _tag: "Error", output: `${name} failed: ${describe(e)}` }, event: `${name} failed: ${Cause.pretty(cause)}` }
   }
   return { result: { _tag: "Error", output: `${name} failed unexpectedly.` }, event: `${name} died: ${Cause.pretty(cause)}` }

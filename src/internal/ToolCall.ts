@@ -7,12 +7,13 @@
 import { Context, Deferred, Effect, Exit, Fiber } from "effect"
 import type { Actor } from "./actor/Actor.ts"
 import * as Background from "./Background.ts"
-import { type CallResult, cancelled, classify } from "./CallResult.ts"
+import { type CallResult, cancelled, classify, TimedOut } from "./CallResult.ts"
 import { doneExit, forkBodyWith } from "./EffectFastPaths.ts"
 import { CurrentCall, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
 import type { FunctionCall } from "../ChatContext.ts"
 import { CurrentAgent } from "../CurrentAgent.ts"
 import * as Diagnostics from "../Diagnostics.ts"
+import * as MockTools from "../MockTools.ts"
 import type { Speech } from "../Speech.ts"
 import * as Tool from "../Tool.ts"
 
@@ -127,21 +128,23 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
     progress: (text) => Effect.sync(() => progress(c, text))
   }
   const settle = (exit: Exit.Exit<unknown, unknown>) => {
-    const { result, event } = classify(tool.name, exit)
-    if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true })
+    const { result, event, reason } = classify(tool.name, exit)
+    if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true, ...(reason ? { reason } : {}) })
     finished(c, result)
   }
   const settleNow = (exit: Exit.Exit<unknown, unknown>) => {
     settle(exit)
     return Effect.succeed(c.answer!)
   }
+  // A test's mock of this tool for this agent (MockTools), looked up as the call starts.
+  const mock = MockTools.mockFor(Fiber.getCurrent()?.getRef(MockTools.CurrentMocks), actor.agent, tool.name)
   const decoded = Tool.decodeArguments(tool, call.arguments)
   const decodedNow = doneExit(decoded)
   let handled: Effect.Effect<unknown, unknown>
   if (decodedNow) {
     if (Exit.isFailure(decodedNow)) return settleNow(decodedNow)
     try {
-      handled = tool.handler(decodedNow.value, context) as Effect.Effect<unknown, unknown>
+      handled = (mock ? mock(decodedNow.value, context) : tool.handler(decodedNow.value, context)) as Effect.Effect<unknown, unknown>
     } catch (defect) {
       // As a throw inside the handler's fiber would end: a defect.
       return settleNow(Exit.die(defect))
@@ -149,9 +152,15 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
     const handledNow = doneExit(handled)
     if (handledNow) return settleNow(handledNow)
   } else {
-    handled = Effect.flatMap(decoded, (params) => Effect.suspend(() => tool.handler(params, context) as Effect.Effect<unknown, unknown>))
+    handled = Effect.flatMap(decoded, (params) => Effect.suspend(() => (mock ? mock(params, context) : tool.handler(params, context)) as Effect.Effect<unknown, unknown>))
   }
-  const body = handled.pipe(
+  // Past the tool's timeout the handler is interrupted and the call ends as timed out (for a
+  // long-running tool, its final result: the limit bounds its whole run).
+  const timeout = tool.options.timeout
+  const limited = timeout === undefined
+    ? handled
+    : Effect.timeoutOrElse(handled, { duration: timeout, orElse: () => Effect.fail(new TimedOut({ after: timeout })) })
+  const body = limited.pipe(
     // The handler's end is classified on the step it ends on.
     Effect.matchCause({
       onFailure: (cause) => settle(Exit.failCause(cause)),
