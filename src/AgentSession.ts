@@ -293,10 +293,10 @@ const runBody = Effect.fnUntraced(function*(facade: Facade, text: string, runOpt
   if (refused) return yield* refused
   yield* work.idle
   if (supervisor.closed()) return yield* isClosed(facade, "run")
-  const from = events.next()
+  const from = EventLog.next(events)
   supervisor.core.send({ _tag: "Input", text })
   yield* runOptions.waitForBackground ? supervisor.idleWithBackground : work.idle
-  const result = new RunResult(events.since(from))
+  const result = new RunResult(EventLog.since(events, from))
   if (result.unanswered) {
     const errors = result.errors
     return yield* new TurnFailed({ message: `the turn got no answer: ${errors.map((e) => e.message).join("; ")}`, errors, result })
@@ -338,10 +338,10 @@ const facade = <U>(
     idleWithBackground: supervisor.idleWithBackground,
     setUserSpeaking: (speaking) => Effect.sync(() => core.setUserSpeaking(speaking)),
     transcribed: (transcript, final) =>
-      Effect.sync(() => void (supervisor.closed() || events.emit({ type: "user_input_transcribed", transcript, final }))),
+      Effect.sync(() => void (supervisor.closed() || EventLog.emit(events, { type: "user_input_transcribed", transcript, final }))),
     voiceError: (error) =>
       Effect.sync(() =>
-        void (supervisor.closed() || events.emit({
+        void (supervisor.closed() || EventLog.emit(events, {
           type: "error",
           agent: state.holder?.name,
           source: "voice",
@@ -366,8 +366,8 @@ const facade = <U>(
     events: Stream.suspend(() =>
       supervisor.closed() ? Stream.empty : events.live.pipe(Stream.takeUntil((event) => event.type === "close"))
     ),
-    eventLog: Effect.sync(() => [...events.all()]),
-    eventsSince: (from) => Effect.sync(() => events.since(from)),
+    eventLog: Effect.sync(() => [...EventLog.all(events)]),
+    eventsSince: (from) => Effect.sync(() => EventLog.since(events, from)),
     closed: Effect.sync(() => supervisor.closed()),
     usage: Effect.sync(() => events.usage.summary()),
     awaitClosed: Deferred.await(supervisor.closedSignal),

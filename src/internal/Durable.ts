@@ -9,7 +9,7 @@ import type { Claim, SessionNotFound, SessionStoreService, StoreError, StoreFenc
 import type { Agent } from "../Agent.ts"
 import { ChatContext, nextId } from "../ChatContext.ts"
 import { AgentNotFound, decodeUserdata, type DurableOptions, encodeUserdata, SessionNotResumable, UserdataRefused } from "../Durability.ts"
-import type { EventLog } from "./EventLog.ts"
+import * as EventLog from "./EventLog.ts"
 import * as Journal from "./Journal.ts"
 import * as Resume from "./Resume.ts"
 import type { Supervisor } from "./Supervisor.ts"
@@ -64,14 +64,10 @@ export const crash = (id: string): void => {
 export const journaled = (id: string): boolean => journals.has(id)
 
 /** The session's events, each telling the journal something may have changed. */
-export const watch = (events: EventLog, prepared: Prepared): EventLog => ({
-  ...events,
-  emit: (input) => {
-    const event = events.emit(input)
-    prepared.journal?.changed()
-    return event
-  }
-})
+export const watch = (events: EventLog.EventLog, prepared: Prepared): EventLog.EventLog => {
+  EventLog.watch(events, () => prepared.journal?.changed())
+  return events
+}
 
 /** What the supervisor runs before each message: the last step's changes into the store. */
 export const beforeStep = (prepared: Prepared): Effect.Effect<void> => Effect.suspend(() => prepared.journal?.flush ?? Effect.void)

@@ -12,7 +12,7 @@ import { ChatContext, type ChatItem, nextId } from "../ChatContext.ts"
 import { FloorError } from "../Errors.ts"
 import type { Tool } from "../Tool.ts"
 import * as Background from "./Background.ts"
-import type { EventLog } from "./EventLog.ts"
+import * as EventLog from "./EventLog.ts"
 import * as Floor from "./Floor.ts"
 import * as RealtimePool from "./realtime/Pool.ts"
 import type { SessionCore, SessionMessage } from "./SessionCore.ts"
@@ -21,7 +21,7 @@ import * as Work from "./Work.ts"
 export interface Config {
   /** The session's own Scope (forked from the one it was started in). */
   readonly scope: Scope.Closeable
-  readonly events: EventLog
+  readonly events: EventLog.EventLog
   readonly now: () => number
   readonly textOutput: TextOutputService
   readonly defaultModel: LanguageModel.LanguageModel | undefined
@@ -104,7 +104,7 @@ export const make = (config: Config): Effect.Effect<Supervisor> =>
         },
         // A closing session's connections close with it: no event after `close`.
         report: (agent, connectionId, action) =>
-          void (r.closed || config.events.emit({ type: "realtime_connection", agent, connectionId, action }))
+          void (r.closed || EventLog.emit(config.events, { type: "realtime_connection", agent, connectionId, action }))
       })
       : undefined
     const core = makeCore(r, pool)
@@ -149,7 +149,7 @@ const makeCore = (r: Running, realtimePool: RealtimePool.Pool | undefined): Sess
     // A closing session has no holder: nothing starts a reply or a model call any more.
     holder: () => (r.closed ? undefined : r.state.holder),
     closed: () => r.closed,
-    emit: config.events.emit,
+    emit: (input) => EventLog.emit(config.events, input),
     record: (item, agent, followedBy) => record(r, item, agent, followedBy),
     history: () => r.history,
     now: config.now
@@ -161,7 +161,7 @@ const makeCore = (r: Running, realtimePool: RealtimePool.Pool | undefined): Sess
 const record = (r: Running, item: ChatItem, agent: string | undefined, followedBy?: ReadonlyArray<string>) => {
   const before = followedBy === undefined ? undefined : r.history.firstOf(followedBy)
   r.history = r.history.insertBefore(item, before)
-  r.config.events.emit({ type: "conversation_item_added", agent, item, ...(before !== undefined ? { before } : {}) })
+  EventLog.emit(r.config.events, { type: "conversation_item_added", agent, item, ...(before !== undefined ? { before } : {}) })
 }
 
 /** Where the session records what session tools reported once no holder takes it. */
@@ -199,14 +199,14 @@ const setUserSpeaking = (r: Running, speaking: boolean, connectionId?: string) =
   if (speaking === r.userSpeaking || r.closed) return
   r.userSpeaking = speaking
   if (speaking) r.userTurns++
-  r.config.events.emit({ type: "user_state_changed", state: speaking ? "speaking" : "listening" })
+  EventLog.emit(r.config.events, { type: "user_state_changed", state: speaking ? "speaking" : "listening" })
   send(r, { _tag: "UserSpeaking", speaking, userTurn: r.userTurns })
 }
 
 // Plain effects, not a generator: every handoff passes through here.
 const loop = (r: Running, core: SessionCore): Effect.Effect<never, Cause.Done> => {
   const failed = (cause: Cause.Cause<unknown>) => {
-    r.config.events.emit({ type: "error", agent: undefined, source: "input", message: Cause.pretty(cause), recoverable: true })
+    EventLog.emit(r.config.events, { type: "error", agent: undefined, source: "input", message: Cause.pretty(cause), recoverable: true })
     return Effect.void
   }
   // However the message's handling ends, on the step it ends on.
@@ -238,7 +238,7 @@ const shutdown = (r: Running): Effect.Effect<void> =>
     }
     // From here a report is recorded as it comes (rejectClosed).
     yield* Scope.close(r.backgroundScope, Exit.void)
-    r.config.events.emit({ type: "close", reason: "closed", usage: r.config.events.usage.summary() })
+    EventLog.emit(r.config.events, { type: "close", reason: "closed", usage: r.config.events.usage.summary() })
     yield* Scope.close(r.config.scope, Exit.void)
     yield* Deferred.succeed(r.closedSignal, undefined)
   })
