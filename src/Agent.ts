@@ -20,6 +20,7 @@ import type { FloorError } from "./Errors.ts"
 import type { ContextPolicy } from "./Handoff.ts"
 import type { SpeechHandle } from "./Speech.ts"
 import type * as Tool from "./Tool.ts"
+import * as Toolset from "./Toolset.ts"
 import type * as Turn from "./Turn.ts"
 
 /**
@@ -98,7 +99,8 @@ export interface Variance<out R> {
 export interface AgentOptions<R = never> {
   readonly name: string
   readonly instructions: string
-  readonly tools?: ReadonlyArray<Tool.Tool<unknown, R>>
+  /** Its tools, and toolsets (an MCP server's) each actor of the agent opens when it starts. */
+  readonly tools?: ReadonlyArray<Tool.Tool<unknown, R> | Toolset.Toolset<R>>
   /** Runs once per activation by handoff (not when a paused actor is resumed). */
   readonly onEnter?: Hook<R>
   /** Runs once each time the actor passes the floor by handoff. */
@@ -144,6 +146,8 @@ export interface Agent<out R = never> extends Variance<R> {
   readonly name: string
   readonly instructions: string
   readonly tools: ReadonlyArray<Tool.Tool<unknown, R>>
+  /** Opened by each actor of the agent when it starts, in its Scope (see `Toolset`). */
+  readonly toolsets?: ReadonlyArray<Toolset.Toolset<R>> | undefined
   readonly onEnter?: Hook<R> | undefined
   readonly onExit?: Hook<R> | undefined
   readonly onResume?: Hook<R> | undefined
@@ -169,7 +173,7 @@ export type ToolRequirements<T> = T extends ReadonlyArray<infer Item> ? Tool.Req
  * @since 0.1.0
  * @category models
  */
-export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any>, E, X, S, M, H = never>
+export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any | Toolset.Any>, E, X, S, M, H = never>
   extends Omit<AgentOptions, "tools" | "onEnter" | "onExit" | "onResume" | "onUserTurnCompleted" | "onUserAway" | "model">
 {
   readonly tools?: T
@@ -226,21 +230,29 @@ export interface WithTools<out T> {
  * @since 0.1.0
  * @category constructors
  */
-export function make<const T extends ReadonlyArray<Tool.Any> = [], E = never, X = never, S = never, M = never, H = never>(
+export function make<const T extends ReadonlyArray<Tool.Any | Toolset.Any> = [], E = never, X = never, S = never, M = never, H = never>(
   options: TypedAgentOptions<T, E, X, S, M, H>
 ): Agent<ToolRequirements<T> | Exclude<E | X | S | H, CurrentAgent> | M> & WithTools<T>
 export function make(options: AgentOptions<unknown>): Agent<unknown> {
   const names = new Set<string>()
+  const tools: Array<Tool.Tool<unknown, unknown>> = []
+  const toolsets: Array<Toolset.Toolset<unknown>> = []
   for (const tool of options.tools ?? []) {
+    if (Toolset.isToolset(tool)) {
+      toolsets.push(tool)
+      continue
+    }
     if (names.has(tool.name)) throw new Error(`Agent "${options.name}" has two tools named "${tool.name}"`)
     names.add(tool.name)
+    tools.push(tool)
   }
   return {
     [TypeId]: variance,
     _tag: "Agent",
     name: options.name,
     instructions: options.instructions,
-    tools: options.tools ?? [],
+    tools,
+    ...(toolsets.length > 0 ? { toolsets } : {}),
     onEnter: options.onEnter,
     onExit: options.onExit,
     onResume: options.onResume,

@@ -29,6 +29,7 @@ import { CurrentAgent } from "./CurrentAgent.ts"
 import { TaskError } from "./Errors.ts"
 import type { ContextPolicy } from "./Handoff.ts"
 import type * as Tool from "./Tool.ts"
+import type * as Toolset from "./Toolset.ts"
 import { type NoReply, noReply } from "./Tool.ts"
 
 declare const Result: unique symbol
@@ -67,7 +68,7 @@ export interface AgentTaskOptions<R = never> extends AgentOptions<R> {
  * @since 0.1.0
  * @category models
  */
-export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool.Any>, E, X, S, M, H = never>
+export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool.Any | Toolset.Any>, E, X, S, M, H = never>
   extends TypedAgentOptions<T, E, X, S, M, H>
 {
   readonly includeFunctionCalls?: boolean
@@ -106,14 +107,14 @@ export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool.Any>, E, X, 
  */
 export const make: <
   A,
-  const T extends ReadonlyArray<Tool.Any> = ReadonlyArray<Tool.Tool>,
+  const T extends ReadonlyArray<Tool.Any | Toolset.Any> = ReadonlyArray<Tool.Tool | Toolset.Toolset>,
   E = CurrentAgent,
   X = CurrentAgent,
   S = CurrentAgent,
   M = never,
   H = CurrentAgent
 >(options: TypedAgentTaskOptions<T, E, X, S, M, H>) => AgentTask<A, ToolRequirements<T> | Exclude<E | X | S | H, CurrentAgent> | M> = (
-  options: TypedAgentTaskOptions<ReadonlyArray<Tool.Any>, unknown, unknown, unknown, unknown, unknown>
+  options: TypedAgentTaskOptions<ReadonlyArray<Tool.Any | Toolset.Any>, unknown, unknown, unknown, unknown, unknown>
 ): AgentTask<never> =>
   // The signature above infers what the task needs from its parts (as `Agent.make` does).
   ({

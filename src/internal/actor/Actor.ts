@@ -23,7 +23,8 @@ import type * as RealtimeReply from "../realtime/Reply.ts"
 import type { HandoffOutcome, Handover, SessionCore } from "../SessionCore.ts"
 import * as Speeches from "../Speeches.ts"
 import * as Tasks from "../Tasks.ts"
-import { type ActorToolkit, toolsOf } from "./ActorTools.ts"
+import * as ActorTools from "./ActorTools.ts"
+import type { ActorToolkit } from "./ActorTools.ts"
 import * as Handlers from "./Handlers.ts"
 import type { HeldInput } from "./Input.ts"
 import * as Lifecycle from "./Lifecycle.ts"
@@ -160,6 +161,8 @@ export interface ActorInner {
   lane: Deferred.Deferred<void>
   state: AgentState
   model: LanguageModel.LanguageModel | undefined
+  /** Its tools: fixed, or rebuilt after one of its agent's toolsets changed (ActorTools.ts). */
+  readonly tools: ActorTools.ToolView
   /** Where the loop is: not started yet (`startLater`), or started and handling a message (it
    * starts the next speech itself once the message is handled: no `Kick` needed), or not. */
   loop: LoopState
@@ -218,7 +221,9 @@ const build = (
     running: new Map(),
     report: (delivery) => actor.send({ _tag: "Background", delivery })
   }
-  const { named, sessionTools, toolkit, definitions } = toolsOf(core, agent, options.extraTools ?? [], owner)
+  const tools = ActorTools.view(core, agent, options.extraTools ?? [], owner)
+  // A toolset's tools are the agent's own: the session's stay those of the first list.
+  const { sessionTools } = tools.current
   const holdsFloor = () => core.holder() === actor
   const inner: ActorInner = {
     mailbox,
@@ -230,6 +235,7 @@ const build = (
     lane: laneDone,
     state: "initializing",
     model: core.defaultModel,
+    tools,
     loop: "unstarted"
   }
   const actor: Actor = {
@@ -238,9 +244,15 @@ const build = (
     core,
     scope,
     task: options.task,
-    tools: named,
-    toolkit,
-    definitions,
+    get tools() {
+      return ActorTools.current(tools).named
+    },
+    get toolkit() {
+      return ActorTools.current(tools).toolkit
+    },
+    get definitions() {
+      return ActorTools.current(tools).definitions
+    },
     lifecycle: Lifecycle.initial,
     chat: initial,
     completions: new Map(),
@@ -357,7 +369,9 @@ const loop = (actor: Actor): Effect.Effect<never, Cause.Done> => {
     return Effect.onExit(Effect.andThen(Handlers.handle(actor, msg), afterEach), handled)
   })
   const messages = Effect.forever(next, { disableYield: true })
-  return actor.agent.model ? Effect.andThen(loadModel(actor), messages) : messages
+  // An agent's toolsets open before its first message, so its first model call has their tools.
+  const ready = actor.agent.toolsets ? Effect.andThen(ActorTools.openToolsets(inner.tools, actor.core, actor.agent, actor.scope), messages) : messages
+  return actor.agent.model ? Effect.andThen(loadModel(actor), ready) : ready
 }
 
 /** The Scope closed: what was queued or pending gets its answer, and held input moves on. */

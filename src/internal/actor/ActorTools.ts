@@ -1,11 +1,14 @@
 /**
- * The tools an actor offers its model, gathered once when the actor is built: the agent's, a
- * task's extras, the session's, and the controls of cancellable background calls.
+ * The tools an actor offers its model, gathered when the actor is built: the agent's, a task's
+ * extras, the session's, and the controls of cancellable background calls. An agent's toolsets
+ * (an MCP server's) add theirs once the actor has opened them, and again whenever their tools
+ * change: the list is rebuilt when it is next read (a model call, a tool call) after a change.
  */
-import { Effect } from "effect"
+import { type Cause, Effect, Scope } from "effect"
 import type { Tool as AiTool, Toolkit } from "effect/ai"
 import type { Agent } from "../../Agent.ts"
 import type { Tool } from "../../Tool.ts"
+import type * as Toolset from "../../Toolset.ts"
 import * as Background from "../Background.ts"
 import type { SessionCore } from "../SessionCore.ts"
 
@@ -21,9 +24,15 @@ const toolkitOf = (tools: Record<string, AiTool.Any>): ActorToolkit => ({
 /** The tools an actor offers its model: its agent's, a task's extras, the session's, and the
  * controls of cancellable background calls (the first of a name wins). Plain loops: a handoff
  * builds an actor on its path. */
-export const toolsOf = (core: SessionCore, agent: Agent, extraTools: ReadonlyArray<Tool>, owner: Background.Owner): Tools => {
+export const toolsOf = (
+  core: SessionCore,
+  agent: Agent,
+  extraTools: ReadonlyArray<Tool>,
+  owner: Background.Owner,
+  toolsetTools: ReadonlyArray<Tool> = []
+): Tools => {
   // An agent that only talks (a greeter, the end of a transfer) shares one empty set.
-  if (agent.tools.length === 0 && extraTools.length === 0 && core.sessionTools.length === 0) return noTools
+  if (agent.tools.length === 0 && toolsetTools.length === 0 && extraTools.length === 0 && core.sessionTools.length === 0) return noTools
   const named = new Map<string, Tool>()
   const sessionTools = new Set<Tool>()
   let cancellable = false
@@ -39,6 +48,7 @@ export const toolsOf = (core: SessionCore, agent: Agent, extraTools: ReadonlyArr
     }
   }
   add(agent.tools)
+  add(toolsetTools)
   add(extraTools)
   add(core.sessionTools, sessionTools)
   if (cancellable) {
@@ -66,4 +76,64 @@ const noTools: Tools = {
   sessionTools: new Set(),
   toolkit: toolkitOf({}),
   definitions: []
+}
+
+/** An actor's tools: fixed for most agents; with toolsets, rebuilt after any of them changed. */
+export interface ToolView {
+  current: Tools
+  readonly build: (toolsetTools: ReadonlyArray<Tool>) => Tools
+  /** The toolsets opened so far, and the sum of their versions `current` was built at. */
+  readonly sources: Array<Toolset.Source>
+  seen: number
+}
+
+export const view = (core: SessionCore, agent: Agent, extraTools: ReadonlyArray<Tool>, owner: Background.Owner): ToolView => {
+  const build = (toolsetTools: ReadonlyArray<Tool>) => toolsOf(core, agent, extraTools, owner, toolsetTools)
+  return { current: build([]), build, sources: [], seen: 0 }
+}
+
+/** The tools as they are now (a plain read unless the agent has toolsets). */
+export const current = (view: ToolView): Tools => {
+  if (view.sources.length === 0) return view.current
+  let version = 0
+  for (const source of view.sources) version += source.version()
+  if (version !== view.seen) {
+    view.seen = version
+    view.current = view.build(view.sources.flatMap((source) => source.tools()))
+  }
+  return view.current
+}
+
+/**
+ * Opens the agent's toolsets in the actor's Scope, before the actor handles its first message. A
+ * toolset that cannot be opened is an `error` event naming it and the fix; the agent goes on
+ * with its other tools. Its requirements come from the session's context, as a model's do.
+ */
+export const openToolsets = (
+  view: ToolView,
+  core: SessionCore,
+  agent: Agent,
+  scope: Scope.Scope
+): Effect.Effect<void> =>
+  Effect.forEach(agent.toolsets ?? [], (toolset) =>
+    (toolset.open as Effect.Effect<Toolset.Source, Toolset.ToolsetError, Scope.Scope>).pipe(
+      Scope.provide(scope),
+      Effect.map((source) => {
+        view.sources.push(source)
+        // Forces a rebuild on the next read.
+        view.seen = -1
+      }),
+      Effect.catchCause((cause) =>
+        Effect.sync(() => {
+          const message = messageOf(cause, toolset.name)
+          core.emit({ type: "error", agent: agent.name, source: "tool", message, recoverable: true })
+        })
+      )
+    ), { discard: true })
+
+const messageOf = (cause: Cause.Cause<Toolset.ToolsetError>, name: string): string => {
+  for (const reason of cause.reasons) {
+    if (reason._tag === "Fail") return reason.error.message
+  }
+  return `the toolset ${name} could not be opened`
 }
