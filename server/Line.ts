@@ -79,7 +79,10 @@ export const start = (
         Effect.provideService(Resampler, ctx.resampler)
       )
       : AgentSession.start({ ...startOptions, ...(text ? { textOutput: text } : {}) })).pipe(
-        Effect.provideService(AudioOutput, recorder ? recorder.output(output) : output)
+        Effect.provideService(AudioOutput, recorder ? recorder.output(output) : output),
+        // The service is served with its agents' model (Run.ts): a MissingModel is a defect of
+        // its setup, reported with its message (how to give the agent a model).
+        Effect.orDie
       )
     // To the model's rate, one stage per rate the caller's audio comes at.
     const toModel = new Map<number, ResamplerStage>()

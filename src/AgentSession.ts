@@ -18,7 +18,7 @@ import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
 import * as Diagnostics from "./Diagnostics.ts"
 import type { AgentNotFound, SessionNotResumable, StoreOptions, UserdataRefused } from "./Durability.ts"
 import * as Durable from "./internal/Durable.ts"
-import { type FloorError, InvalidInput, SessionClosed, TurnFailed } from "./Errors.ts"
+import { type FloorError, InvalidInput, MissingModel, SessionClosed, TurnFailed } from "./Errors.ts"
 import type { SessionEvent } from "./Events.ts"
 import * as EventLog from "./internal/EventLog.ts"
 import * as RealtimeBinding from "./internal/realtime/Binding.ts"
@@ -176,10 +176,11 @@ export const start: <
   options: Omit<StartOptions<U, R>, "tools"> & { readonly tools?: T } & StoreOptions<U, S>
 ) => Effect.Effect<
   AgentSession<U, R | ToolRequirements<T>>,
-  [S] extends [undefined] ? never : UserdataRefused | StoreError,
+  MissingModel | ([S] extends [undefined] ? never : UserdataRefused | StoreError),
   Scope.Scope | R | ToolRequirements<T>
 > = Effect.fnUntraced(
   function*<U>(options: StartOptions<U, unknown> & StoreOptions<U, SessionStoreService | undefined>) {
+    yield* requireModel(options.agent as Agent)
     // A durable session's userdata is checked and the session created in the store first.
     const durable = options.store ? yield* Durable.create({ ...options, store: options.store }, options.userdata) : undefined
     return yield* launch(options, durable)
@@ -187,6 +188,19 @@ export const start: <
   // (Its errors are those of a durable start only when a store is given: a type the checker
   // cannot see in the body.)
 ) as unknown as typeof start
+
+/**
+ * The agent a session starts with answers the user's first turn: it needs a model, its own, the
+ * session's (a `LanguageModel` in the context) or a realtime one. Said at start, not at the first
+ * reply. (Agents handed the floor later are checked as they reply: `MissingModel` there too.)
+ */
+const requireModel = (agent: Agent): Effect.Effect<void, MissingModel> =>
+  Effect.gen(function*() {
+    if (agent.model) return
+    if (Option.isSome(yield* Effect.serviceOption(LanguageModel.LanguageModel))) return
+    if (Option.isSome(yield* Effect.serviceOption(RealtimeModel))) return
+    return yield* Effect.fail(MissingModel.of(agent.name))
+  })
 
 /**
  * Resumes a durable session from its journal in the current Scope: the session is claimed (a

@@ -30,6 +30,40 @@ export class TaskError extends Schema.TaggedError<TaskError>()("TaskError", {
 }) {}
 
 /**
+ * An agent that has to answer has no language model: not its own (`Agent.make({ model })`), not
+ * the session's (a `LanguageModel` layer provided where the session starts), and no realtime
+ * model. `AgentSession.start` fails with it for the agent it starts with; a reply fails with it
+ * for an agent whose model is gone (its own model's layer failed to build).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class MissingModel extends Schema.TaggedError<MissingModel>()("MissingModel", {
+  agent: Schema.String,
+  message: Schema.String
+}) {
+  static of(agent: string): MissingModel {
+    return new MissingModel({
+      agent,
+      message: `${agent} has no language model: provide one where the session starts (a LanguageModel layer, such as ` +
+        `OpenAiChat.layerConfigFetch or ScriptedModel.layer) or give the agent its own (Agent.make({ model }))`
+    })
+  }
+}
+
+/**
+ * A model's response stream said it failed (an `error` part that is not an `AiError`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ModelStreamError extends Schema.TaggedError<ModelStreamError>()("ModelStreamError", {
+  agent: Schema.String,
+  message: Schema.String,
+  cause: Schema.optional(Schema.Unknown)
+}) {}
+
+/**
  * User input the session does not take (too long); nothing of it was recorded.
  *
  * @since 0.1.0

@@ -34,7 +34,8 @@ type Run = Effect.Effect<ReadonlyArray<SessionEvent>, never, Scope.Scope | Langu
 
 /** Seed 002: the whole event log of one session, start-up included. */
 export const seed002: Run = Effect.gen(function*() {
-  const session = yield* AgentSession.start({ agent: front, userdata: { saved: [] as Array<string> } })
+  // (The runs are given a model: a MissingModel here is a defect of the example.)
+  const session = yield* AgentSession.start({ agent: front, userdata: { saved: [] as Array<string> } }).pipe(Effect.orDie)
   yield* session.idle
   yield* session.run("I have a question about my bill").pipe(Effect.orDie)
   return yield* session.eventLog
@@ -43,7 +44,7 @@ export const seed002: Run = Effect.gen(function*() {
 /** Seed 004: the whole event log of the three turns of the health service. */
 export const seed004 = (options: RunOptions = {}): Run =>
   Effect.gen(function*() {
-    const session = yield* AgentSession.start({ agent: frontDesk })
+    const session = yield* AgentSession.start({ agent: frontDesk }).pipe(Effect.orDie)
     yield* session.idle
     for (const turn of turns) {
       if (options.pause !== undefined) yield* Effect.sleep(options.pause)

@@ -4,7 +4,7 @@
  * checks it again: an agent that passed the floor makes no model call and says nothing (rule 2).
  */
 import { Context, Deferred, Effect, Exit, Stream } from "effect"
-import type { LanguageModel, Response } from "effect/ai"
+import { AiError, type LanguageModel, type Response } from "effect/ai"
 import { ModelCall, type ModelCallInfo } from "../../services/ModelCall.ts"
 import * as ModelParts from "../../services/ModelParts.ts"
 import * as ModelCallMeter from "../observe/ModelCallMeter.ts"
@@ -13,6 +13,8 @@ import type { Actor } from "./actor/Actor.ts"
 import { message } from "../ChatContext.ts"
 import { toPrompt } from "../ChatPrompt.ts"
 import type { ReplyOptions, SayOptions } from "../CurrentAgent.ts"
+import { MissingModel, ModelStreamError } from "../Errors.ts"
+import type { RealtimeError } from "../../services/RealtimeModel.ts"
 import { followUpCut, generate as startGenerating, type Speech, words as playsWords, wordsEnded } from "../Speech.ts"
 import * as Speeches from "./Speeches.ts"
 import * as RealtimeReply from "./realtime/Reply.ts"
@@ -27,7 +29,13 @@ export interface PendingCall {
   readonly itemId?: string | undefined
 }
 
-export const reply = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
+/**
+ * What a reply fails with: its agent has no model (any more), the model's call failed, its
+ * stream said so, or the realtime connection failed.
+ */
+export type ReplyError = MissingModel | AiError.AiError | ModelStreamError | RealtimeError
+
+export const reply = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, ReplyError> =>
   Effect.suspend(() => {
     if (options.userInput !== undefined) actor.commit(message("user", options.userInput, { agent: actor.name }))
     return steps(actor, speech, options)
@@ -61,26 +69,28 @@ export const say = (actor: Actor, speech: Speech, text: string, options: SayOpti
 }
 
 /** Runs model steps for `speech` until the agent answers without calling tools. */
-export const run = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
+export const run = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, ReplyError> =>
   Effect.suspend(() => steps(actor, speech, options))
 
 /** The reply's steps, realtime or text; called on a step. */
-const steps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> =>
+const steps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, ReplyError> =>
   actor.realtime ? RealtimeReply.run(actor, speech, options) : textSteps(actor, speech, options)
 
 // Plain effects, not a generator: a reply's first step is on every turn's and handoff's path.
 // Called on a step; the steps' state is made per run (a retried reply starts over).
-const textSteps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, unknown> => {
+const textSteps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, ReplyError> => {
   let instructions = options.instructions
   let toolChoice: LanguageModel.ToolChoice<string> = options.toolChoice ?? "auto"
-  const step = (n: number): Effect.Effect<void, unknown> => {
+  const step = (n: number): Effect.Effect<void, ReplyError> => {
     if (!actor.holdsFloor()) return Effect.void
     // A step that follows a wait (an interjection, a tool step) makes no model call once the
     // session began closing (rule 11).
     if (actor.core.closed()) return Effect.interrupt
     const model = actor.model()
     if (!model) {
-      return Effect.fail(new Error(`${actor.name} has no language model: provide a LanguageModel layer or set the agent's model`))
+      // Checked at start for the first agent (AgentSession.start); here for one whose own model's
+      // layer failed to build.
+      return Effect.fail(MissingModel.of(actor.name))
     }
     const choice = n >= actor.agent.maxToolSteps ? "none" : toolChoice
     // Words a tool said meanwhile are spoken first: one voice at a time.
@@ -126,7 +136,7 @@ interface Step {
 
 /** One part of the model's stream: text out as it arrives, calls collected, usage metered.
  * Both streams carry the fields read here in the same shape (tool-call params undecoded). */
-const onPart = (step: Step, part: Response.StreamPartEncoded | Response.StreamPart<any>): Effect.Effect<void, unknown> => {
+const onPart = (step: Step, part: Response.StreamPartEncoded | Response.StreamPart<any>): Effect.Effect<void, ReplyError> => {
   const actor = step.actor
   if (!actor.holdsFloor()) return Effect.interrupt
   switch (part.type) {
@@ -174,11 +184,19 @@ const onPart = (step: Step, part: Response.StreamPartEncoded | Response.StreamPa
       return Effect.void
     }
     case "error":
-      return Effect.fail(part.error)
+      return Effect.fail(streamError(actor.name, part.error))
     default:
       return Effect.void
   }
 }
+
+/** An `error` part's error, typed: an `AiError` as it is, anything else wrapped. */
+const streamError = (agent: string, error: unknown): AiError.AiError | ModelStreamError =>
+  AiError.isAiError(error) ? error : new ModelStreamError({
+    agent,
+    message: error instanceof Error ? error.message : typeof error === "string" ? error : "the model's stream reported an error",
+    cause: error
+  })
 
 const startStep = (actor: Actor, speech: Speech, model: LanguageModel.LanguageModel): Step => {
   const speechId = speech.handle.id
@@ -211,7 +229,7 @@ const generate = (
   prompt: ReturnType<typeof toPrompt>,
   toolChoice: LanguageModel.ToolChoice<string>,
   speech: Speech
-): Effect.Effect<void, unknown> => {
+): Effect.Effect<void, ReplyError> => {
   const { actor, info, meter } = step
   const out = actor.core.textOutput
   actor.setState("thinking")
@@ -220,7 +238,7 @@ const generate = (
   // Without one (text), the step is the model call alone: no extra step on the hot path.
   const drain = out.drain
   // Called on the step the model call ends on.
-  const ended = (exit: Exit.Exit<void, unknown>) => {
+  const ended = (exit: Exit.Exit<void, ReplyError>) => {
     if (!drain) actor.core.emit(meter.end(exit))
     const interrupted = Exit.isFailure(exit) || step.cut
     // Cut short: the history keeps what the user heard, when the output knows it.
@@ -232,7 +250,7 @@ const generate = (
   // the step it ends on (`provideService` would take a step of its own for each).
   return Effect.withFiber((fiber) => {
     const context = Context.add(fiber.context, ModelCall, info)
-    const steps: Effect.Effect<void, unknown> = parts
+    const steps: Effect.Effect<void, ReplyError> = parts
       ? ModelParts.runOn(fiber, parts, { prompt, tools: actor.definitions, toolChoice }, (part) => onPart(step, part))
       : ModelParts.forEachPart(
         model.streamText({
@@ -241,7 +259,7 @@ const generate = (
           toolChoice,
           disableToolCallResolution: true,
           toolCallValidation: "deferred"
-        }) as Stream.Stream<Response.StreamPart<any>, unknown>,
+        }) as Stream.Stream<Response.StreamPart<any>, AiError.AiError>,
         (part) => onPart(step, part)
       )
     const body = drain

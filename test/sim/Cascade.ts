@@ -167,7 +167,7 @@ export const start = (
         minSentenceChars: 1,
         onError: (error) => Effect.sync(() => void world.errors.push(error.message))
       }
-    }).pipe(Effect.provideService(AudioOutput, output), Effect.provide(engines(spec, world, tick)))
+    }).pipe(Effect.provideService(AudioOutput, output), Effect.provide(engines(spec, world, tick)), Effect.orDie)
     return voice.session
   })
 

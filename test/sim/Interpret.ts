@@ -425,7 +425,8 @@ export const interpret = (scenario: Scenario, world: World, options: InterpretOp
       ? Cascade.start(scenario.cascade, world.cascade, world.seq, world.tick, startOptions)
       : options.store
       ? Effect.orDie(AgentSession.start({ ...startOptions, store: options.store, id: options.id }))
-      : AgentSession.start(startOptions),
+      // (Every scenario runs on a scripted model: no MissingModel.)
+      : AgentSession.start(startOptions).pipe(Effect.orDie),
     agents,
     all: [...agents.values(), ...tasks.values(), ...groups.values()],
     rules: [{ when: () => true, reply: respond }]

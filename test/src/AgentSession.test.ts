@@ -73,15 +73,27 @@ describe("AgentSession", () => {
     ])))
   })
 
-  it.effect("without any language model, a reply fails with a clear error and the session goes on", () => {
+  it.effect("without any language model, start fails with MissingModel naming the agent and how to give it one", () => {
     const mute = Agent.make({ name: "mute", instructions: "M" })
     return Effect.gen(function*() {
-      const session = yield* AgentSession.start({ agent: mute })
+      const missing = yield* AgentSession.start({ agent: mute }).pipe(Effect.flip)
+      assert.strictEqual(missing._tag, "MissingModel")
+      assert.strictEqual(missing.agent, "mute")
+      assert.include(missing.message, "mute has no language model")
+      assert.include(missing.message, "Agent.make({ model })")
+    })
+  })
+
+  it.effect("an agent whose own model fails to build: its reply fails with MissingModel, typed, and the session goes on", () => {
+    const broken = Agent.make({ name: "broken", instructions: "B", model: Layer.effect(LanguageModel.LanguageModel, Effect.fail("no key")) })
+    return Effect.gen(function*() {
+      // It has a model of its own, so start takes it; the model is found missing as it replies.
+      const session = yield* AgentSession.start({ agent: broken })
       // the turn got no answer: run fails with TurnFailed, which carries the error and the result
       const failed = yield* session.run("hello?").pipe(Effect.flip)
       assert.strictEqual(failed._tag, "TurnFailed")
       if (failed._tag !== "TurnFailed") return
-      assert.include(failed.errors[0]!.message, "has no language model")
+      assert.isTrue(failed.errors.some((e) => e.source === "model" && e.message === "broken has no language model: provide one where the session starts (a LanguageModel layer, such as OpenAiChat.layerConfigFetch or ScriptedModel.layer) or give the agent its own (Agent.make({ model }))"))
       assert.include(failed.message, "has no language model")
       assert.isTrue(failed.result.events.some((e) => e.type === "message" && e.role === "user" && e.content === "hello?"))
       // the session goes on: the next turn is taken (and fails the same way, typed)

@@ -127,7 +127,7 @@ const play = (
   speech: Speech,
   held: Lease,
   queue: ResponseQueue
-): Effect.Effect<ReadonlyArray<PendingCall>, unknown> => {
+): Effect.Effect<ReadonlyArray<PendingCall>, RealtimeError> => {
   const info = { speechId: speech.handle.id, agent: actor.name }
   const text = actor.core.textOutput
   const calls: Array<PendingCall> = []
@@ -226,7 +226,7 @@ export const run = (
   speech: Speech,
   options: ReplyOptions,
   startedBy?: Started
-): Effect.Effect<void, unknown> =>
+): Effect.Effect<void, RealtimeError> =>
   Effect.gen(function*() {
     const binding = actor.realtime!
     let instructions = options.instructions
