@@ -29,5 +29,6 @@ for (let seed = from; seed < from + seeds; seed++) {
 }
 const seconds = (Date.now() - started) / 1000
 console.log(`seeds ${from}..${from + seeds - 1}: ${crashed} crashed and resumed, ${skipped} without a crash (cascade or no floor), ${failures.length} failed, ${seconds.toFixed(1)} s`)
+if (failures.length > 0) console.log(`failed seeds: ${failures.map((f) => f.seed).join(" ")}`)
 for (const failure of failures.slice(0, 10)) console.log(`seed ${failure.seed}:\n${failure.text}`)
 process.exitCode = failures.length > 0 ? 1 : 0
