@@ -14,6 +14,7 @@
  */
 import { Clock, Deferred, Effect, type Fiber, Redacted, type Scope, Stream } from "effect"
 import type { AudioOutputService } from "../services/AudioOutput.ts"
+import { CallControlError, type CallControlService, noDtmf } from "../services/CallControl.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import type { SessionEvent } from "../src/index.ts"
 import type { ConnectionContext } from "./Connection.ts"
@@ -35,6 +36,10 @@ export interface Client {
   readonly superseded: Deferred.Deferred<void>
   /** Cuts this client's socket as a network failure would (code 1011): the call waits for it. */
   readonly drop?: Effect.Effect<void> | undefined
+  /** What the transport does on the agent's hang-up before the call ends (Twilio's REST API). */
+  readonly hangUp?: ((reason: string) => Effect.Effect<void, CallControlError>) | undefined
+  /** Presses keys on the call; absent: this transport has no keypad. */
+  readonly sendDtmf?: ((digits: string) => Effect.Effect<void, CallControlError>) | undefined
 }
 
 export interface Call {
@@ -90,7 +95,24 @@ export const open = (ctx: ConnectionContext, secret: Redacted.Redacted<string>, 
       write: (delta, info) => toCurrent((c) => c.text?.write(delta, info) ?? Effect.void),
       end: (info, interrupted) => toCurrent((c) => c.text?.end(info, interrupted) ?? Effect.void)
     }
-    const line = yield* Line.start(ctx, audio, withText ? text : undefined)
+    // The agents' hang-up and keypad: through the client attached now (its transport's way).
+    const transport = withText ? "/ws" : "twilio"
+    const control: CallControlService = {
+      transport,
+      hangUp: (reason) =>
+        Effect.suspend(() => current?.hangUp ? current.hangUp(reason) : Effect.void).pipe(
+          Effect.ensuring(Effect.suspend(() => end(reason)))
+        ),
+      sendDtmf: (digits) =>
+        Effect.suspend(() =>
+          current === undefined
+            ? Effect.fail(new CallControlError({ reason: "no_call", message: "no client is attached to the call (it may be reconnecting)" }))
+            : current.sendDtmf
+            ? current.sendDtmf(digits)
+            : noDtmf(transport)(digits)
+        )
+    }
+    const line = yield* Line.start(ctx, audio, withText ? text : undefined, control)
     const id = line.session.id
     const ttl = ctx.options.resumeSeconds * 2
     const mint = Effect.map(Clock.currentTimeMillis, (now) => Token.mintResume(secret, id, ttl, now))

@@ -6,6 +6,7 @@
  * @packageDocumentation
  */
 import { Config, Effect, Option, Redacted } from "effect"
+import type { TwilioApi } from "./TwilioCallControl.ts"
 
 /**
  * The service's options: where it listens, the token, limits on sessions, frames, text and idle
@@ -54,6 +55,9 @@ export interface ServerOptions {
   readonly store: Option.Option<Redacted.Redacted<string>>
   /** Where the phone bridge POSTs each call's resume token (JSON), for the app's TwiML; none when unset. */
   readonly twilioStatusUrl: Option.Option<string>
+  /** Twilio's REST API for hanging up and DTMF (`TWILIO_ACCOUNT_SID`, `TWILIO_AUTH_TOKEN`,
+   * `BATON_TWILIO_API_URL`, `BATON_TWILIO_STREAM_URL`); none when the account is unset. */
+  readonly twilioApi?: Option.Option<TwilioApi>
 }
 
 /**
@@ -84,6 +88,19 @@ export const defaults: ServerOptions = {
 }
 
 const int = (name: string, fallback: number) => Config.Int(name).pipe(Config.withDefault(fallback))
+
+/** Twilio's API when both the account SID and its auth token are set. */
+const twilioApiFromEnv = Effect.gen(function*() {
+  const accountSid = yield* Config.option(Config.NonEmptyString("TWILIO_ACCOUNT_SID"))
+  const authToken = yield* Config.option(Config.Redacted("TWILIO_AUTH_TOKEN"))
+  if (Option.isNone(accountSid) || Option.isNone(authToken)) return Option.none<TwilioApi>()
+  return Option.some<TwilioApi>({
+    accountSid: accountSid.value,
+    authToken: authToken.value,
+    baseUrl: yield* Config.String("BATON_TWILIO_API_URL").pipe(Config.withDefault("https://api.twilio.com")),
+    streamUrl: yield* Config.option(Config.NonEmptyString("BATON_TWILIO_STREAM_URL"))
+  })
+})
 
 /**
  * The options from PORT, HOST, BATON_TOKEN, BATON_MAX_SESSIONS, BATON_DRAIN_S, ...
@@ -117,7 +134,8 @@ export const fromEnv: Effect.Effect<ServerOptions, Config.ConfigError> = Effect.
     store: yield* Config.option(Config.Redacted("BATON_STORE")).pipe(
       Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
     ),
-    twilioStatusUrl: yield* Config.option(Config.NonEmptyString("BATON_TWILIO_STATUS_URL"))
+    twilioStatusUrl: yield* Config.option(Config.NonEmptyString("BATON_TWILIO_STATUS_URL")),
+    twilioApi: yield* twilioApiFromEnv
   }
 })
 

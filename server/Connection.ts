@@ -14,6 +14,7 @@ import { Deferred, Effect, Fiber, Option, Queue, type Redacted } from "effect"
 import { Socket } from "effect/socket"
 import * as AudioFrame from "../services/AudioFrame.ts"
 import type { AudioOutputService } from "../services/AudioOutput.ts"
+import type { CallControl } from "../services/CallControl.ts"
 import type { ResamplerService } from "../services/Resampler.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import type { Agent } from "../src/index.ts"
@@ -28,7 +29,8 @@ import type { Resumer } from "./Resumer.ts"
 import { type ClientMessage, encode, parseClientFrame, type ServerFrame } from "./Wire.ts"
 
 export interface ConnectionContext {
-  readonly agent: Agent.Agent
+  /** The entry agent; its tools may hang up or press keys (`CallControl`, which each transport provides). */
+  readonly agent: Agent.Agent<CallControl>
   readonly userdata: () => unknown
   readonly options: ServerOptions
   readonly registry: Registry

@@ -9,6 +9,7 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { type Cause, Clock, Effect, FileSystem, Option, Queue, type Scope, Stream } from "effect"
 import * as AudioFrame from "../services/AudioFrame.ts"
 import { AudioOutput, type AudioOutputService } from "../services/AudioOutput.ts"
+import { CallControl, CallControlError, type CallControlService, noDtmf } from "../services/CallControl.ts"
 import { Resampler, type ResamplerStage } from "../services/Resampler.ts"
 import { type RealtimeError, RealtimeModel } from "../services/RealtimeModel.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
@@ -59,11 +60,20 @@ const realtimeQuiet = (session: AgentSession.AgentSession, rate: number) =>
     return { heard, stopped: giveSilence }
   })
 
-/** Starts the caller's session in the current Scope; `text` is where the agents' words go as they stream. */
+/** A line with no call to control (a caller of `start` that gives none). */
+const noCallControl: CallControlService = {
+  transport: "this line",
+  hangUp: () => Effect.fail(new CallControlError({ reason: "unsupported", message: "this line cannot hang up" })),
+  sendDtmf: noDtmf("this line")
+}
+
+/** Starts the caller's session in the current Scope; `text` is where the agents' words go as they
+ * stream; `control`: how its agents hang up and press keys (CallTools). */
 export const start = (
   ctx: ConnectionContext,
   output: AudioOutputService,
-  text?: TextOutputService
+  text?: TextOutputService,
+  control: CallControlService = noCallControl
 ): Effect.Effect<Line, never, Scope.Scope> =>
   Effect.gen(function*() {
     const recorder = yield* record(ctx)
@@ -79,6 +89,8 @@ export const start = (
         Effect.provideService(Resampler, ctx.resampler)
       )
       : AgentSession.start({ ...startOptions, ...(text ? { textOutput: text } : {}) })).pipe(
+        // The agents' tools that hang up or press keys (CallTools) reach the transport through it.
+        Effect.provideService(CallControl, control),
         Effect.provideService(AudioOutput, recorder ? recorder.output(output) : output),
         // The service is served with its agents' model (Run.ts): a MissingModel is a defect of
         // its setup, reported with its message (how to give the agent a model).

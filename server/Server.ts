@@ -14,6 +14,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Clock, Context, Data, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
+import type { CallControl } from "../services/CallControl.ts"
 import { Resampler } from "../services/Resampler.ts"
 import * as SincResampler from "../services/SincResampler.ts"
 import type { Agent } from "../src/index.ts"
@@ -36,8 +37,8 @@ import * as Twilio from "./Twilio.ts"
  * @category models
  */
 export interface ServeOptions extends ServerOptions {
-  /** The agent each new session starts with. */
-  readonly agent: Agent.Agent
+  /** The agent each new session starts with; its tools may use the call's `CallControl` (`CallTools`). */
+  readonly agent: Agent.Agent<CallControl>
   /** Per-session state (the agents' `userdata`), made for each session. */
   readonly userdata?: () => unknown
   /** The realtime model's input rate (24000 for OpenAI Realtime, 16000 for Gemini Live). */

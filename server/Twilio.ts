@@ -15,6 +15,7 @@ import { Deferred, Effect, Option, Schema } from "effect"
 import { Socket } from "effect/socket"
 import * as AudioFrame from "../services/AudioFrame.ts"
 import type { AudioOutputService } from "../services/AudioOutput.ts"
+import { CallControlError, validDigits } from "../services/CallControl.ts"
 import * as Mulaw from "../services/Mulaw.ts"
 import * as Dtmf from "../src/voice/Dtmf.ts"
 import type { ResamplerStage } from "../services/Resampler.ts"
@@ -23,6 +24,7 @@ import * as Call from "./Call.ts"
 import { supersededReason } from "./Connection.ts"
 import { idleReason, pullWithin } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
+import { dtmfTwiml, updateCall } from "./TwilioCallControl.ts"
 
 const PHONE_RATE = 8000
 /** 20 ms of µ-law at 8 kHz: what Twilio sends and expects. */
@@ -126,8 +128,37 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
         ? sendJson({ event: "mark", streamSid, mark: { name: `speech:${event.speechId}` } })
         : Effect.void,
     token: (token) => postStatus(ctx, { event: "resume_token", callSid, streamSid, sessionId: token.sessionId, resumeToken: token.token, expiresAt: token.expiresAt }),
-    superseded
+    superseded,
+    hangUp: (reason) => hangUp(reason),
+    sendDtmf: (digits) => sendDtmf(digits)
   }
+
+  // The agent's hang-up and keypad, through Twilio's REST API (TwilioCallControl.ts).
+  const api = Option.flatten(Option.fromNullishOr(ctx.options.twilioApi))
+  /** Set while Twilio replaces this stream's TwiML to press keys: its `stop` is not the call's end. */
+  let restreaming = false
+  const hangUp = (reason: string): Effect.Effect<void> =>
+    Option.isNone(api) || callSid === undefined
+      ? Effect.void // closing the stream ends the call when the TwiML has nothing after <Connect>
+      : updateCall(api.value, callSid, { Status: "completed" }).pipe(
+        Effect.catch((e) => Effect.logWarning(`twilio: hanging up (${reason}) through the API failed, closing the stream instead: ${e.message}`))
+      )
+  const sendDtmf = (digits: string): Effect.Effect<void, CallControlError> =>
+    Effect.gen(function*() {
+      if (Option.isNone(api)) {
+        return yield* new CallControlError({ reason: "unsupported", message: "twilio: DTMF needs Twilio's REST API: set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN" })
+      }
+      const streamUrl = api.value.streamUrl
+      if (Option.isNone(streamUrl)) {
+        return yield* new CallControlError({ reason: "unsupported", message: "twilio: DTMF reconnects the stream after the tones: set BATON_TWILIO_STREAM_URL (this service's wss://.../twilio)" })
+      }
+      if (call === undefined || callSid === undefined) return yield* new CallControlError({ reason: "no_call", message: "twilio: the stream has no call yet" })
+      const token = yield* call.mint
+      restreaming = true
+      yield* updateCall(api.value, callSid, { Twiml: dtmfTwiml(yield* validDigits(digits), streamUrl.value, token.token) }).pipe(
+        Effect.tapError(() => Effect.sync(() => void (restreaming = false)))
+      )
+    })
 
   /** The call this stream carries: a new one, or the one its `resumeToken` parameter names. */
   let call: Call.Call | undefined
@@ -194,7 +225,8 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
           yield* Effect.logWarning(`twilio: ${message}`)
           continue
         }
-        if (message.event === "stop") return { _tag: "end", reason: "the call ended" } satisfies Outcome
+        // After a DTMF update Twilio stops this stream, plays the tones and resumes the call on a new one.
+        if (message.event === "stop") return { _tag: restreaming ? "gone" : "end", reason: restreaming ? "restreaming after DTMF" : "the call ended" } satisfies Outcome
         const refused = yield* onMessage(message)
         if (refused) return { _tag: "refused", reason: refused.message, code: refused.code } satisfies Outcome
       }

@@ -11,6 +11,7 @@
 export * as AudioFrame from "./AudioFrame.ts"
 export * as AudioInput from "./AudioInput.ts"
 export * as AudioOutput from "./AudioOutput.ts"
+export * as CallControl from "./CallControl.ts"
 export * as ModelCall from "./ModelCall.ts"
 export * as ModelFallback from "./ModelFallback.ts"
 export * as ModelParts from "./ModelParts.ts"

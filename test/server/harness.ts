@@ -7,6 +7,7 @@ import { HttpServer } from "effect/http"
 import WebSocket from "ws"
 import { defaults, type ServerOptions } from "../../server/Config.ts"
 import * as Server from "../../server/Server.ts"
+import type { CallControl } from "../../services/CallControl.ts"
 import type { Agent } from "../../src/index.ts"
 
 export interface Started {
@@ -16,7 +17,7 @@ export interface Started {
 }
 
 export const start = <E, R>(
-  agent: Agent.Agent,
+  agent: Agent.Agent<CallControl>,
   models: Layer.Layer<never, E, R> | Layer.Layer<any, E, R>,
   options: Partial<ServerOptions> & { readonly secret?: string; readonly realtimeInputRate?: number } = {}
 ): Effect.Effect<Started, E, R | Scope.Scope> =>
