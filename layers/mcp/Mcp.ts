@@ -29,7 +29,8 @@ export interface ToolsetOptions {
   readonly transport: McpClient.Transport
   /** Put before each tool's name, so two servers' tools cannot collide (default none). */
   readonly prefix?: string | undefined
-  /** Longest a tool call may take; progress reports restart it (default 60 seconds, the SDK's). */
+  /** Longest a request may take (the handshake, a listing, a tool call, where progress reports
+   * restart it); default 60 seconds, the SDK's. */
   readonly timeout?: Duration.Input | undefined
   /** Whether the model may cancel a call that went on in the background (default false). */
   readonly cancellable?: boolean | undefined
@@ -75,7 +76,7 @@ const open = (options: ToolsetOptions) =>
     const connection = yield* McpClient.connect(options.name, options.transport, () => {
       state.asked++
       Queue.offerUnsafe(changed, undefined)
-    })
+    }, toolOptions.timeout === undefined ? undefined : Duration.toMillis(toolOptions.timeout))
     const refresh = Effect.suspend(() => {
       const asked = state.asked
       return Effect.gen(function*() {

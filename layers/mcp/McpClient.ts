@@ -48,12 +48,16 @@ export interface HttpTransport {
  */
 export type Transport = StdioTransport | HttpTransport
 
-/** An open connection: the SDK client, the JSON Schema validator it uses, and the server's name. */
+/** An open connection: the SDK client, the JSON Schema validator it uses, the server's name
+ * and the longest a request may take (`undefined`: the SDK's 60 seconds). */
 export interface Connection {
   readonly server: string
   readonly client: Client
   readonly validator: jsonSchemaValidator
+  readonly timeoutMs: number | undefined
 }
+
+const requestOptions = (timeoutMs: number | undefined) => (timeoutMs === undefined ? undefined : { timeout: timeoutMs })
 
 const loadSdk = Effect.fnUntraced(function*(server: string) {
   const [client, stdio, http, types, ajv] = yield* importPeer(
@@ -87,7 +91,8 @@ const describeTransport = (transport: Transport) =>
 export const connect = (
   server: string,
   transport: Transport,
-  onToolsChanged: () => void
+  onToolsChanged: () => void,
+  timeoutMs?: number | undefined
 ): Effect.Effect<Connection, McpError, Scope.Scope> =>
   Effect.gen(function*() {
     const sdk = yield* loadSdk(server)
@@ -122,7 +127,7 @@ export const connect = (
     }
     yield* Effect.acquireRelease(
       Effect.tryPromise({
-        try: () => client.connect(made),
+        try: () => client.connect(made, requestOptions(timeoutMs)),
         catch: unavailable
       }).pipe(
         // A child that started but failed the handshake is ended here: nothing owns it yet.
@@ -134,7 +139,7 @@ export const connect = (
           await client.close().catch(() => undefined)
         })
     )
-    return { server, client, validator }
+    return { server, client, validator, timeoutMs }
   })
 
 /** Every tool of the server, following `nextCursor` page by page. */
@@ -144,7 +149,7 @@ export const listTools = (connection: Connection): Effect.Effect<ReadonlyArray<M
       const tools: Array<McpTool> = []
       let cursor: string | undefined
       do {
-        const page = await connection.client.listTools(cursor === undefined ? undefined : { cursor })
+        const page = await connection.client.listTools(cursor === undefined ? undefined : { cursor }, requestOptions(connection.timeoutMs))
         tools.push(...page.tools)
         cursor = page.nextCursor
       } while (cursor !== undefined)

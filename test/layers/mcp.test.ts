@@ -112,6 +112,14 @@ describe("MCP toolsets over stdio", () => {
       assert.strictEqual(add.description, "Adds two numbers")
     }).pipe(Effect.scoped))
 
+  it.live("MCP: a prefix goes before each tool's name, and characters baton's names do not allow become _", () =>
+    Effect.gen(function*() {
+      const toolset = Mcp.toolset({ name: "calc", prefix: "calc.", transport: { stdio: { command: process.execPath, args: [FIXTURE] } } })
+      const source = yield* toolset.open
+      assert.deepStrictEqual(source.tools().map((tool) => tool.name).sort(), ["calc_add", "calc_change_tools", "calc_fail", "calc_slow"])
+      assert.strictEqual(ToolSchema.parametersOf(source.tools()[0]!.definition)["type"], "object")
+    }).pipe(Effect.scoped))
+
   it.live("MCP: arguments that break the server's schema are an error output the model reads, and the session goes on", () =>
     Effect.gen(function*() {
       const session = yield* AgentSession.start({ agent: agentWith(stdioToolset(newLog())) })
