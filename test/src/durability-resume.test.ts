@@ -45,7 +45,7 @@ const script: ReadonlyArray<ScriptedModel.Rule> = [
 ]
 
 describe("durability: resume", () => {
-  it.effect("resume keeps the floor holder and its conversation; the old process is fenced", () => {
+  it.effect("resume keeps the floor holder and its conversation; a paused agent keeps its own and gets onResume, not onEnter; a closed session cannot be resumed", () => {
     const { a, b, count } = hooks()
     return Effect.gen(function*() {
       const model = yield* ScriptedModel.ScriptedModel
