@@ -12,7 +12,7 @@
  * whether the session can still be resumed, and the token's expiry only bounds how long a
  * stolen one is worth anything.
  */
-import { Clock, Deferred, Effect, type Fiber, Redacted, type Scope, Stream } from "effect"
+import { Clock, Deferred, Effect, type Fiber, type Redacted, type Scope, Stream } from "effect"
 import type { AudioOutputService } from "../services/AudioOutput.ts"
 import { CallControlError, type CallControlService, noDtmf } from "../services/CallControl.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
@@ -70,6 +70,9 @@ export interface Call {
 /** Why a call ended here when the drain sent its client to another node. */
 export const movedReason = "moved to another node"
 
+/** Why a call ended when its session closed by itself (its client got the session's `close` event). */
+export const sessionClosedReason = "the session closed"
+
 /** Why a call ended when no client came back. */
 export const graceReason = (seconds: number): string => `no client resumed the session within ${seconds} s`
 
@@ -114,6 +117,10 @@ export const open = (ctx: ConnectionContext, secret: Redacted.Redacted<string>, 
     }
     const line = yield* Line.start(ctx, audio, withText ? text : undefined, control)
     const id = line.session.id
+    // Until the entry agent holds the floor a caller's audio has no one to hear it, and a phone
+    // stream's media follows its start at once: the session's first step is taken first (the
+    // supervisor takes it without waiting on anything; no clock, so a test clock does not stall it).
+    for (let turn = 0; turn < 10_000 && (yield* line.session.currentAgent) === undefined; turn++) yield* Effect.yieldNow
     const ttl = ctx.options.resumeSeconds * 2
     const mint = Effect.map(Clock.currentTimeMillis, (now) => Token.mintResume(secret, id, ttl, now))
 
@@ -187,5 +194,7 @@ export const open = (ctx: ConnectionContext, secret: Redacted.Redacted<string>, 
     })
     yield* Effect.acquireRelease(ctx.registry.register(closer, move), () => ctx.registry.unregister(closer))
     yield* Deferred.await(closer).pipe(Effect.flatMap(end), Effect.forkIn(scope))
+    // A session that closes by itself ends its call: no client waits on a closed session.
+    yield* line.session.awaitClosed.pipe(Effect.andThen(end(sessionClosedReason)), Effect.forkIn(scope))
     return call
   })

@@ -208,7 +208,8 @@ const attach = (socket: Socket.Socket, ctx: ConnectionContext, call: Call.Call, 
         break
       case "ended":
         if (outcome.reason === Call.movedReason) break // told to reconnect, and closed
-        yield* send({ type: "close", reason: outcome.reason })
+        // the session's own `close` event went out already
+        if (outcome.reason !== Call.sessionClosedReason) yield* send({ type: "close", reason: outcome.reason })
         yield* closeWith(1000, outcome.reason)
         break
       case "superseded":
