@@ -10,6 +10,7 @@
  * - the resumed session starts with that history;
  * - no item twice, and every call answered exactly once (rule 4) in its final history: calls that
  *   were running at the crash get their "interrupted by a restart" output;
+ * - no agent entered in life 1 runs its onEnter again (rule 5 across the restart);
  * - life 2 goes quiescent, logs no defect, and leaves nothing running after its close (rule 11).
  *
  * Cascaded voice scenarios are left out (their pipeline has no resume yet).
@@ -112,7 +113,13 @@ const storeWith = (entries: ReadonlyArray<JournalEntry>): Effect.Effect<SessionS
   })
 
 /** Life 2: resumes from `store`, waits for quiescence, takes one more turn, closes. */
-const secondLife = (scenario: Scenario, store: SessionStoreService, expected: ReadonlyArray<string>, violations: Array<CrashViolation>) =>
+const secondLife = (
+  scenario: Scenario,
+  store: SessionStoreService,
+  expected: ReadonlyArray<string>,
+  entered: ReadonlySet<string>,
+  violations: Array<CrashViolation>
+) =>
   Effect.gen(function*() {
     const world = makeWorld()
     const built = interpret(scenario, world)
@@ -155,6 +162,12 @@ const secondLife = (scenario: Scenario, store: SessionStoreService, expected: Re
         violations.push({ rule: "no item twice", message: `item ${id} is in the history twice: ${twice.join(" / ")}` })
       }
       for (const problem of unanswered(history)) violations.push({ rule: "rule 4", message: problem })
+      // Rule 5 across the restart: an agent entered in life 1 never enters again.
+      for (const call of world.hooks) {
+        if (call.hook === "onEnter" && entered.has(call.agent)) {
+          violations.push({ rule: "rule 5", message: `${call.agent} entered in life 1 and its onEnter ran again after the resume` })
+        }
+      }
       for (const event of yield* session.eventLog) {
         if (event.type === "error" && (event.source === "input" || event.source === "transport")) {
           violations.push({ rule: "no unhandled error", message: `life 2: ${event.message}` })
@@ -217,6 +230,12 @@ export const simulateCrash = (seed: number): Effect.Effect<CrashResult> =>
     if (points.length === 0) return { seed, skipped: "no floor journaled", appends: appends.length, crashAt: 0, violations }
     const point = points[new Prng(seed).fork("crash").int(0, points.length - 1)]!
     Durable.crash(SESSION_ID)
-    yield* secondLife(scenario, yield* storeWith(entries.slice(0, point.count)), point.history, violations)
+    const kept = Journal.fold(entries.slice(0, point.count))
+    const entered = new Set<string>()
+    for (const [key, tag] of kept.floor?.actors ?? []) {
+      const actor = kept.actors.get(key)?.entry
+      if (actor && !actor.task && tag !== "Starting" && tag !== "Closing" && tag !== "Terminated") entered.add(actor.agent)
+    }
+    yield* secondLife(scenario, yield* storeWith(entries.slice(0, point.count)), point.history, entered, violations)
     return { seed, appends: appends.length, crashAt: point.count, kept: entries.slice(0, point.count), violations }
   })
