@@ -2,11 +2,13 @@
  * `--agents ./my-agents.ts`: the user's own agents for `baton console` and `baton serve`.
  *
  * The module exports its entry agent as `agent` (or as its default export), and may export
- * `userdata` (a function making each session's userdata) and `model` (a Layer providing the
+ * `userdata` (a function making each session's userdata), `userdataSchema` (its Schema, needed with
+ * a durable `BATON_STORE`), `agents` (every agent and task a session may run, for resuming one
+ * from the store) and `model` (a Layer providing the
  * `LanguageModel` or the `RealtimeModel` its agents use). Without `model`, the OpenAI-compatible
  * chat model is used when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set.
  */
-import { Data, Effect, Layer } from "effect"
+import { Data, Effect, Layer, Schema } from "effect"
 import { existsSync } from "node:fs"
 import { resolve } from "node:path"
 import { pathToFileURL } from "node:url"
@@ -16,6 +18,8 @@ export interface AgentsModule {
   readonly path: string
   readonly agent: Agent.Agent
   readonly userdata?: () => unknown
+  readonly userdataSchema?: Schema.Codec<any, any>
+  readonly agents?: ReadonlyArray<Agent.Agent>
   readonly model?: Layer.Layer<never, unknown, never>
 }
 
@@ -43,9 +47,19 @@ export const load = (path: string): Effect.Effect<AgentsModule, AgentsModuleErro
     if (model !== undefined && !Layer.isLayer(model)) {
       return yield* refuse(path, "`model` must be a Layer (for example OpenAiChat.layerConfig or ScriptedModel.layer(...))")
     }
+    const userdataSchema = module["userdataSchema"]
+    if (userdataSchema !== undefined && !Schema.isSchema(userdataSchema)) {
+      return yield* refuse(path, "`userdataSchema` must be a Schema of the userdata")
+    }
+    const agents = module["agents"]
+    if (agents !== undefined && !(Array.isArray(agents) && agents.every(Agent.isAgent))) {
+      return yield* refuse(path, "`agents` must be an array of every agent and task a session may run")
+    }
     return {
       path,
       agent,
+      ...(userdataSchema ? { userdataSchema: userdataSchema as Schema.Codec<any, any> } : {}),
+      ...(agents ? { agents: agents as ReadonlyArray<Agent.Agent> } : {}),
       ...(userdata ? { userdata: userdata as () => unknown } : {}),
       ...(model ? { model: model as unknown as Layer.Layer<never, unknown, never> } : {})
     }

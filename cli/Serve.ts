@@ -5,8 +5,8 @@
  * drains and exits 0.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import { Cause, Effect, Layer, Option } from "effect"
-import { greeter, makeFrontDesk } from "../examples/front-desk/agents.ts"
+import { Cause, Effect, Layer, Option, type Schema } from "effect"
+import { FrontDeskSchema, frontDeskAgents, greeter, makeFrontDesk } from "../examples/front-desk/agents.ts"
 import * as DemoModel from "../examples/front-desk/demoModel.ts"
 import * as FliteTts from "../layers/local/FliteTts.ts"
 import * as PocketsphinxStt from "../layers/local/PocketsphinxStt.ts"
@@ -52,11 +52,13 @@ export const serve = (flags: ServeFlags) =>
       ...(Option.isSome(flags.port) ? { port: flags.port.value } : {}),
       ...(Option.isSome(flags.host) ? { host: flags.host.value } : {})
     }
-    const { agent, userdata, model, description, phrases } = yield* Option.match(flags.agents, {
+    const { agent, agents, userdata, userdataSchema, model, description, phrases } = yield* Option.match(flags.agents, {
       onNone: () =>
         Effect.map(Models.openAiConfigured, (real) => ({
           agent: greeter,
+          agents: frontDeskAgents,
           userdata: makeFrontDesk as () => unknown,
+          userdataSchema: FrontDeskSchema as Schema.Codec<any, any> | undefined,
           model: real ? Models.openAi.layer : DemoModel.layer({}) as unknown as Layer.Layer<never, unknown, never>,
           description: real ? `Model: ${Models.openAi.description}.` : DEMO_DESCRIPTION,
           phrases: real ? undefined : DemoModel.demoFlows
@@ -65,9 +67,16 @@ export const serve = (flags: ServeFlags) =>
         Effect.gen(function*() {
           const module = yield* Agents.load(path)
           const choice = yield* Models.forModule(module)
+          if (ServerConfig.storeIsDurable(options) && module.userdata && !module.userdataSchema) {
+            return yield* new Agents.AgentsModuleError({
+              message: `--agents ${path}: BATON_STORE journals each session's userdata: export its Schema as \`userdataSchema\``
+            })
+          }
           return {
             agent: module.agent,
+            agents: module.agents ?? [module.agent],
             userdata: module.userdata ?? (() => undefined),
+            userdataSchema: module.userdataSchema,
             model: choice.layer,
             description: `Agents: ${path}. Model: ${choice.description}.`,
             phrases: undefined
@@ -76,7 +85,7 @@ export const serve = (flags: ServeFlags) =>
     })
     // metrics of every session for /metrics; event logs with BATON_RECORD_DIR; OTLP with OTEL_EXPORTER_OTLP_ENDPOINT
     const observe = Observe.layerConfig.pipe(Layer.provide(NodeFileSystem.layer))
-    return yield* run({ ...options, agent, userdata, modelDescription: description, ...(phrases ? { modelPhrases: phrases } : {}) }).pipe(
+    return yield* run({ ...options, agent, agents, ...(userdataSchema ? { userdataSchema } : {}), userdata, modelDescription: description, ...(phrases ? { modelPhrases: phrases } : {}) }).pipe(
       Effect.provide(Layer.mergeAll(model, observe, voiceLayer(flags.voice)))
     )
   })

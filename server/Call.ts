@@ -81,6 +81,21 @@ export const graceReason = (seconds: number): string => `no client resumed the s
  * waits for `ended`). `withText`: the agents' words stream to the clients (/ws).
  */
 export const open = (ctx: ConnectionContext, secret: Redacted.Redacted<string>, withText: boolean): Effect.Effect<Call, never, Scope.Scope> =>
+  openWith(ctx, secret, withText, (audio, text, control) => Line.start(ctx, audio, text, control))
+
+/**
+ * Resumes session `id` from the durable store as a call in the current Scope (its process died,
+ * drained, or is another node), waiting for a client as after any cut.
+ */
+export const restore = (ctx: ConnectionContext, secret: Redacted.Redacted<string>, id: string): Effect.Effect<Call, Line.ResumeFailure, Scope.Scope> =>
+  openWith(ctx, secret, true, (audio, text, control) => Line.resume(ctx, id, audio, text, control))
+
+const openWith = <E>(
+  ctx: ConnectionContext,
+  secret: Redacted.Redacted<string>,
+  withText: boolean,
+  makeLine: (audio: AudioOutputService, text: TextOutputService | undefined, control: CallControlService) => Effect.Effect<Line.Line, E, Scope.Scope>
+): Effect.Effect<Call, E, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     let current: Client | undefined
@@ -115,7 +130,7 @@ export const open = (ctx: ConnectionContext, secret: Redacted.Redacted<string>, 
             : noDtmf(transport)(digits)
         )
     }
-    const line = yield* Line.start(ctx, audio, withText ? text : undefined, control)
+    const line = yield* makeLine(audio, withText ? text : undefined, control)
     const id = line.session.id
     // Until the entry agent holds the floor a caller's audio has no one to hear it, and a phone
     // stream's media follows its start at once: the session's first step is taken first (the
@@ -189,6 +204,7 @@ export const open = (ctx: ConnectionContext, secret: Redacted.Redacted<string>, 
       const client = current
       if (client === undefined ? !withText : client.move === undefined) return false
       if (client?.move) yield* client.move(yield* mint)
+      line.keepInStore()
       yield* end(movedReason)
       return true
     })

@@ -24,6 +24,7 @@ import type { ServerOptions } from "./Config.ts"
 import { turnRefusal } from "./Limits.ts"
 import { idleReason, pullWithin } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
+import type { DurableSessions } from "./Line.ts"
 import type { Registry } from "./Registry.ts"
 import type { Resumer } from "./Resumer.ts"
 import { type ClientMessage, encode, parseClientFrame, type ServerFrame } from "./Wire.ts"
@@ -41,6 +42,8 @@ export interface ConnectionContext {
   readonly resumer: Resumer
   /** What resume tokens are signed with (`BATON_TOKEN`, or a secret of this process). */
   readonly resumeSecret: Redacted.Redacted<string>
+  /** With a durable `BATON_STORE`: where sessions are journaled, and how to resume one from it. */
+  readonly durable?: DurableSessions | undefined
 }
 
 /**
@@ -142,6 +145,12 @@ const attach = (socket: Socket.Socket, ctx: ConnectionContext, call: Call.Call, 
           return session.interrupt
         case "audio_end":
           return line.endAudio.pipe(Effect.catch(lineFailed))
+        case "approve":
+          return session.approve(message.callId).pipe(Effect.catch((e) => send(inputError(e.message))))
+        case "reject":
+          return session.reject(message.callId, message.reason !== undefined ? { reason: message.reason } : {}).pipe(
+            Effect.catch((e) => send(inputError(e.message)))
+          )
         case "timeline":
           return session.eventLog.pipe(Effect.flatMap((events) => send({ type: "timeline", svg: Timeline.fromEvents(events) })))
         case "audio_format":

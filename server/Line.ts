@@ -4,16 +4,22 @@
  * model's rate; without one, VAD, STT and TTS engines in the context make it a cascaded voice
  * session that hears the audio itself. The agents' audio goes to the route's `AudioOutput`, and
  * both sides are recorded as WAV files when `BATON_RECORD_DIR` is set.
+ *
+ * With a durable store (`BATON_STORE`) every session is journaled and stays resumable from the
+ * store when this process dies; it is marked ended there when its call ends here (its client
+ * closed, the grace ran out), unless it moved to another node or another process claimed it.
  */
+import { randomBytes } from "node:crypto"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import { type Cause, Clock, Effect, FileSystem, Option, Queue, type Scope, Stream } from "effect"
+import { type Cause, Clock, Effect, FileSystem, Option, Queue, type Schema, type Scope, Stream } from "effect"
 import * as AudioFrame from "../services/AudioFrame.ts"
 import { AudioOutput, type AudioOutputService } from "../services/AudioOutput.ts"
 import { CallControl, CallControlError, type CallControlService, noDtmf } from "../services/CallControl.ts"
 import { Resampler, type ResamplerStage } from "../services/Resampler.ts"
 import { type RealtimeError, RealtimeModel } from "../services/RealtimeModel.ts"
+import type { SessionNotFound, SessionStoreService, StoreError } from "../services/SessionStore.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
-import { AgentSession, type SessionClosed } from "../src/index.ts"
+import { type Agent, AgentSession, type Durability, type SessionClosed } from "../src/index.ts"
 import * as AudioRecorder from "../src/observe/AudioRecorder.ts"
 import * as VoiceInput from "../src/voice/VoiceInput.ts"
 import * as VoicePipeline from "../src/voice/VoicePipeline.ts"
@@ -29,7 +35,29 @@ export interface Line {
    * in progress ends. To a realtime model, a second of silence (its turn detection hears it), as
    * when no audio comes for half a second. */
   readonly endAudio: Effect.Effect<void, RealtimeError | SessionClosed>
+  /** The session moved to another node: it is left resumable in the store when this line closes. */
+  readonly keepInStore: () => void
 }
+
+/**
+ * Where the service journals its sessions, and what it needs to resume one another process
+ * wrote: every agent and task a session may run (found again by name) and the userdata's Schema.
+ */
+export interface DurableSessions {
+  readonly store: SessionStoreService
+  readonly agents: ReadonlyArray<Agent.Agent<CallControl>>
+  readonly userdataSchema?: Schema.Codec<any, any> | undefined
+  /** This process as the sessions' writer (unique per process: a fleet's nodes fence one another). */
+  readonly owner: string
+}
+
+/** Why a session could not be resumed from the store. */
+export type ResumeFailure =
+  | StoreError
+  | SessionNotFound
+  | Durability.SessionNotResumable
+  | Durability.AgentNotFound
+  | Durability.UserdataRefused
 
 /** Silence given a realtime model when the caller's audio stops: longer than its turn detection's
  * silence (OpenAI's server VAD waits 500 ms by default). */
@@ -74,28 +102,71 @@ export const start = (
   output: AudioOutputService,
   text?: TextOutputService,
   control: CallControlService = noCallControl
-): Effect.Effect<Line, never, Scope.Scope> =>
+): Effect.Effect<Line, never, Scope.Scope> => open(ctx, output, text, control, undefined) as Effect.Effect<Line, never, Scope.Scope>
+
+/** Resumes session `id` from the store (claimed: the process that wrote it last is fenced) in
+ * the current Scope. Text and a realtime model's audio only: a cascaded voice pipeline is not
+ * resumed (its engines start with a new session). */
+export const resume = (
+  ctx: ConnectionContext,
+  id: string,
+  output: AudioOutputService,
+  text?: TextOutputService,
+  control: CallControlService = noCallControl
+): Effect.Effect<Line, ResumeFailure, Scope.Scope> => open(ctx, output, text, control, id)
+
+const open = (
+  ctx: ConnectionContext,
+  output: AudioOutputService,
+  text: TextOutputService | undefined,
+  control: CallControlService,
+  resumeId: string | undefined
+): Effect.Effect<Line, ResumeFailure, Scope.Scope> =>
   Effect.gen(function*() {
     const recorder = yield* record(ctx)
     const realtime = Option.isSome(yield* Effect.serviceOption(RealtimeModel))
     // Without a realtime model, VAD + STT + TTS engines in the context make a cascaded voice session.
-    const voiceEngines = realtime ? Option.none() : yield* VoicePipeline.engines
+    const voiceEngines = realtime || resumeId !== undefined ? Option.none() : yield* VoicePipeline.engines
     const pipeline = Option.isSome(voiceEngines) ? yield* Queue.unbounded<VoiceInput.Input, Cause.Done>() : undefined
-    const startOptions = { agent: ctx.agent, userdata: ctx.userdata() }
-    const session = yield* (pipeline && Option.isSome(voiceEngines)
-      ? VoicePipeline.start({ ...startOptions, input: Stream.fromQueue(pipeline), ...(text ? { alsoText: text } : {}) }).pipe(
-        Effect.map((voice) => voice.session),
-        VoicePipeline.provideEngines(voiceEngines.value),
-        Effect.provideService(Resampler, ctx.resampler)
-      )
-      : AgentSession.start({ ...startOptions, ...(text ? { textOutput: text } : {}) })).pipe(
-        // The agents' tools that hang up or press keys (CallTools) reach the transport through it.
-        Effect.provideService(CallControl, control),
+    const durable = ctx.durable
+    // Runs after the session's own finalizers (registered before them): its journal is flushed.
+    let kept = false
+    let sessionId: string | undefined
+    if (durable) yield* Effect.addFinalizer(() => kept || sessionId === undefined ? Effect.void : endInStore(durable, sessionId))
+    const durableOptions = durable
+      // An id no other process of the fleet (or earlier run on the same store) gives.
+      ? { store: durable.store, owner: durable.owner, userdataSchema: durable.userdataSchema, endOnClose: false, id: `session_${randomBytes(12).toString("base64url")}` }
+      : {}
+    const startOptions = { agent: ctx.agent, userdata: ctx.userdata(), ...durableOptions }
+    const provide = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      effect.pipe(
         Effect.provideService(AudioOutput, recorder ? recorder.output(output) : output),
-        // The service is served with its agents' model (Run.ts): a MissingModel is a defect of
-        // its setup, reported with its message (how to give the agent a model).
-        Effect.orDie
+        // The agents' tools that hang up or press keys (CallTools) reach the transport through it.
+        Effect.provideService(CallControl, control)
       )
+    const session: AgentSession.AgentSession = durable && resumeId !== undefined
+      ? yield* provide(AgentSession.resume({
+        id: resumeId,
+        store: durable.store,
+        agents: durable.agents,
+        owner: durable.owner,
+        userdataSchema: durable.userdataSchema,
+        endOnClose: false,
+        ...(text ? { textOutput: text } : {})
+      }))
+      : yield* (pipeline && Option.isSome(voiceEngines)
+        ? VoicePipeline.start({ ...startOptions, input: Stream.fromQueue(pipeline), ...(text ? { alsoText: text } : {}) }).pipe(
+          Effect.map((voice) => voice.session),
+          VoicePipeline.provideEngines(voiceEngines.value),
+          Effect.provideService(Resampler, ctx.resampler)
+        )
+        : AgentSession.start({ ...startOptions, ...(text ? { textOutput: text } : {}) })).pipe(
+          provide,
+          // The service is served with its agents' model (Run.ts): a MissingModel (or a store
+          // that refuses a new session) is a defect of its setup, reported with its message.
+          Effect.orDie
+        )
+    sessionId = session.id
     // To the model's rate, one stage per rate the caller's audio comes at.
     const toModel = new Map<number, ResamplerStage>()
     const quiet = realtime ? yield* realtimeQuiet(session, ctx.realtimeInputRate) : undefined
@@ -113,8 +184,26 @@ export const start = (
         if (quiet) yield* quiet.heard
       })
     const endAudio = pipeline ? Queue.offer(pipeline, VoiceInput.audioEnd).pipe(Effect.asVoid) : quiet ? quiet.stopped : Effect.void
-    return { session, audio: realtime ? "realtime" : pipeline ? "pipeline" : "none", hear, endAudio }
+    return {
+      session,
+      audio: realtime ? "realtime" : pipeline ? "pipeline" : "none",
+      hear,
+      endAudio,
+      keepInStore: () => void (kept = true)
+    }
   })
+
+/**
+ * Marks a session ended in the store once its call ended here, so no token resumes it anywhere:
+ * only while this process is still its writer (another node that claimed it keeps it live).
+ */
+const endInStore = (durable: DurableSessions, id: string) =>
+  Effect.gen(function*() {
+    const stored = yield* durable.store.load(id)
+    if (Option.isNone(stored) || stored.value.meta.owner !== durable.owner || stored.value.meta.status !== "live") return
+    const { claim } = yield* durable.store.claim(id, durable.owner)
+    yield* durable.store.end(claim)
+  }).pipe(Effect.ignore)
 
 /** With a record directory: `<dir>/call-<time>-<n>.agent.wav` and `.user.wav` for this line. */
 let recordings = 0

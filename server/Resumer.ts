@@ -1,9 +1,9 @@
 /**
- * The one place a resume token becomes a session again. Today it looks in this process's live
- * calls (a session whose client went away is kept there for `resumeSeconds`); with a durable
- * store it will, when the call is not here, claim the session from the store and resume it
- * (`AgentSession.resume`) on this node: that fallback goes in `reattach`, behind the same
- * answer, and nothing else in the server changes.
+ * The one place a resume token becomes a session again. It looks in this process's live calls
+ * first (a session whose client went away is kept there for `resumeSeconds`); with a durable
+ * store, a session that is not here (its process crashed, was drained, or is another node of the
+ * fleet) is claimed from the store and resumed on this node (`restoreWith`), behind the same
+ * answer: the transports see a `Found` call either way.
  */
 import { Clock, Deferred, Effect, type Redacted } from "effect"
 import type { Call } from "./Call.ts"
@@ -12,7 +12,7 @@ import * as Token from "./Token.ts"
 /** Why a token resumes nothing, and what the client is told (its WebSocket close code and reason). */
 export interface Refused {
   readonly _tag: "Refused"
-  readonly reason: Token.ResumeRefusal
+  readonly reason: Token.ResumeRefusal | "store failed"
   readonly code: number
   readonly message: string
 }
@@ -32,11 +32,17 @@ export interface Resumer {
   readonly find: (sessionId: string) => Call | undefined
   /** Sessions held here now (attached or waiting for their client). */
   readonly size: () => number
+  /** With a durable store: how a session not live here is resumed from it (set once, at start). */
+  readonly restoreWith: (restore: Restore) => void
 }
+
+/** Resumes session `sessionId` from the store on this node, as a live call (already `add`ed), or
+ * says why it cannot be. */
+export type Restore = (sessionId: string) => Effect.Effect<Found | Refused>
 
 /** Close codes in the application range: 4400 for a token that is not one, 4401 for one no longer
  * (or never) good, 4404 for a session that is gone. */
-export const refusal = (reason: Token.ResumeRefusal): Refused => {
+export const refusal = (reason: Refused["reason"]): Refused => {
   switch (reason) {
     case "malformed":
       return { _tag: "Refused", reason, code: 4400, message: "resume token malformed: start a new session" }
@@ -46,23 +52,42 @@ export const refusal = (reason: Token.ResumeRefusal): Refused => {
       return { _tag: "Refused", reason, code: 4401, message: "resume token expired: start a new session" }
     case "unknown session":
       return { _tag: "Refused", reason, code: 4404, message: "the session ended or is not here: start a new session" }
+    case "store failed":
+      return { _tag: "Refused", reason, code: 1011, message: "the session store failed: try to resume again" }
   }
 }
 
 export const make = (secret: Redacted.Redacted<string>): Resumer => {
   const live = new Map<string, Call>()
+  let restore: Restore | undefined
+  /** Restores in progress, by session id: a second token for the same session waits for the first. */
+  const restoring = new Map<string, Deferred.Deferred<Found | Refused>>()
+  const fromStore = (sessionId: string): Effect.Effect<Found | Refused> =>
+    Effect.suspend(() => {
+      const pending = restoring.get(sessionId)
+      if (pending) return Deferred.await(pending)
+      if (!restore) return Effect.succeed(refusal("unknown session"))
+      const done = Deferred.makeUnsafe<Found | Refused>()
+      restoring.set(sessionId, done)
+      return restore(sessionId).pipe(
+        Effect.tap((answer) => Deferred.succeed(done, answer)),
+        Effect.ensuring(Effect.sync(() => void restoring.delete(sessionId)))
+      )
+    })
   return {
     add: (call) => Effect.sync(() => void live.set(call.id, call)),
     remove: (call) => Effect.sync(() => void (live.get(call.id) === call && live.delete(call.id))),
     reattach: (token) =>
-      Effect.map(Clock.currentTimeMillis, (now): Found | Refused => {
+      Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Found | Refused> => {
         const verdict = Token.verifyResume(secret, token, now)
-        if (verdict._tag === "refused") return refusal(verdict.reason)
+        if (verdict._tag === "refused") return Effect.succeed(refusal(verdict.reason))
         const call = live.get(verdict.sessionId)
-        // A durable store's fallback goes here: claim `verdict.sessionId` and resume it on this node.
-        return call && !Deferred.isDoneUnsafe(call.ended) ? { _tag: "Found", call } : refusal("unknown session")
+        if (call) return Effect.succeed(Deferred.isDoneUnsafe(call.ended) ? refusal("unknown session") : { _tag: "Found", call })
+        // Not held here: a durable store may have it (another process wrote it last).
+        return fromStore(verdict.sessionId)
       }),
     find: (sessionId) => live.get(sessionId),
-    size: () => live.size
+    size: () => live.size,
+    restoreWith: (r) => void (restore = r)
   }
 }

@@ -10,16 +10,21 @@
 import { randomBytes } from "node:crypto"
 import { createServer } from "node:http"
 import { isIPv4 } from "node:net"
+import { hostname } from "node:os"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Clock, Context, Data, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Cause, Clock, Context, Data, Deferred, Duration, Effect, Exit, Layer, Option, Redacted, type Schema, Scope } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import type { CallControl } from "../services/CallControl.ts"
 import { Resampler } from "../services/Resampler.ts"
+import { SessionStore } from "../services/SessionStore.ts"
+import * as SessionStoreConfig from "../services/SessionStoreConfig.ts"
 import * as SincResampler from "../services/SincResampler.ts"
 import type { Agent } from "../src/index.ts"
-import type { ServerOptions } from "./Config.ts"
+import * as Call from "./Call.ts"
+import { type ServerOptions, storeIsDurable } from "./Config.ts"
 import * as Connection from "./Connection.ts"
+import type { DurableSessions } from "./Line.ts"
 import * as Limits from "./Limits.ts"
 import { pingedSockets } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
@@ -47,6 +52,12 @@ export interface ServeOptions extends ServerOptions {
   readonly modelDescription?: string
   /** Phrases the model understands, listed on the page (the demo model's). */
   readonly modelPhrases?: ReadonlyArray<string>
+  /** With a durable store: every agent and task a session may run, so another process can resume
+   * it (agents are found again by name; default: the entry agent alone). */
+  readonly agents?: ReadonlyArray<Agent.Agent<CallControl>>
+  /** With a durable store: the userdata's Schema (its JSON form is journaled). Needed when
+   * `userdata` makes any. */
+  readonly userdataSchema?: Schema.Codec<any, any>
 }
 
 /**
@@ -84,7 +95,40 @@ const checkAccess = (options: ServerOptions, request: HttpServerRequest.HttpServ
   return verdict === "ok" ? undefined : { status: 401, reason: "unauthorized" as const, message: `token ${verdict}` }
 }
 
-const routes = (options: ServeOptions, registry: Registry.Registry, resumer: Resumer.Resumer, resumeSecret: Redacted.Redacted<string>) =>
+/**
+ * A session not live here, resumed from the store as a call of this process: it lives in the
+ * server's Scope until it ends (like a new session, it waits for its client after a cut).
+ */
+const restoreFromStore = (ctx: Connection.ConnectionContext, resumer: Resumer.Resumer, serverScope: Scope.Scope): Resumer.Restore => (id) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.fork(serverScope)
+    const restored = yield* Call.restore(ctx, ctx.resumeSecret, id).pipe(Scope.provide(scope), Effect.exit)
+    if (Exit.isFailure(restored)) {
+      yield* Scope.close(scope, Exit.void)
+      const error = Cause.findErrorOption(restored.cause)
+      if (Option.isNone(error)) return Resumer.refusal("store failed")
+      yield* Effect.logDebug(`resume of ${id} from the store refused: ${error.value.message}`)
+      return Resumer.refusal(error.value._tag === "StoreError" ? "store failed" : "unknown session")
+    }
+    const call = restored.value
+    yield* resumer.add(call)
+    yield* ServiceMetrics.sessionOpened
+    yield* Deferred.await(call.ended).pipe(
+      Effect.andThen(resumer.remove(call)),
+      Effect.ensuring(Effect.andThen(Scope.close(scope, Exit.void), ServiceMetrics.sessionClosed)),
+      Effect.forkIn(scope)
+    )
+    return { _tag: "Found", call } as const
+  })
+
+const routes = (
+  options: ServeOptions,
+  registry: Registry.Registry,
+  resumer: Resumer.Resumer,
+  resumeSecret: Redacted.Redacted<string>,
+  durable: DurableSessions | undefined,
+  serverScope: Scope.Scope
+) =>
   HttpRouter.use(Effect.fn(function*(router) {
     const resampler = yield* Resampler
     const lag = yield* ServiceMetrics.lagMonitor
@@ -97,8 +141,10 @@ const routes = (options: ServeOptions, registry: Registry.Registry, resumer: Res
       resampler,
       realtimeInputRate: options.realtimeInputRate ?? 24_000,
       resumer,
-      resumeSecret
+      resumeSecret,
+      durable
     }
+    if (durable) resumer.restoreWith(restoreFromStore(ctx, resumer, serverScope))
     const upgradeTo = (route: Token.Route, serveSocket: typeof Connection.serve) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
@@ -187,7 +233,9 @@ export const layer = (options: ServeOptions) =>
     // Without BATON_TOKEN, resume tokens are signed with a secret of this process: they resume its sessions only.
     const resumeSecret = Option.getOrElse(options.token, () => Redacted.make(randomBytes(32).toString("base64url")))
     const resumer = Resumer.make(resumeSecret)
-    return HttpRouter.serve(routes(options, registry, resumer, resumeSecret), { disableLogger: true, disableListenLog: true }).pipe(
+    const serverScope = yield* Effect.scope
+    const durable = yield* durableSessions(options)
+    return HttpRouter.serve(routes(options, registry, resumer, resumeSecret, durable, serverScope), { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provideMerge(Layer.succeed(ServerState, { registry, resumer })),
       Layer.provideMerge(NodeHttpServer.layer(createServer, {
         port: options.port,
@@ -203,6 +251,23 @@ export const layer = (options: ServeOptions) =>
       Layer.provide(SincResampler.layer)
     )
   }))
+
+/**
+ * The store `BATON_STORE` names, opened for the server's life, when it is a durable one (with
+ * `memory` a session is resumable within this process only, as without a store, so nothing is
+ * journaled). A fleet shares it (and `BATON_TOKEN`, which signs the resume tokens).
+ */
+const durableSessions = (options: ServeOptions) =>
+  Effect.gen(function*() {
+    if (!storeIsDurable(options) || Option.isNone(options.store)) return undefined
+    const context = yield* Layer.build(SessionStoreConfig.fromUrl(Redacted.value(options.store.value)))
+    return {
+      store: Context.get(context, SessionStore),
+      agents: options.agents ?? [options.agent],
+      userdataSchema: options.userdataSchema,
+      owner: `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`
+    } satisfies DurableSessions
+  })
 
 /**
  * How the service introduces itself at start, with what to know about access.

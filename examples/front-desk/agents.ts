@@ -24,6 +24,12 @@ export interface FrontDesk {
 
 export const makeFrontDesk = (): FrontDesk => ({ notes: [], bookings: [] })
 
+/** The userdata's Schema: a durable session journals its JSON form and a resume decodes it. */
+export const FrontDeskSchema: Schema.Codec<FrontDesk> = Schema.Struct({
+  notes: Schema.mutable(Schema.Array(Schema.String)),
+  bookings: Schema.mutable(Schema.Array(Schema.Struct({ name: Schema.String, date: Schema.String, reference: Schema.String })))
+})
+
 export const instructionsFor = {
   greet: "greet the caller and say what you can help with",
   welcomeBack: "the caller is back from the weather specialist: welcome them back and ask if there is anything else",
@@ -137,3 +143,6 @@ export const weather: Agent.Agent = Agent.make({
   onEnter: Agent.reply({ instructions: instructionsFor.weatherEnter }).pipe(Effect.asVoid),
   onResume: Agent.reply({ instructions: instructionsFor.weatherResume }).pipe(Effect.asVoid)
 })
+
+/** Every agent and task a front desk session may run: what a resume finds them by (their names). */
+export const frontDeskAgents: ReadonlyArray<Agent.Agent> = [greeter, weather, collectBooking]

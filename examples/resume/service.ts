@@ -1,0 +1,123 @@
+/**
+ * The real service as a child process (`node cli/main.ts serve`, the demo model, text only) and a
+ * `/ws` client for it: what the resume example, its test and its benchmark drive. Each service
+ * listens on a free port of 127.0.0.1 and journals to the store it is given.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import WebSocket from "ws"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+
+export interface Service {
+  readonly url: string
+  readonly ws: string
+  readonly child: ChildProcess
+  /** Everything it printed so far. */
+  readonly output: () => string
+  readonly exited: Promise<number | null>
+  /** Kills the process now, as a crash would (SIGKILL: no drain, no finalizer). */
+  readonly crash: () => Promise<void>
+}
+
+export interface ServiceOptions {
+  /** `BATON_STORE`: `sqlite:<path>` or a `postgres://` URL. */
+  readonly store: string
+  /** `BATON_TOKEN`, shared by the processes of a fleet (it signs the resume tokens). */
+  readonly token: string
+  readonly resumeSeconds?: number
+  readonly env?: Record<string, string>
+}
+
+/** Starts `baton serve` and resolves once it listens (its banner printed). */
+export const startService = async (options: ServiceOptions): Promise<Service> => {
+  const child = spawn(process.execPath, ["cli/main.ts", "serve", "--voice", "off"], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: "0",
+      BATON_STORE: options.store,
+      BATON_TOKEN: options.token,
+      BATON_RESUME_S: String(options.resumeSeconds ?? 60),
+      BATON_MAX_LAG_MS: "0",
+      OPENAI_API_KEY: "",
+      OPENAI_BASE_URL: "",
+      ...options.env
+    },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout!.on("data", (d) => (out += String(d)))
+  child.stderr!.on("data", (d) => (out += String(d)))
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  for (let i = 0; i < 600; i++) {
+    const m = out.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/)
+    if (m && out.includes("Voice:")) {
+      const url = m[1]!
+      return {
+        url,
+        ws: url.replace("http://", "ws://"),
+        child,
+        output: () => out,
+        exited,
+        crash: async () => {
+          child.kill("SIGKILL")
+          await exited
+        }
+      }
+    }
+    if (child.exitCode !== null) break
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  child.kill("SIGKILL")
+  throw new Error(`the service did not start:\n${out}`)
+}
+
+/** An access token for `/ws` (POST /token with the shared secret). */
+export const accessToken = async (service: Service, secret: string): Promise<string> => {
+  const response = await fetch(`${service.url}/token`, { method: "POST", headers: { authorization: `Bearer ${secret}` } })
+  if (!response.ok) throw new Error(`POST /token: ${response.status} ${await response.text()}`)
+  return ((await response.json()) as { token: string }).token
+}
+
+export interface Client {
+  readonly socket: WebSocket
+  readonly frames: Array<any>
+  readonly send: (message: unknown) => void
+  readonly closed: Promise<{ readonly code: number; readonly reason: string }>
+  /** The first frame (received already or to come) that matches. */
+  readonly waitFor: (match: (frame: any) => boolean, what?: string, ms?: number) => Promise<any>
+}
+
+/** Opens a `/ws` connection and collects its JSON frames. */
+export const connect = (url: string): Promise<Client> =>
+  new Promise((resolve, reject) => {
+    const socket = new WebSocket(url)
+    const frames: Array<any> = []
+    const waiters = new Set<() => void>()
+    socket.on("message", (data, isBinary) => {
+      if (isBinary) return
+      frames.push(JSON.parse(String(data)))
+      for (const w of [...waiters]) w()
+    })
+    const closed = new Promise<{ code: number; reason: string }>((r) => socket.on("close", (code, reason) => r({ code, reason: String(reason) })))
+    const waitFor = (match: (frame: any) => boolean, what = "a frame", ms = 15_000) =>
+      new Promise<any>((res, rej) => {
+        const timer = setTimeout(() => {
+          waiters.delete(check)
+          rej(new Error(`timed out waiting for ${what}; got ${JSON.stringify(frames.map((f) => f.type))}`))
+        }, ms)
+        const check = () => {
+          const found = frames.find(match)
+          if (found === undefined) return
+          clearTimeout(timer)
+          waiters.delete(check)
+          res(found)
+        }
+        waiters.add(check)
+        check()
+      })
+    socket.once("open", () => resolve({ socket, frames, send: (m) => socket.send(JSON.stringify(m)), closed, waitFor }))
+    socket.once("unexpected-response", (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)))
+    socket.once("error", reject)
+  })
