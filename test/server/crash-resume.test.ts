@@ -107,6 +107,18 @@ describe("a session outlives its process (BATON_STORE, issue 34)", () => {
     await resumeAndTalk(b, ready.resumeToken, ready.sessionId)
   }, 90_000)
 
+  it("PostgreSQL: a deploy drains one node (SIGTERM): its client is told to reconnect and resumes on the other node", async () => {
+    assert.isDefined(postgres, "the private PostgreSQL cluster")
+    const [a, b] = await Promise.all([serve(postgres!.url), serve(postgres!.url)])
+    const { client, ready } = await talkUntilHandoff(a)
+    a.child.kill("SIGTERM")
+    const moved = await client.waitFor((f) => f.type === "reconnect", "reconnect")
+    assert.deepStrictEqual(await client.closed, { code: 1012, reason: "service restart" })
+    assert.strictEqual(await a.exited, 0)
+    assert.include(a.output(), "1 moved to another node")
+    await resumeAndTalk(b, moved.resumeToken, ready.sessionId)
+  }, 90_000)
+
   it("a wrong, expired, other session's or ended session's token is refused with its close code and reason, by another process of the fleet too", async () => {
     const store = `sqlite:${join(folder, "refusals.db")}`
     const first = await serve(store)
