@@ -8,6 +8,9 @@
  * sends it when push-to-talk is released): what follows counts as silence, so the user's speech
  * in progress ends and their turn is answered. A line that sends no audio for the endpointing
  * delay during speech (half a second with a realtime model) counts as silence too.
+ * `{"type":"approve","callId":...}` and `{"type":"reject","callId":...,"reason":...}` answer a
+ * tool call waiting for approval (the `tool_approval_requested` event); an id that waits for
+ * nothing is an input error.
  *
  * Server → client: every session event as one JSON frame with its `type` (`agent_handoff`,
  * `conversation_item_added`, `speech_created`, `error`, `close`, ...), plus `ready` (first),
@@ -44,12 +47,15 @@ export const ClientMessage = Schema.Union([
   Schema.Struct({ type: Schema.Literal("interrupt") }),
   Schema.Struct({ type: Schema.Literal("audio_format"), sampleRate: Schema.Int }),
   Schema.Struct({ type: Schema.Literal("timeline") }),
-  Schema.Struct({ type: Schema.Literal("audio_end") })
+  Schema.Struct({ type: Schema.Literal("audio_end") }),
+  // The operator answers a tool call waiting for approval (`tool_approval_requested`).
+  Schema.Struct({ type: Schema.Literal("approve"), callId: Schema.String }),
+  Schema.Struct({ type: Schema.Literal("reject"), callId: Schema.String, reason: Schema.optional(Schema.String) })
 ])
 export type ClientMessage = typeof ClientMessage.Type
 
 const decodeMessage = Schema.decodeUnknownResult(ClientMessage)
-const KNOWN: ReadonlySet<string> = new Set(["user_text", "interrupt", "audio_format", "audio_end", "timeline"])
+const KNOWN: ReadonlySet<string> = new Set(["user_text", "interrupt", "audio_format", "audio_end", "timeline", "approve", "reject"])
 
 /**
  * A text frame as a client message, or a one-line reason it is not one.
@@ -66,7 +72,7 @@ export const parseClientFrame = (text: string): ClientMessage | string => {
   }
   const type = typeof json === "object" && json !== null && "type" in json ? (json as { type: unknown }).type : undefined
   if (typeof type !== "string") return "a message needs a string \"type\""
-  if (!KNOWN.has(type)) return `unknown message type "${type}" (expected user_text, interrupt, audio_format, audio_end or timeline)`
+  if (!KNOWN.has(type)) return `unknown message type "${type}" (expected user_text, interrupt, audio_format, audio_end, timeline, approve or reject)`
   const result = decodeMessage(json)
   if (result._tag === "Failure") return `bad ${type} message: ${String(result.failure).split("\n")[0]}`
   return result.success

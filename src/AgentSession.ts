@@ -17,6 +17,7 @@ import type { ChatContext } from "./ChatContext.ts"
 import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
 import * as Diagnostics from "./Diagnostics.ts"
 import type { AgentNotFound, SessionNotResumable, StoreOptions, UserdataRefused } from "./Durability.ts"
+import * as Approvals from "./internal/Approvals.ts"
 import * as Durable from "./internal/Durable.ts"
 import { type FloorError, InvalidInput, MissingModel, SessionClosed, TurnFailed } from "./Errors.ts"
 import type { SessionEvent } from "./Events.ts"
@@ -81,6 +82,18 @@ export interface AgentSession<out U = unknown, in R = never> {
   readonly generateReply: (options?: ReplyOptions) => Effect.Effect<SpeechHandle, FloorError>
   /** Interrupts what the agent holding the floor is saying. */
   readonly interrupt: Effect.Effect<void>
+  /**
+   * Runs a tool call waiting for approval (`tool_approval_requested`; `Tool.make({ needsApproval })`).
+   * Fails with `InvalidInput` when no call with that id is waiting.
+   */
+  readonly approve: (callId: string) => Effect.Effect<void, InvalidInput>
+  /**
+   * Answers a tool call waiting for approval without running it: the model reads that it was not
+   * approved, and `reason` if given. Fails with `InvalidInput` when no call with that id is waiting.
+   */
+  readonly reject: (callId: string, options?: { readonly reason?: string }) => Effect.Effect<void, InvalidInput>
+  /** The ids of the tool calls waiting for approval, oldest first. */
+  readonly pendingApprovals: Effect.Effect<ReadonlyArray<string>>
   /**
    * Hands the floor to `agent` from outside (the holder's current reply is cut). The agent runs
    * with the services the session was started with: it may need only what `start` needed (`R`).
@@ -373,6 +386,9 @@ const facade = <U>(
     say: (text, sayOptions) => say(self, text, sayOptions),
     generateReply: (replyOptions) => generateReply(self, replyOptions),
     interrupt: Effect.sync(() => core.send({ _tag: "Interrupt" })),
+    approve: (callId) => Approvals.approve(core, callId),
+    reject: (callId, rejectOptions) => Approvals.reject(core, callId, rejectOptions),
+    pendingApprovals: Effect.sync(() => Approvals.pending(core)),
     // `start` (or the caller's `AgentSession<U, R>`) checked that the session has what it needs.
     handoff: (agent, handoffOptions) => handoff(self, agent as Agent, handoffOptions),
     history: Effect.sync(() => core.history()),

@@ -234,6 +234,59 @@ export interface CloseEvent extends Base {
 }
 
 /**
+ * A tool call that needs approval waits for it (`Tool.make({ needsApproval })`): the program (or
+ * the service's operator) answers with `session.approve(callId)` or `session.reject(callId)`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ToolApprovalRequested extends Base {
+  readonly type: "tool_approval_requested"
+  readonly agent: string
+  readonly callId: string
+  readonly tool: string
+  /** The raw arguments as the model sent them. */
+  readonly arguments: string
+}
+
+/**
+ * A call waiting for approval was answered: approved or rejected by the program (`by: "app"`),
+ * or rejected because the user spoke over it (`"barge_in"`) or its agent passed the floor
+ * (`"handoff"`). A call still waiting when the session closes is answered as cancelled.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ToolApprovalAnswered extends Base {
+  readonly type: "tool_approval_answered"
+  readonly agent: string
+  readonly callId: string
+  readonly tool: string
+  readonly approved: boolean
+  readonly by: "app" | "barge_in" | "handoff"
+  readonly reason?: string | undefined
+}
+
+/**
+ * A guardrail tripped (`Agent.make({ guardrails })`, or the session's): on what the agent was
+ * saying (`output`, its speech cut where it had been heard), or on a tool call's arguments or
+ * result (`tool_input`, `tool_output`); `policy` is what was done about it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface GuardrailTripped extends Base {
+  readonly type: "guardrail_tripped"
+  readonly agent: string
+  readonly guardrail: string
+  readonly kind: "output" | "tool_input" | "tool_output"
+  readonly policy: "say" | "handoff" | "end_call" | "error_output"
+  /** What the guardrail said about it. */
+  readonly message: string
+  readonly callId?: string | undefined
+}
+
+/**
  * Every event a session emits, in order, with a sequence number and a time; `session.events`
  * streams them and the event log records them.
  *
@@ -253,6 +306,9 @@ export type SessionEvent =
   | UserInputTranscribed
   | RealtimeConnectionEvent
   | ModelCallEvent
+  | ToolApprovalRequested
+  | ToolApprovalAnswered
+  | GuardrailTripped
   | CloseEvent
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never

@@ -94,7 +94,24 @@ export interface ToolOptions {
    * timeout. The same limit applies to a handler replaced by `MockTools`.
    */
   readonly timeout?: Duration.Input
+  /**
+   * The call waits for approval before its handler runs (`true`, or a predicate over the decoded
+   * arguments). It emits `tool_approval_requested`; `session.approve(callId)` runs it and
+   * `session.reject(callId, { reason })` answers the model that it was not approved. While it
+   * waits the session is busy (`run` does not resolve, rule 10); the user speaking over it or its
+   * agent passing the floor rejects it, and a close answers it as cancelled (rule 4). A `timeout`
+   * counts the wait too.
+   */
+  readonly needsApproval?: NeedsApproval<unknown, unknown>
 }
+
+/**
+ * Whether a call needs approval: always, or as a predicate decides from its arguments.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type NeedsApproval<P, R> = boolean | ((params: P, context: ToolContext<unknown>) => Effect.Effect<boolean, unknown, R>)
 
 /**
  * A tool: its parameters `P` and the services `R` its handler needs (besides `CurrentAgent`,
@@ -199,7 +216,8 @@ export const make = <
     readonly description: string
     readonly parameters?: S
     readonly handler: (params: S["Type"], context: ToolContext<U>) => Effect.Effect<A, unknown, R>
-  } & ToolOptions
+    readonly needsApproval?: NeedsApproval<S["Type"], R>
+  } & Omit<ToolOptions, "needsApproval">
 ): Tool<S["Type"], Exclude<R | Handoff.TargetRequirements<A>, CurrentAgent>, A, N> => {
   if (!NAME.test(name)) {
     throw new Error(`Tool name "${name}" must be 1-64 characters of letters, digits, _ or -`)
@@ -220,7 +238,10 @@ export const make = <
     options: {
       ...(options.onDuplicate !== undefined ? { onDuplicate: options.onDuplicate } : {}),
       ...(options.cancellable !== undefined ? { cancellable: options.cancellable } : {}),
-      ...(timeout !== undefined ? { timeout } : {})
+      ...(timeout !== undefined ? { timeout } : {}),
+      ...(options.needsApproval !== undefined && options.needsApproval !== false
+        ? { needsApproval: options.needsApproval as NeedsApproval<unknown, unknown> }
+        : {})
     },
     definition
   }

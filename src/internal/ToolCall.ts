@@ -6,6 +6,7 @@
  */
 import { Context, Deferred, Effect, Exit, Fiber } from "effect"
 import type { Actor } from "./actor/Actor.ts"
+import * as Approvals from "./Approvals.ts"
 import * as Background from "./Background.ts"
 import { type CallResult, cancelled, classify, TimedOut } from "./CallResult.ts"
 import { doneExit, forkBodyWith } from "./EffectFastPaths.ts"
@@ -138,7 +139,8 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
   }
   // A test's mock of this tool for this agent (MockTools), looked up as the call starts.
   const mock = MockTools.mockFor(Fiber.getCurrent()?.getRef(MockTools.CurrentMocks), actor.agent, tool.name)
-  const decoded = Tool.decodeArguments(tool, call.arguments)
+  // A tool that needs approval waits for it after decoding, before its handler (Approvals.ts).
+  const decoded = Approvals.gated(actor, tool, call, context, Tool.decodeArguments(tool, call.arguments))
   const decodedNow = doneExit(decoded)
   let handled: Effect.Effect<unknown, unknown>
   if (decodedNow) {

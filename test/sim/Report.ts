@@ -48,6 +48,12 @@ export const describeEvent = (e: SessionEvent): string => {
       return `model     ${e.agent}: ${e.kind} ${e.provider}/${e.model} ${e.outcome}${e.errorReason ? ` (${e.errorReason})` : ""}`
     case "realtime_connection":
       return `realtime  ${e.agent}: ${e.action} ${e.connectionId}`
+    case "tool_approval_requested":
+      return `approval? ${e.agent}: ${e.tool} ${e.callId}`
+    case "tool_approval_answered":
+      return `approval  ${e.agent}: ${e.tool} ${e.callId} ${e.approved ? "approved" : "rejected"} by ${e.by}`
+    case "guardrail_tripped":
+      return `GUARDRAIL ${e.agent}: ${e.guardrail} (${e.kind}) -> ${e.policy}`
     case "close":
       return `close     ${e.reason}`
   }

@@ -6,6 +6,7 @@
  * floor by then (docs/rules.md, rules 2 and 10).
  */
 import { Effect } from "effect"
+import * as Approvals from "../Approvals.ts"
 import { type Message, message } from "../../ChatContext.ts"
 import * as Speech from "../../Speech.ts"
 import * as RealtimeReply from "../realtime/Reply.ts"
@@ -83,6 +84,8 @@ const hold = (actor: Actor, held: HeldInput) => {
   actor.inner.held.push(held)
   const current = Speeches.current(actor.speeches)
   if (current && Speech.inToolPhase(current)) Speech.cutWordsAndFollowUp(current)
+  // A call of the step waiting for approval would hold the turn for ever: the turn answers it.
+  Approvals.bargeIn(actor)
 }
 
 /** Whether `releaseHeld` has anything to release now. */
