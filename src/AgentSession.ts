@@ -28,6 +28,8 @@ import * as UserAway from "./internal/UserAway.ts"
 import * as SessionObserver from "./SessionObserver.ts"
 import type { UsageSummary } from "./observe/Usage.ts"
 import type { HandoffOptions } from "./Handoff.ts"
+import type { Human } from "./Human.ts"
+import type { HandBackOptions } from "./internal/HumanFloor.ts"
 import { RunResult } from "./RunResult.ts"
 import type { HandoffOutcome, SessionMessage } from "./internal/SessionCore.ts"
 import type { SpeechHandle } from "./Speech.ts"
@@ -99,6 +101,25 @@ export interface AgentSession<out U = unknown, in R = never> {
    * with the services the session was started with: it may need only what `start` needed (`R`).
    */
   readonly handoff: (agent: Agent<R>, options?: HandoffOptions) => Effect.Effect<HandoffOutcome>
+  /**
+   * A person takes the floor (`Human`): the agent holding it stops at once, as on a barge-in (its
+   * speech cut, its running tool calls answered, a running task cancelled), and says nothing more;
+   * the caller's words go to `human.heard` and the human's (`human.say`) to the caller, both
+   * recorded in the history. `NotApplied` when a human already holds it or no agent does.
+   */
+  readonly takeOver: (human: Human, options?: { readonly reason?: string }) => Effect.Effect<HandoffOutcome>
+  /**
+   * The human holding the floor hands it back to `agent` (resumed when it was paused, as a
+   * handoff would: its onResume or onEnter runs); `note` is an instruction for its next reply.
+   */
+  readonly handBack: (agent: Agent<R>, options?: HandBackOptions) => Effect.Effect<HandoffOutcome>
+  /**
+   * Text only the agent holding the floor sees, as instructions for its next reply (an operator
+   * listening in). Fails with `FloorError` when no agent holds the floor.
+   */
+  readonly whisper: (text: string) => Effect.Effect<void, FloorError>
+  /** The person holding the floor, if one does (then `currentAgent` is undefined). */
+  readonly currentHuman: Effect.Effect<Human | undefined>
   /** The whole conversation: every agent's items and the handoff records. */
   readonly history: Effect.Effect<ChatContext>
   /** The agent holding the floor. */
@@ -343,6 +364,18 @@ const handoff = Effect.fn("AgentSession.handoff")((facade: Facade, target: Agent
   ask<HandoffOutcome, never>(facade, (reply) => ({ _tag: "Handoff", from: undefined, target, options, reply }))
 )
 
+const takeOver = Effect.fn("AgentSession.takeOver")((facade: Facade, human: Human, options: { readonly reason?: string } = {}) =>
+  ask<HandoffOutcome, never>(facade, (reply) => ({ _tag: "TakeOver", human, reason: options.reason, reply }))
+)
+
+const handBack = Effect.fn("AgentSession.handBack")((facade: Facade, agent: Agent, options: HandBackOptions = {}) =>
+  ask<HandoffOutcome, never>(facade, (reply) => ({ _tag: "HandBack", agent, options, reply }))
+)
+
+const whisper = Effect.fn("AgentSession.whisper")((facade: Facade, text: string) =>
+  ask<void, FloorError>(facade, (reply) => ({ _tag: "Whisper", text, reply }))
+)
+
 /** The session as the program sees it, over the supervisor. */
 const facade = <U>(
   supervisor: Supervisor.Supervisor,
@@ -391,6 +424,10 @@ const facade = <U>(
     pendingApprovals: Effect.sync(() => Approvals.pending(core)),
     // `start` (or the caller's `AgentSession<U, R>`) checked that the session has what it needs.
     handoff: (agent, handoffOptions) => handoff(self, agent as Agent, handoffOptions),
+    takeOver: (human, takeOverOptions) => takeOver(self, human, takeOverOptions),
+    handBack: (agent, handBackOptions) => handBack(self, agent as Agent, handBackOptions),
+    whisper: (text) => whisper(self, text),
+    currentHuman: Effect.sync(() => state.human?.human),
     history: Effect.sync(() => core.history()),
     currentAgent: Effect.sync(() => state.holder?.agent),
     events: Stream.suspend(() =>

@@ -78,13 +78,14 @@ export interface FunctionCallOutput {
 }
 
 /**
- * How the floor moved to an agent: the session's `start`, a `handoff`, a `task` lent the floor, or
- * a `return` from a task.
+ * How the floor moved to an agent: the session's `start`, a `handoff`, a `task` lent the floor, a
+ * `return` from a task; or between an agent and a person (`Human`): a `take_over` (to the
+ * person) and a `hand_back` (to an agent).
  *
  * @since 0.1.0
  * @category models
  */
-export type HandoffKind = "start" | "handoff" | "task" | "return"
+export type HandoffKind = "start" | "handoff" | "task" | "return" | "take_over" | "hand_back"
 
 /**
  * A record in the history that the floor moved from one agent to another.

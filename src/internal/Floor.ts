@@ -21,6 +21,7 @@ import type { TaskResult } from "../CurrentAgent.ts"
 import { FloorError, TaskError } from "../Errors.ts"
 import { applyContextPolicy } from "../Handoff.ts"
 import * as HandoffRules from "./HandoffRules.ts"
+import * as HumanFloor from "./HumanFloor.ts"
 import * as RealtimeBinding from "./realtime/Binding.ts"
 import * as Tasks from "./Tasks.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
@@ -40,6 +41,8 @@ export interface FloorState {
    * them, so hooks run in the floor's order even when it passes on at once (a task returns and
    * its caller starts the next one, seed 381752). */
   readonly exiting: Set<Deferred.Deferred<void>>
+  /** A person holding the floor (then `holder` is undefined: no actor holds it). */
+  human: HumanFloor.Seat | undefined
 }
 
 export const makeState = (): FloorState => ({
@@ -47,7 +50,8 @@ export const makeState = (): FloorState => ({
   actors: new Map(),
   live: new Set(),
   pending: new Map(),
-  exiting: new Set()
+  exiting: new Set(),
+  human: undefined
 })
 
 /** `actor` passes the floor: its onExit (if it has one) is waited for by later activations.
@@ -76,6 +80,7 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
           actor.send({ _tag: "Activate", mode: "enter" })
         })
       case "Input": {
+        if (state.human) return Effect.sync(() => HumanFloor.input(core, state.human!, msg))
         if (!state.holder) {
           core.emit({ type: "error", agent: undefined, source: "input", message: "no agent holds the floor", recoverable: true })
           return Effect.void
@@ -118,6 +123,14 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
         state.holder?.send({ _tag: "Kick" })
         return Effect.void
       }
+      case "TakeOver":
+        return HumanFloor.takeOver(core, state, floorOps, msg)
+      case "HandBack":
+        return HumanFloor.handBack(core, state, floorOps, msg)
+      case "HumanSay":
+        return HumanFloor.say(core, state, msg)
+      case "Whisper":
+        return HumanFloor.whisper(state, msg)
       case "UserSpeaking": {
         // Barge-in: the user starting to speak cuts what the agent is saying.
         // The message may arrive after a reply to this very turn began: that one is not cut.
@@ -278,12 +291,13 @@ const abandon = (
   task: Actor.Actor,
   caller: Actor.Actor,
   reason: string
-): Effect.Effect<void> =>
-  Effect.sync(() => {
-    state.live.delete(task)
-    pass(core, state, { from: task, to: caller, kind: "return", resumed: true, reason })
-    returnTo(state, task, caller, ChatContext.empty, { _tag: "Failure", error: cancelled(task.agent, reason) })
-  })
+): Effect.Effect<void> => Effect.sync(() => abandonNow(core, state, task, caller, reason))
+
+const abandonNow = (core: SessionCore, state: FloorState, task: Actor.Actor, caller: Actor.Actor, reason: string) => {
+  state.live.delete(task)
+  pass(core, state, { from: task, to: caller, kind: "return", resumed: true, reason })
+  returnTo(state, task, caller, ChatContext.empty, { _tag: "Failure", error: cancelled(task.agent, reason) })
+}
 
 /** A task that passed the floor back closes: its onExit runs (waited for by later
  * activations), then its caller's flow gets `result`. */
@@ -297,6 +311,14 @@ const returnTo = (state: FloorState, task: Actor.Actor, caller: Actor.Actor, mer
       caller.send({ _tag: "Return", merge, role: task.task!, result })
     }
   })
+}
+
+/** What HumanFloor.ts needs of this module. */
+const floorOps: HumanFloor.FloorOps = {
+  exitOf,
+  pendingExits,
+  abandon: abandonNow,
+  startPending
 }
 
 const cancelled = (task: Agent, message: string) => new TaskError({ task: task.name, reason: "cancelled", message })

@@ -19,6 +19,7 @@ import { followUpCut, generate as startGenerating, type Speech, words as playsWo
 import * as Speeches from "./Speeches.ts"
 import * as RealtimeReply from "./realtime/Reply.ts"
 import * as ToolBatch from "./ToolBatch.ts"
+import * as Whispers from "./Whispers.ts"
 import * as Lifecycle from "./actor/Lifecycle.ts"
 
 export interface PendingCall {
@@ -72,9 +73,12 @@ export const say = (actor: Actor, speech: Speech, text: string, options: SayOpti
 export const run = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, ReplyError> =>
   Effect.suspend(() => steps(actor, speech, options))
 
-/** The reply's steps, realtime or text; called on a step. */
-const steps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, ReplyError> =>
-  actor.realtime ? RealtimeReply.run(actor, speech, options) : textSteps(actor, speech, options)
+/** The reply's steps, realtime or text; called on a step. Whispers (an operator's, a hand
+ * back's note) waiting for the agent's next reply go with this one. */
+const steps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.Effect<void, ReplyError> => {
+  const withWhispers = Whispers.take(actor, options)
+  return actor.realtime ? RealtimeReply.run(actor, speech, withWhispers) : textSteps(actor, speech, withWhispers)
+}
 
 // Plain effects, not a generator: a reply's first step is on every turn's and handoff's path.
 // Called on a step; the steps' state is made per run (a retried reply starts over).

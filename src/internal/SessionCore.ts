@@ -16,6 +16,8 @@ import type { ReplyOptions, SayOptions, TaskResult } from "../CurrentAgent.ts"
 import type { FloorError, TaskError } from "../Errors.ts"
 import type { EventInput, SessionEvent } from "../Events.ts"
 import type { HandoffOptions } from "../Handoff.ts"
+import type { Human } from "../Human.ts"
+import type { HandBackOptions } from "./HumanFloor.ts"
 import type { SpeechHandle } from "../Speech.ts"
 import type { Tool } from "../Tool.ts"
 import type { Work } from "./Work.ts"
@@ -68,6 +70,14 @@ export type SessionMessage =
   | { readonly _tag: "CompleteTask"; readonly actor: Actor; readonly result: TaskResult }
   | { readonly _tag: "Background"; readonly delivery: Background.Delivery }
   | { readonly _tag: "UserSpeaking"; readonly speaking: boolean; readonly userTurn: number }
+  /** A person takes the floor from the agent holding it (HumanFloor.ts). */
+  | { readonly _tag: "TakeOver"; readonly human: Human; readonly reason?: string | undefined; readonly reply: Deferred.Deferred<HandoffOutcome> }
+  /** The person holding the floor hands it back to `agent`. */
+  | { readonly _tag: "HandBack"; readonly agent: Agent; readonly options: HandBackOptions; readonly reply: Deferred.Deferred<HandoffOutcome> }
+  /** The person holding the floor says `text` to the caller. */
+  | { readonly _tag: "HumanSay"; readonly human: Human; readonly text: string; readonly reply: Deferred.Deferred<void, FloorError> }
+  /** Text only the agent holding the floor sees, for its next reply (Whispers.ts). */
+  | { readonly _tag: "Whisper"; readonly text: string; readonly reply: Deferred.Deferred<void, FloorError> }
 
 export interface SessionCore {
   readonly id: string

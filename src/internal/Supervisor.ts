@@ -174,7 +174,12 @@ const rejectClosed = (r: Running, msg: SessionMessage) => {
     case "Reply":
       return void Deferred.doneUnsafe(msg.reply, Effect.fail(new FloorError({ agent: "", reason: "session_closed", message: "the session is closed" })))
     case "Handoff":
+    case "TakeOver":
+    case "HandBack":
       return void Deferred.doneUnsafe(msg.reply, Effect.succeed({ _tag: "NotApplied", reason: "the session is closed" } as const))
+    case "HumanSay":
+    case "Whisper":
+      return void Deferred.doneUnsafe(msg.reply, Effect.fail(new FloorError({ agent: "", reason: "session_closed", message: "the session is closed" })))
     case "StartTask":
       return void Deferred.doneUnsafe(msg.result, Effect.interrupt)
     case "Background":
