@@ -38,6 +38,7 @@ const examples: ReadonlyArray<{ readonly main: string; readonly args?: ReadonlyA
   { main: "examples/health-service/main.ts" },
   { main: "examples/parallel-handoff/main.ts" },
   { main: "examples/long-running/main.ts", args: ["--fast"] },
+  { main: "examples/collect/main.ts" },
   { main: "examples/timeline/main.ts" },
   { main: "examples/front-desk/main.ts", input: "What's the weather in Paris?\nbye\n" },
   { main: "examples/voice-front-desk/main.ts", needs: "/usr/bin/flite" }
