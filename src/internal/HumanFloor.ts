@@ -101,6 +101,12 @@ export const takeOver = (core: SessionCore, state: FloorState, floor: FloorOps, 
   if (elsewhere && !elsewhere.core.closed()) return refuse(msg.reply, `${human.name} holds the floor of session ${elsewhere.core.id}`)
   let holder = state.holder
   if (!holder) return refuse(msg.reply, "no agent holds the floor")
+  if (!msg.cut) {
+    // First the holder stops at once, as on a barge-in (its words so far recorded as its own),
+    // then the floor moves, from whoever holds it by then.
+    holder.send({ _tag: "Yield", passes: { ...msg, cut: true } })
+    return Effect.void
+  }
   // A task running is cancelled (innermost first): the floor is taken from the agent under it.
   while (holder.task) {
     const caller: Actor.Actor = holder.task.caller

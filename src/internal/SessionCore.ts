@@ -71,7 +71,15 @@ export type SessionMessage =
   | { readonly _tag: "Background"; readonly delivery: Background.Delivery }
   | { readonly _tag: "UserSpeaking"; readonly speaking: boolean; readonly userTurn: number }
   /** A person takes the floor from the agent holding it (HumanFloor.ts). */
-  | { readonly _tag: "TakeOver"; readonly human: Human; readonly reason?: string | undefined; readonly reply: Deferred.Deferred<HandoffOutcome> }
+  | {
+    readonly _tag: "TakeOver"
+    readonly human: Human
+    readonly reason?: string | undefined
+    readonly reply: Deferred.Deferred<HandoffOutcome>
+    /** The holder has cut what it was saying (it is asked first, so its words are recorded
+     * before the floor moves: one atomic step, rule 1). */
+    readonly cut?: boolean | undefined
+  }
   /** The person holding the floor hands it back to `agent`. */
   | { readonly _tag: "HandBack"; readonly agent: Agent; readonly options: HandBackOptions; readonly reply: Deferred.Deferred<HandoffOutcome> }
   /** The person holding the floor says `text` to the caller. */

@@ -20,7 +20,7 @@ import { make as makeAgentHandle } from "../AgentHandle.ts"
 import * as Background from "../Background.ts"
 import * as RealtimeBinding from "../realtime/Binding.ts"
 import type * as RealtimeReply from "../realtime/Reply.ts"
-import type { HandoffOutcome, Handover, SessionCore } from "../SessionCore.ts"
+import type { HandoffOutcome, Handover, SessionCore, SessionMessage } from "../SessionCore.ts"
 import * as Speeches from "../Speeches.ts"
 import * as Tasks from "../Tasks.ts"
 import * as ActorTools from "./ActorTools.ts"
@@ -104,6 +104,8 @@ export type ActorMessage =
     readonly reply: Deferred.Deferred<HandoffOutcome>
   }
   | { readonly _tag: "Return"; readonly merge: ChatContext; readonly role: TaskRole; readonly result: TaskResult }
+  /** The floor is taken from this actor (a person takes over): what it says is cut, then `passes`. */
+  | { readonly _tag: "Yield"; readonly passes: SessionMessage }
   /** This task completes from outside a tool call (its own hook, another flow). */
   | { readonly _tag: "Complete"; readonly result: TaskResult }
   | { readonly _tag: "SpeechEnded"; readonly speech: Speech.Speech }
@@ -310,6 +312,8 @@ const rejectLate = (actor: Actor, msg: ActorMessage) => {
       return msg.then()
     case "Release":
       return core.send({ _tag: "Handoff", from: undefined, target: msg.target, options: msg.options, reply: msg.reply })
+    case "Yield":
+      return core.send(msg.passes)
     case "Return":
       return Tasks.wake(core.work, msg.role.handover, msg.role.result, msg.result)
     case "Complete":

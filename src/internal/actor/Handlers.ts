@@ -129,6 +129,7 @@ const handlers: { readonly [K in ActorMessage["_tag"]]: Handler<K> } = {
   Lend: lend,
   Release: (actor, msg) => passFloor(actor, { _tag: "Handoff", from: actor, target: msg.target, options: msg.options, reply: msg.reply }),
   Complete: (actor, msg) => passFloor(actor, { _tag: "CompleteTask", actor, result: msg.result }),
+  Yield: (actor, msg) => passFloor(actor, msg.passes),
   Return: (actor, msg) =>
     Effect.sync(() => {
       actor.chat = actor.chat.merge(msg.merge)
