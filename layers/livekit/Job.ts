@@ -6,15 +6,18 @@
  * text over the room's chat (a SIP caller's keypad presses become turns too). Transcripts go to the room on `lk.transcription` and the agent's
  * state to its `lk.agent.state` attribute, as LiveKit clients expect. The user leaving ends the
  * session; the job's termination closes its Scope; the room failing under it (`RoomConnection.failure`)
- * fails the job with that `RoomError`.
+ * fails the job with that `RoomError`. With `durable`, the session is journaled under (room, agent
+ * name) and a job dispatched again for the room (its worker died) resumes it.
  *
  * @since 0.1.0
  * @packageDocumentation
  */
-import { Effect, Option, type Redacted, Stream } from "effect"
+import { Effect, Option, type Redacted, Result, type Schema, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import { AudioOutput } from "../../services/AudioOutput.ts"
+import { CallControl, CallControlError, type CallControlService, noDtmf } from "../../services/CallControl.ts"
 import { RealtimeModel } from "../../services/RealtimeModel.ts"
+import type { SessionStoreService } from "../../services/SessionStore.ts"
 import { type Agent, AgentSession } from "../../src/index.ts"
 import * as Dtmf from "../../src/voice/Dtmf.ts"
 import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
@@ -29,6 +32,8 @@ import { Room, type RoomConnection, type RoomParticipant } from "./Room.ts"
 export interface JobSpec {
   readonly id: string
   readonly roomName: string
+  /** The agent name it was dispatched to (with the room, what finds its session in a store). */
+  readonly agentName?: string | undefined
   readonly url: string
   readonly token: Redacted.Redacted<string>
 }
@@ -40,15 +45,87 @@ export interface JobSpec {
  * @category models
  */
 export interface JobOptions {
-  readonly agent: Agent.Agent
+  /** The entry agent; its tools may hang up or press keys in the room (`CallControl`). */
+  readonly agent: Agent.Agent<CallControl>
   readonly userdata?: () => unknown
   /** The rate a realtime model takes the user's audio at (OpenAI 24 kHz, Gemini 16 kHz). */
   readonly realtimeInputRate?: number
+  /**
+   * Journals each room's session to a store under (room, agent name): a job dispatched again for
+   * the same room (its worker died) resumes that session instead of starting over. Text and
+   * realtime sessions (a cascaded voice pipeline starts a new session, not journaled).
+   */
+  readonly durable?: JobDurability | undefined
 }
+
+/**
+ * Where a job's session is journaled, and what resuming it needs.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface JobDurability {
+  readonly store: SessionStoreService
+  /** Every agent and task a session may run (found again by name; default: the entry agent). */
+  readonly agents?: ReadonlyArray<Agent.Agent> | undefined
+  /** The userdata's Schema, needed when `userdata` makes any. */
+  readonly userdataSchema?: Schema.Codec<any, any> | undefined
+  /** This worker as the sessions' writer (default: its process id). */
+  readonly owner?: string | undefined
+}
+
+/**
+ * The store key of a room's session: a re-dispatch of the room to the same agent name finds it.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const sessionKey = (job: Pick<JobSpec, "roomName" | "agentName">): string => `livekit:${job.roomName}:${job.agentName ?? ""}`
+
+/**
+ * The room's live session in the store resumed, or (none there, or it cannot be resumed) a new
+ * durable one under the room's key.
+ */
+const durableSession = (job: JobSpec, options: JobOptions, durable: JobDurability) =>
+  Effect.gen(function*() {
+    const key = sessionKey(job)
+    const common = {
+      store: durable.store,
+      userdataSchema: durable.userdataSchema,
+      ...(durable.owner ? { owner: durable.owner } : {})
+    }
+    const found = yield* durable.store.findByKey(key)
+    if (Option.isSome(found)) {
+      const resumed = yield* AgentSession.resume({ ...common, id: found.value.id, agents: durable.agents ?? [options.agent] }).pipe(Effect.result)
+      if (Result.isSuccess(resumed)) {
+        yield* Effect.logInfo(`livekit job ${job.id}: resumed session ${found.value.id} of room ${job.roomName}`)
+        return resumed.success
+      }
+      yield* Effect.logWarning(`livekit job ${job.id}: session ${found.value.id} of room ${job.roomName} not resumed (${resumed.failure.message}): starting a new one`)
+    }
+    return yield* AgentSession.start({ ...common, agent: options.agent, userdata: options.userdata?.(), key })
+  })
 
 const REALTIME_OUTPUT_RATE = 24_000
 
 /** What the session says and does, as the room's clients read it. */
+/**
+ * The room as a call: hanging up closes the session, which ends the job and leaves the room;
+ * keys are published as DTMF tones (a SIP caller's line hears them; `w` waits half a second).
+ */
+const callControl = (conn: RoomConnection, session: () => AgentSession.AgentSession | undefined): CallControlService => ({
+  transport: "livekit",
+  hangUp: () => Effect.suspend(() => session()?.close ?? Effect.void),
+  sendDtmf: (digits) => {
+    const publish = conn.publishDtmf
+    if (!publish) return noDtmf("this LiveKit room")(digits)
+    return Effect.forEach([...digits], (digit) =>
+      digit === "w" || digit === "W"
+        ? Effect.sleep(500)
+        : publish(digit).pipe(Effect.mapError((e) => new CallControlError({ reason: "failed", message: e.message }))), { discard: true })
+  }
+})
+
 const mirror = (session: AgentSession.AgentSession, conn: RoomConnection, user: RoomParticipant) =>
   session.events.pipe(
     Stream.runForEach((event) => {
@@ -87,24 +164,31 @@ export const run = Effect.fn("LiveKit.job")(function*(job: JobSpec, options: Job
   const engines = yield* VoicePipeline.engines
   const realtime = yield* Effect.serviceOption(RealtimeModel)
 
-  let session: AgentSession.AgentSession
+  let session: AgentSession.AgentSession | undefined
+  const control = callControl(conn, () => session)
   if (Option.isSome(engines)) {
     const output = yield* conn.publishAudio(engines.value.tts.sampleRate)
     const voice = yield* VoicePipeline.start({ ...start, input: conn.audioOf(user, engines.value.stt.sampleRate) }).pipe(
       VoicePipeline.provideEngines(engines.value),
-      Effect.provideService(AudioOutput, output)
+      Effect.provideService(AudioOutput, output),
+      Effect.provideService(CallControl, control)
     )
     session = voice.session
   } else if (Option.isSome(realtime)) {
     const output = yield* conn.publishAudio(REALTIME_OUTPUT_RATE)
-    session = yield* AgentSession.start(start).pipe(Effect.provideService(AudioOutput, output))
+    session = yield* (options.durable ? durableSession(job, options, options.durable) : AgentSession.start(start)).pipe(
+      Effect.provideService(AudioOutput, output),
+      Effect.provideService(CallControl, control)
+    )
     const live = session
     yield* conn.audioOf(user, options.realtimeInputRate ?? REALTIME_OUTPUT_RATE).pipe(
       Stream.runForEach((frame) => live.pushAudio(AudioFrame.toPcm16(frame)).pipe(Effect.ignore)),
       Effect.forkScoped
     )
   } else {
-    session = yield* AgentSession.start(start)
+    session = yield* (options.durable ? durableSession(job, options, options.durable) : AgentSession.start(start)).pipe(
+      Effect.provideService(CallControl, control)
+    )
   }
   const live = session
   yield* conn.textOf(user).pipe(Stream.runForEach((text) => live.send(text).pipe(Effect.ignore)), Effect.forkScoped)

@@ -200,7 +200,7 @@ const onAssignment = (ctx: Ctx, msg: Message<"assignment">) =>
     if (!job) return
     const refusal = State.assignmentRefusal(ctx.state, job.id, yield* Clock.currentTimeMillis)
     if (refusal !== undefined) return yield* refuseAssignment(ctx, job.id, refusal)
-    yield* startJob(ctx, { id: job.id, roomName: job.room?.name ?? "", url: msg.url || ctx.options.url, token: Redacted.make(msg.token) })
+    yield* startJob(ctx, { id: job.id, roomName: job.room?.name ?? "", agentName: job.agentName || ctx.agentName, url: msg.url || ctx.options.url, token: Redacted.make(msg.token) })
   })
 
 const onTermination = (ctx: Ctx, msg: Message<"termination">) =>
