@@ -1,0 +1,253 @@
+/**
+ * Handing the caller to a person (issue 35): `Transfer.cold(to)` and `Transfer.warm({ to,
+ * briefing })` are `AgentTask`s. A tool runs one with `AgentTask.run` and gets a typed
+ * `TransferOutcome` once the transport knows it (never before): `Answered`, `Busy`, `NoAnswer`,
+ * `Voicemail`, `Declined` or `Failed`, each with the provider's reason. While it runs the task
+ * holds the floor (lent by the caller's agent), so no agent replies over the ringing; on any
+ * outcome but `Answered` the floor goes back to the agent that ran it, and `Transfer.describe`
+ * gives the tool output that tells its model what happened.
+ *
+ * ```ts
+ * const transfer = Tool.make("transfer_to_sales", {
+ *   description: "Transfer the caller to a sales person",
+ *   handler: () =>
+ *     AgentTask.run(Transfer.warm({ to: "+15105550100", briefing: "Jane wants a quote for 12 seats." }))
+ *       .pipe(Effect.map(Transfer.describe))
+ * })
+ * ```
+ *
+ * The transport does the dialing: a `Transferer` service (Twilio's REST API, LiveKit SIP, an
+ * operator on `/operator`) provided with the session. A ring timeout is honoured here as well as
+ * by the provider: if no outcome came `ringTimeout` plus a grace of five seconds after the dial
+ * (Twilio adds about five seconds to its own), the outcome is `NoAnswer`.
+ *
+ * @since 0.1.0
+ * @packageDocumentation
+ */
+import { Context, Duration, Effect } from "effect"
+import * as AgentTask from "./AgentTask.ts"
+
+/**
+ * The person took the call: the caller is connected to them and the agent leaves.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Answered {
+  readonly _tag: "Answered"
+  readonly reason: string
+}
+
+/**
+ * The line was busy (SIP 486/600, Twilio `busy`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Busy {
+  readonly _tag: "Busy"
+  readonly reason: string
+}
+
+/**
+ * Nobody picked up within the ring timeout (SIP 480/408, Twilio `no-answer`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface NoAnswer {
+  readonly _tag: "NoAnswer"
+  readonly reason: string
+}
+
+/**
+ * A machine answered (Twilio `AnsweredBy=machine_*`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Voicemail {
+  readonly _tag: "Voicemail"
+  readonly reason: string
+}
+
+/**
+ * The person refused the call (SIP 603, or declined after the briefing of a warm transfer).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Declined {
+  readonly _tag: "Declined"
+  readonly reason: string
+}
+
+/**
+ * The transfer could not be made (unroutable number, provider error, canceled dial).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Failed {
+  readonly _tag: "Failed"
+  readonly reason: string
+}
+
+/**
+ * How a transfer ended, with the provider's reason (its status, SIP code or error message).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type TransferOutcome = Answered | Busy | NoAnswer | Voicemail | Declined | Failed
+
+/**
+ * Makes an outcome: `Transfer.outcome("Busy", "sip status 486: Busy Here")`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const outcome = <Tag extends TransferOutcome["_tag"]>(_tag: Tag, reason: string): Extract<TransferOutcome, { _tag: Tag }> =>
+  ({ _tag, reason }) as Extract<TransferOutcome, { _tag: Tag }>
+
+/**
+ * What the transport is asked to do. A cold transfer hands the call over blind; a warm one holds
+ * the caller (hold audio), briefs the person, and connects them only if the person accepts.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type TransferRequest =
+  | { readonly _tag: "Cold"; readonly to: string; readonly ringTimeout: Duration.Duration }
+  | {
+    readonly _tag: "Warm"
+    readonly to: string
+    readonly ringTimeout: Duration.Duration
+    /** What the person is told (or shown) before they accept. */
+    readonly briefing: string
+    /** Played to the caller while on hold (a URL the transport can play); the transport's default otherwise. */
+    readonly holdAudio?: string | undefined
+  }
+
+/**
+ * A transport's way of transferring the call the session is on. `transfer` returns once the
+ * outcome is known; what it cannot do is a `Failed` outcome, never an error.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TransfererService {
+  /** Which transport this is ("twilio", "livekit-sip", "operator", ...). */
+  readonly transport: string
+  readonly transfer: (request: TransferRequest) => Effect.Effect<TransferOutcome>
+}
+
+/**
+ * The transfer service of the call the session is on, provided by its transport.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class Transferer extends Context.Service<Transferer, TransfererService>()("baton/Transferer") {}
+
+/** The grace added to the ring timeout before baton itself calls it `NoAnswer`. */
+const GRACE = Duration.seconds(5)
+
+/**
+ * Options common to both kinds: the task's name and the ring timeout (default 30 seconds, Twilio's).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ColdOptions {
+  readonly name?: string
+  readonly ringTimeout?: Duration.Input
+}
+
+/**
+ * The options of `warm`: the person, the briefing they get, and the hold audio.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WarmOptions extends ColdOptions {
+  readonly to: string
+  readonly briefing: string
+  readonly holdAudio?: string
+}
+
+const runRequest = (task: AgentTask.AgentTask<TransferOutcome, Transferer>, request: TransferRequest) =>
+  Effect.gen(function*() {
+    const transferer = yield* Transferer
+    const result = yield* transferer.transfer(request).pipe(
+      Effect.timeoutOrElse({
+        duration: Duration.sum(request.ringTimeout, GRACE),
+        orElse: () =>
+          Effect.succeed(outcome("NoAnswer", `no outcome within the ring timeout (${Duration.format(request.ringTimeout)})`))
+      })
+    )
+    yield* AgentTask.complete(task, result)
+  })
+
+const makeTask = (name: string, request: TransferRequest): AgentTask.AgentTask<TransferOutcome, Transferer> => {
+  const task: AgentTask.AgentTask<TransferOutcome, Transferer> = AgentTask.make<TransferOutcome, [], unknown, unknown, unknown, never, unknown>({
+    name,
+    instructions: "A transfer is in progress: say nothing until it ends.",
+    // Only the function call's output goes back into the caller's context.
+    context: "none",
+    onEnter: Effect.suspend(() => runRequest(task, request))
+  }) as AgentTask.AgentTask<TransferOutcome, Transferer>
+  return task
+}
+
+/**
+ * A cold (blind) transfer to `to` (a phone number, SIP URI or operator name, as the transport
+ * takes it). The task's result is the outcome.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const cold = (to: string, options: ColdOptions = {}): AgentTask.AgentTask<TransferOutcome, Transferer> =>
+  makeTask(options.name ?? "cold_transfer", {
+    _tag: "Cold",
+    to,
+    ringTimeout: Duration.fromInputUnsafe(options.ringTimeout ?? "30 seconds")
+  })
+
+/**
+ * A warm transfer: the caller is held, the person is briefed and then connected if they accept.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const warm = (options: WarmOptions): AgentTask.AgentTask<TransferOutcome, Transferer> =>
+  makeTask(options.name ?? "warm_transfer", {
+    _tag: "Warm",
+    to: options.to,
+    ringTimeout: Duration.fromInputUnsafe(options.ringTimeout ?? "30 seconds"),
+    briefing: options.briefing,
+    holdAudio: options.holdAudio
+  })
+
+/**
+ * The tool output that tells the model how the transfer ended and what to do now.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const describe = (result: TransferOutcome): string => {
+  switch (result._tag) {
+    case "Answered":
+      return `The transfer was answered (${result.reason}); the caller is with the person now.`
+    case "Busy":
+      return `The transfer failed: the line was busy (${result.reason}). Tell the caller and offer another way to help.`
+    case "NoAnswer":
+      return `The transfer failed: nobody answered (${result.reason}). Tell the caller and offer another way to help.`
+    case "Voicemail":
+      return `The transfer reached voicemail (${result.reason}), so it was not connected. Tell the caller and offer another way to help.`
+    case "Declined":
+      return `The person declined the transfer (${result.reason}). Tell the caller and offer another way to help.`
+    case "Failed":
+      return `The transfer could not be made (${result.reason}). Tell the caller and offer another way to help.`
+  }
+}
