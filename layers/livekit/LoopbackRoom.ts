@@ -41,6 +41,8 @@ export interface Loopback {
   /** What the agent sent as text, by topic, and its attributes. */
   readonly texts: ReadonlyArray<{ readonly topic: string; readonly text: string }>
   readonly attributes: Readonly<Record<string, string>>
+  /** The keypad tones the agent sent (`CallTools.sendDtmf`), in order. */
+  readonly tones: ReadonlyArray<string>
 }
 
 const RATE = 16000
@@ -64,6 +66,8 @@ export const make = Effect.fn("LoopbackRoom.make")(function*() {
   const published = yield* Deferred.make<InstanceType<typeof rtc.LocalAudioTrack>>()
   const texts: Array<{ topic: string; text: string }> = []
   const attributes: Record<string, string> = {}
+  /** The keypad tones the agent sent into the room, in order. */
+  const tones: Array<string> = []
 
   const connection: RoomConnection = {
     name: "loopback",
@@ -82,6 +86,7 @@ export const make = Effect.fn("LoopbackRoom.make")(function*() {
     sendText: (text, options) => Effect.sync(() => void texts.push({ topic: options.topic, text })),
     setAttributes: (next) => Effect.sync(() => void Object.assign(attributes, next)),
     left: () => Deferred.await(gone),
+    publishDtmf: (digit) => Effect.sync(() => void tones.push(digit)),
     failure: Deferred.await(failed)
   }
 
@@ -99,7 +104,8 @@ export const make = Effect.fn("LoopbackRoom.make")(function*() {
     leave: Deferred.succeed(gone, undefined).pipe(Effect.asVoid),
     agentAudio: Deferred.await(published).pipe(Effect.map((track) => RtcAudio.framesOf(rtc, track, RATE, failed))),
     texts,
-    attributes
+    attributes,
+    tones
   } satisfies Loopback
 })
 

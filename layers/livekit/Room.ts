@@ -53,6 +53,8 @@ export interface RoomConnection {
   readonly setAttributes: (attributes: Record<string, string>) => Effect.Effect<void>
   /** Completes when the participant has left (or the room is gone). */
   readonly left: (participant: RoomParticipant) => Effect.Effect<void>
+  /** Sends one keypad tone (`0`-`9`, `*`, `#`) into the room: a SIP participant's line hears it. */
+  readonly publishDtmf?: ((digit: string) => Effect.Effect<void, RoomError>) | undefined
   /**
    * Fails when the room can no longer carry the job's audio (an rtc-node call rejected: the
    * agent's frames could not be played, the user's could not be read). The job ends with this

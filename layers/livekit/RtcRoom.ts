@@ -80,6 +80,12 @@ export const layer: Layer.Layer<Room, never, RtcNode> = Layer.effect(
               Stream.interruptWhen(Deferred.await(goneOf(p.identity)))
             ),
           textOf: () => Stream.fromQueue(chat),
+          // The tone's RFC 4733 event code with its digit, as rtc-node's publishDtmf takes them.
+          publishDtmf: (digit) =>
+            Effect.tryPromise({
+              try: () => local().publishDtmf(digit === "*" ? 10 : digit === "#" ? 11 : Number(digit), digit),
+              catch: (e) => RtcAudio.rtcError(`cannot send the DTMF tone ${digit}`, e)
+            }),
           keypadOf: (p) => Stream.fromQueue(keys).pipe(Stream.filter((key) => key.identity === p.identity), Stream.map((key) => key.digit)),
           publishAudio: (sampleRate) =>
             Effect.gen(function*() {
