@@ -11,7 +11,12 @@ import * as Collect from "./Collect.ts"
 
 const WORDS: Record<string, string> = { zero: "0", oh: "0", one: "1", two: "2", three: "3", four: "4", five: "5", six: "6", seven: "7", eight: "8", nine: "9" }
 
-/** "DTMF: 1234#", "one two three four", "12 34" -> "1234"; anything but digits is an error. */
+/**
+ * "DTMF: 1234#", "one two three four", "12 34" -> "1234"; anything but digits is an error.
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
 export const normalize = (heard: string): string | Error => {
   const digits = heard.replace(/^DTMF:\s*/i, "").toLowerCase().split(/[\s,.\-]+/).map((w) => WORDS[w] ?? w).join("").replace(/#$/, "")
   return /^[0-9]*$/.test(digits) ? digits : new Error(`"${heard}" is not digits only. Ask the caller for the digits again.`)

@@ -17,7 +17,12 @@ import * as Collect from "./Collect.ts"
  */
 export const Email = Schema.String.check(Schema.isPattern(/^[a-z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-z0-9-]+(\.[a-z0-9-]+)+$/))
 
-/** "jane dot doe at example dot com" -> "jane.doe@example.com". */
+/**
+ * "jane dot doe at example dot com" -> "jane.doe@example.com".
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
 export const normalize = (heard: string): string =>
   heard.trim().toLowerCase()
     .replace(/\s+(at)\s+/g, "@")

@@ -20,7 +20,12 @@ export const PhoneNumber = Schema.String.check(Schema.isPattern(/^\+?[0-9]{7,15}
 
 const WORDS: Record<string, string> = { zero: "0", oh: "0", one: "1", two: "2", three: "3", four: "4", five: "5", six: "6", seven: "7", eight: "8", nine: "9", plus: "+" }
 
-/** "plus 1 415 555 0100", "DTMF: 4155550100#", "(415) 555-0100" -> "+14155550100", ... */
+/**
+ * "plus 1 415 555 0100", "DTMF: 4155550100#", "(415) 555-0100" -> "+14155550100", ...
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
 export const normalize = (heard: string): string =>
   heard.replace(/^DTMF:\s*/i, "").toLowerCase()
     .split(/[\s,.\-()/]+/)
