@@ -19,7 +19,13 @@ const ivr = Agent.make({
 const text = (r: ScriptedModel.RecordedRequest) =>
   r.last.kind === "user" ? r.last.text : r.last.kind === "tool" ? r.last.outputs.map((o) => o.output).join(" ") : ""
 const model = ScriptedModel.layer([
-  { when: (r) => (r.last.kind === "tool" && r.agent === "ivr" && void outputs.push(text(r))) === true, reply: {} },
+  {
+    when: (r) => {
+      if (r.last.kind === "tool" && r.agent === "ivr") outputs.push(text(r))
+      return false
+    },
+    reply: {}
+  },
   { when: { user: "DTMF: 0", agent: "ivr" }, reply: { toolCalls: [{ name: "verify" }] } },
   { when: { user: "DTMF: 1", agent: "collect_digits" }, reply: { toolCalls: [{ name: "confirm_digits", arguments: { digits: "4711" } }] } },
   { when: { user: /^DTMF: \d{2,}/, agent: "collect_digits" }, reply: (r) => ({ toolCalls: [{ name: "record_digits", arguments: { digits: text(r) } }] }) },
