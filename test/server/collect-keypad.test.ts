@@ -40,7 +40,7 @@ const press = (caller: Client, digits: string) => {
 const marks = (caller: Client) => caller.frames.filter((f) => f.event === "mark").length
 const untilMarks = (caller: Client, n: number) =>
   wait(async () => {
-    for (let i = 0; i < 500 && marks(caller) < n; i++) await new Promise((r) => setTimeout(r, 10))
+    for (let i = 0; i < 2000 && marks(caller) < n; i++) await new Promise((r) => setTimeout(r, 10))
     if (marks(caller) < n) throw new Error(`only ${marks(caller)} marks`)
   })
 
