@@ -19,6 +19,7 @@ import { CurrentAgent, type ReplyOptions, type SayOptions } from "./CurrentAgent
 import type { FloorError } from "./Errors.ts"
 import type { ContextPolicy } from "./Handoff.ts"
 import type { SpeechHandle } from "./Speech.ts"
+import type * as Guardrail from "./Guardrail.ts"
 import type * as Tool from "./Tool.ts"
 import * as Toolset from "./Toolset.ts"
 import type * as Turn from "./Turn.ts"
@@ -115,6 +116,8 @@ export interface AgentOptions<R = never> {
   readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, R>
   /** Model steps with tool calls before the agent must answer in words (default 5). */
   readonly maxToolSteps?: number
+  /** Checks on what it says and on its tool calls, each with a policy for when it trips (see `Guardrail`). */
+  readonly guardrails?: ReadonlyArray<Guardrail.Guardrail>
 }
 
 /**
@@ -155,6 +158,7 @@ export interface Agent<out R = never> extends Variance<R> {
   readonly onUserAway?: AwayHook<R> | undefined
   readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, R> | undefined
   readonly maxToolSteps: number
+  readonly guardrails?: ReadonlyArray<Guardrail.Guardrail> | undefined
   /** Present when the agent is an `AgentTask`. */
   readonly task?: TaskSpec | undefined
 }
@@ -259,7 +263,8 @@ export function make(options: AgentOptions<unknown>): Agent<unknown> {
     ...(options.onUserTurnCompleted ? { onUserTurnCompleted: options.onUserTurnCompleted } : {}),
     ...(options.onUserAway ? { onUserAway: options.onUserAway } : {}),
     model: options.model,
-    maxToolSteps: options.maxToolSteps ?? 5
+    maxToolSteps: options.maxToolSteps ?? 5,
+    ...(options.guardrails && options.guardrails.length > 0 ? { guardrails: options.guardrails } : {})
   }
 }
 

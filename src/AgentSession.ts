@@ -18,6 +18,8 @@ import type { ReplyOptions, SayOptions } from "./CurrentAgent.ts"
 import * as Diagnostics from "./Diagnostics.ts"
 import type { AgentNotFound, SessionNotResumable, StoreOptions, UserdataRefused } from "./Durability.ts"
 import * as Approvals from "./internal/Approvals.ts"
+import * as Guardrails from "./internal/Guardrails.ts"
+import type * as Guardrail from "./Guardrail.ts"
 import * as Durable from "./internal/Durable.ts"
 import { type FloorError, InvalidInput, MissingModel, SessionClosed, TurnFailed } from "./Errors.ts"
 import type { SessionEvent } from "./Events.ts"
@@ -152,6 +154,8 @@ export interface StartOptions<U, R = never> {
   readonly userdata?: U
   /** Where agents' words go (default: the `TextOutput` of the context). */
   readonly textOutput?: TextOutputService
+  /** Output guardrails on what every agent of the session says (see `Guardrail.output`). */
+  readonly guardrails?: ReadonlyArray<Guardrail.OutputGuardrail>
   /**
    * Tools every agent of the session has. Their background calls belong to the session (they
    * outlive a handoff) and report to whoever holds the floor.
@@ -274,12 +278,13 @@ const launch = Effect.fnUntraced(
     const now = () => clock.currentTimeMillisUnsafe()
     const log = yield* EventLog.make(now)
     const events = durable ? Durable.watch(log, durable) : log
+    const guardrails = Guardrails.make(options.guardrails ?? [])
     const supervisor: Supervisor.Supervisor = yield* Supervisor.make({
       scope,
       events,
       now,
       ...(durable ? { id: durable.id, history: Durable.history(durable), beforeStep: Durable.beforeStep(durable) } : {}),
-      textOutput: options.textOutput ?? (yield* TextOutput),
+      textOutput: Guardrails.wrapOutput(guardrails, options.textOutput ?? (yield* TextOutput)),
       defaultModel: Option.getOrUndefined(yield* Effect.serviceOption(LanguageModel.LanguageModel)),
       realtimeModel: Option.getOrUndefined(yield* Effect.serviceOption(RealtimeModel)),
       // What they need is in `start`'s requirements: the session's fibers, forked here, have it.
@@ -288,6 +293,7 @@ const launch = Effect.fnUntraced(
       session: () => session
     })
     const session: AgentSession<U, unknown> = facade<U>(supervisor, events, options, yield* Semaphore.make(1))
+    yield* Guardrails.attach(guardrails, supervisor.core)
     // Observers (recorder, metrics, traces) watch from before the first message; their
     // finalizers run after the session's shutdown (registered before it), so they see `close`.
     yield* SessionObserver.observeAll(session as AgentSession<unknown>).pipe(Scope.provide(parent))

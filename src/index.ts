@@ -16,6 +16,7 @@ export { CurrentAgent, type ReplyOptions, type SayOptions } from "./CurrentAgent
 export type { ErrorInfo, ErrorReason } from "./ErrorInfo.ts"
 export * from "./Errors.ts"
 export type * from "./Events.ts"
+export * as Guardrail from "./Guardrail.ts"
 export * as Handoff from "./Handoff.ts"
 export * as Human from "./Human.ts"
 export type { HandBackOptions } from "./internal/HumanFloor.ts"

@@ -8,6 +8,7 @@
  */
 import { Deferred, Effect, Exit, Stream } from "effect"
 import type { Actor } from "./actor/Actor.ts"
+import * as Guardrails from "./Guardrails.ts"
 import type { SessionCore } from "./SessionCore.ts"
 import { InvalidInput } from "../Errors.ts"
 import type { FunctionCall } from "../ChatContext.ts"
@@ -77,8 +78,9 @@ export const bargeIn = (actor: Actor): void => {
 }
 
 /**
- * `decoded` followed by the approval its tool needs, if it needs one: a tool without
- * `needsApproval` gets `decoded` itself (the call still settles on its step when it can).
+ * `decoded` followed by the agent's tool input guardrails (Guardrails.ts) and the approval its
+ * tool needs, if it needs one: a call with neither gets `decoded` itself (it still settles on its
+ * step when it can); one with them runs in a fiber of its own.
  */
 export const gated = <P>(
   actor: Actor,
@@ -88,10 +90,16 @@ export const gated = <P>(
   decoded: Effect.Effect<P, Tool.InvalidArguments>
 ): Effect.Effect<P, unknown> => {
   const needs = tool.options.needsApproval
-  if (needs === undefined || needs === false) return decoded
+  const guarded = Guardrails.hasToolGuardrails(actor)
+  if ((needs === undefined || needs === false) && !guarded) return decoded
   return Effect.flatMap(decoded, (params) => {
-    const asked = needs === true ? Effect.succeed(true) : (needs(params, context) as Effect.Effect<boolean, unknown>)
-    return Effect.flatMap(asked, (needed) => (needed ? Effect.as(awaitApproval(actor, tool, call), params) : Effect.succeed(params)))
+    // The input guardrails first: a call they block is not worth an operator's time.
+    const checked = Guardrails.checkInput(actor, call, params) ?? Effect.succeed(params)
+    if (needs === undefined || needs === false) return checked
+    return Effect.flatMap(checked, () => {
+      const asked = needs === true ? Effect.succeed(true) : (needs(params, context) as Effect.Effect<boolean, unknown>)
+      return Effect.flatMap(asked, (needed) => (needed ? Effect.as(awaitApproval(actor, tool, call), params) : Effect.succeed(params)))
+    })
   })
 }
 

@@ -10,6 +10,7 @@ import * as Approvals from "./Approvals.ts"
 import * as Background from "./Background.ts"
 import { type CallResult, cancelled, classify, TimedOut } from "./CallResult.ts"
 import { doneExit, forkBodyWith } from "./EffectFastPaths.ts"
+import * as Guardrails from "./Guardrails.ts"
 import { CurrentCall, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
 import type { FunctionCall } from "../ChatContext.ts"
 import { CurrentAgent } from "../CurrentAgent.ts"
@@ -156,6 +157,8 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
   } else {
     handled = Effect.flatMap(decoded, (params) => Effect.suspend(() => (mock ? mock(params, context) : tool.handler(params, context)) as Effect.Effect<unknown, unknown>))
   }
+  // The agent's tool output guardrails see the handler's value before it is recorded.
+  handled = Guardrails.checkOutput(actor, call, handled)
   // Past the tool's timeout the handler is interrupted and the call ends as timed out (for a
   // long-running tool, its final result: the limit bounds its whole run).
   const timeout = tool.options.timeout
