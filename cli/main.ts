@@ -6,6 +6,7 @@
  *   baton serve   [--agents ./my-agents.ts] [--port N] [--host H]   the Node service
  *   baton worker  [--agents ./my-agents.ts] [--agent-name N]        a LiveKit agent worker
  *   baton timeline <events.jsonl> [out.svg]                          a recorded session as SVG
+ *   baton sim     --agents ./agents.mjs [--seeds N] [--seed N]         the rules simulation on your agents
  *   baton sim     [--seeds N] [--seed N --log] ...                   the rules simulation (repository only)
  *
  * Every mode takes `--log-level` (or `BATON_LOG_LEVEL`; logs go to stderr, JSON when not a terminal). What stops a mode from running (a bad
@@ -97,6 +98,10 @@ const timelineCommand = Command.make("timeline", {
 )
 
 const simCommand = Command.make("sim", {
+  agents: Flag.String("agents").pipe(
+    Flag.withDescription("run the simulation on your agents (a module as for serve --agents) instead of the repository's"),
+    Flag.optional
+  ),
   seeds: Flag.Int("seeds").pipe(Flag.withDescription("how many seeds to run"), Flag.withDefault(1000)),
   from: Flag.Int("from").pipe(Flag.withDescription("the first seed"), Flag.withDefault(0)),
   seed: Flag.Int("seed").pipe(Flag.withDescription("run one seed: its reproduction, or its event log with --log"), Flag.optional),
@@ -109,7 +114,7 @@ const simCommand = Command.make("sim", {
     Flag.optional
   )
 }, (flags) => withLogging(Effect.map(sim(flags), (code) => void (exitCode = code)))).pipe(
-  Command.withDescription("Run random schedules and check the twelve rules (in a clone of the baton repository).")
+  Command.withDescription("Run random schedules on your agents (--agents ./agents.mjs) and check the rules; a failure is shrunk and printed as a test.")
 )
 
 const workerCommand = Command.make("worker", {

@@ -456,30 +456,7 @@ const leaseSteps = (root: Prng, s: Scenario, timeline: ReadonlyArray<Action>): R
   return out
 }
 
-/**
- * A person holding the floor (issue 35), from its own fork: in a text scenario, now and then the
- * operator takes the floor at an action and hands it back to an agent a few actions later (or
- * never). Realtime and cascaded scenarios are left as they are.
- */
-const humans = (root: Prng, s: Scenario): Scenario => {
-  if (s.realtime || s.cascade) return s
-  const rng = root.fork("human-holder-1")
-  if (!rng.chance(0.25)) return s
-  const agents = s.agents.map((a) => a.name)
-  const out: Array<Action> = []
-  let holding = false
-  for (const action of s.timeline) {
-    if (action.op !== "close" && rng.chance(holding ? 0.3 : 0.15)) {
-      const after = rng.chance(0.3) ? 0 : rng.delay(300, 0)
-      out.push(holding ? { op: "handBack", after, target: rng.pick(agents) } : { op: "takeOver", after })
-      holding = !holding
-    }
-    out.push(action)
-  }
-  return { ...s, timeline: out }
-}
-
-export const generate = (seed: number, options: { readonly programUses?: boolean; readonly humans?: boolean } = {}): Scenario => {
+export const generate = (seed: number, options: { readonly programUses?: boolean } = {}): Scenario => {
   const root = new Prng(seed)
   const shape = root.fork("shape")
   const agentNames = Array.from({ length: shape.int(2, 5) }, (_, i) => `a${i}`)
@@ -506,6 +483,5 @@ export const generate = (seed: number, options: { readonly programUses?: boolean
     responses: table,
     timeline: timeline(root.fork("timeline"), agentNames)
   })))
-  const used = options.programUses === false ? base : programUses(root, base)
-  return options.humans === false ? used : humans(root, used)
+  return options.programUses === false ? base : programUses(root, base)
 }

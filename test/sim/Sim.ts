@@ -17,8 +17,6 @@ export interface GeneratorOptions {
   /** Draw what programs do with the API (Generate.ts `programUses`; default true). A seed found
    * before that vocabulary replays with it off. */
   readonly programUses?: boolean
-  /** Draw a person taking the floor and handing it back (Generate.ts `humans`; default true). */
-  readonly humans?: boolean
 }
 
 export interface SimOptions extends RunOptions, GeneratorOptions {}
@@ -33,7 +31,7 @@ export interface SimResult {
 export const DEFAULT_EXCLUDE: ReadonlyArray<KnownBug> = Object.keys(KnownBugs) as Array<KnownBug>
 
 export const scenarioFor = (seed: number, options: GeneratorOptions = {}): Scenario =>
-  excludeKnownBugs(generate(seed, { programUses: options.programUses ?? true, humans: options.humans ?? true }), options.exclude ?? [])
+  excludeKnownBugs(generate(seed, { programUses: options.programUses ?? true }), options.exclude ?? [])
 
 export const simulateScenario = (scenario: Scenario, options: SimOptions = {}): Effect.Effect<SimResult> =>
   runScenario(scenario, options).pipe(
