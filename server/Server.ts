@@ -26,6 +26,7 @@ import { type ServerOptions, storeIsDurable } from "./Config.ts"
 import * as Connection from "./Connection.ts"
 import type { DurableSessions } from "./Line.ts"
 import * as Limits from "./Limits.ts"
+import * as Operator from "./Operator.ts"
 import { pingedSockets } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 import { contentSecurityPolicy, favicon, page } from "./Page.ts"
@@ -99,15 +100,25 @@ const checkAccess = (options: ServerOptions, request: HttpServerRequest.HttpServ
  * A session not live here, resumed from the store as a call of this process: it lives in the
  * server's Scope until it ends (like a new session, it waits for its client after a cut).
  */
+const RESTORE_TIMEOUT = "10 seconds"
+
 const restoreFromStore = (ctx: Connection.ConnectionContext, resumer: Resumer.Resumer, serverScope: Scope.Scope): Resumer.Restore => (id) =>
   Effect.gen(function*() {
     const scope = yield* Scope.fork(serverScope)
-    const restored = yield* Call.restore(ctx, ctx.resumeSecret, id).pipe(Scope.provide(scope), Effect.exit)
+    const restored = yield* Call.restore(ctx, ctx.resumeSecret, id).pipe(
+      Scope.provide(scope),
+      // A resume that does not come back is refused (and what it started is closed), not waited on.
+      Effect.timeoutOrElse({ duration: RESTORE_TIMEOUT, orElse: () => Effect.die(new Error(`resuming ${id} took over ${RESTORE_TIMEOUT}`)) }),
+      Effect.exit
+    )
     if (Exit.isFailure(restored)) {
       yield* Scope.close(scope, Exit.void)
       const error = Cause.findErrorOption(restored.cause)
-      if (Option.isNone(error)) return Resumer.refusal("store failed")
-      yield* Effect.logDebug(`resume of ${id} from the store refused: ${error.value.message}`)
+      if (Option.isNone(error)) {
+        yield* Effect.logWarning(`resume of ${id} from the store failed: ${Cause.pretty(restored.cause).split("\n")[0]}`)
+        return Resumer.refusal("store failed")
+      }
+      yield* Effect.logInfo(`resume of ${id} from the store refused: ${error.value._tag}: ${error.value.message}`)
       return Resumer.refusal(error.value._tag === "StoreError" ? "store failed" : "unknown session")
     }
     const call = restored.value
@@ -192,6 +203,24 @@ const routes = (
       return json(Token.mint(options.token.value, options.tokenTtlSeconds, yield* Clock.currentTimeMillis, route))
     }))
     yield* router.add("GET", "/ws", upgradeTo("ws", Connection.serve))
+    // The operator's desk: its own token (route "operator"), no slot of its own.
+    const desk: Operator.Desk = { resumer, agents: options.agents ?? [options.agent] }
+    const operatorHtml = Operator.page()
+    const operatorCsp = contentSecurityPolicy(operatorHtml)
+    const operatorAccess = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      return { request, denied: checkAccess(options, request, "operator", yield* Clock.currentTimeMillis, false) }
+    })
+    yield* router.add("GET", "/operator", Effect.gen(function*() {
+      const { denied } = yield* operatorAccess
+      if (denied) return yield* refuse(denied.status, denied.reason, denied.message)
+      return HttpServerResponse.html(operatorHtml).pipe(HttpServerResponse.setHeader("content-security-policy", operatorCsp))
+    }))
+    yield* router.add("GET", "/operator/ws", Effect.gen(function*() {
+      const { denied, request } = yield* operatorAccess
+      if (denied) return yield* refuse(denied.status, denied.reason, denied.message)
+      return yield* Effect.flatMap(request.upgrade, (socket) => Operator.serve(socket, desk)).pipe(Effect.as(HttpServerResponse.empty()))
+    }))
     yield* router.add("GET", "/twilio", upgradeTo("twilio", Twilio.serve))
   }))
 
