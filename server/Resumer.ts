@@ -32,6 +32,8 @@ export interface Resumer {
   readonly find: (sessionId: string) => Call | undefined
   /** Sessions held here now (attached or waiting for their client). */
   readonly size: () => number
+  /** Those sessions' calls, oldest first (the operator's desk lists them). */
+  readonly list: () => ReadonlyArray<Call>
   /** With a durable store: how a session not live here is resumed from it (set once, at start). */
   readonly restoreWith: (restore: Restore) => void
 }
@@ -88,6 +90,7 @@ export const make = (secret: Redacted.Redacted<string>): Resumer => {
       }),
     find: (sessionId) => live.get(sessionId),
     size: () => live.size,
+    list: () => [...live.values()],
     restoreWith: (r) => void (restore = r)
   }
 }

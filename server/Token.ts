@@ -13,12 +13,13 @@ import { createHash, createHmac, timingSafeEqual } from "node:crypto"
 import { Redacted } from "effect"
 
 /**
- * The routes a token may open.
+ * The routes a token may open: `ws` (a caller), `twilio`, and `operator` (the operator's desk, a
+ * role a caller's token does not carry).
  *
  * @since 0.1.0
  * @category constants
  */
-export const routes = ["ws", "twilio"] as const
+export const routes = ["ws", "twilio", "operator"] as const
 /**
  * A route a token may open.
  *
