@@ -160,6 +160,19 @@ const checkAnswer = (ctx: Ctx, call: FunctionCall, answer: FunctionCallOutput): 
         break
       case "handoff":
         return [] // checked with its batch (rule 3)
+      case "approval": {
+        // Run once approved; answered with why not once rejected (by the program, a barge-in or
+        // a handoff); a close before any answer is the cancelled case above.
+        const answered = ctx.rec.events.find((e) => e.type === "tool_approval_answered" && e.callId === call.callId)
+        if (!answered || answered.type !== "tool_approval_answered") {
+          return [v("rule 4", `${call.agent}: ${call.name} (${call.callId}) was answered "${answer.status}" without its approval being answered`, seq)]
+        }
+        if (!answered.approved && !/was not approved/.test(answer.output)) {
+          return [v("rule 4", `${call.agent}: ${call.name} (${call.callId}) was rejected (${answered.by}) but its output says "${answer.output}"`, seq)]
+        }
+        expected = answered.approved ? "ok" : "error"
+        break
+      }
       default:
         expected = "ok"
     }

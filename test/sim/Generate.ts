@@ -23,6 +23,7 @@ import type {
   ToolKind,
   ToolSpec
 } from "./Scenario.ts"
+import { GUARDED } from "./Scenario.ts"
 
 const PREFIX: Record<ToolKind, string> = {
   immediate: "now",
@@ -38,7 +39,8 @@ const PREFIX: Record<ToolKind, string> = {
   hangUp: "hang_up",
   speaks: "speak",
   odd: "odd",
-  waitsForItself: "self_wait"
+  waitsForItself: "self_wait",
+  approval: "approve"
 }
 
 const contextPolicy = (rng: Prng): ContextPolicyName => rng.weighted([[6, "full"], [2, "none"], [2, "last1"]])
@@ -456,7 +458,44 @@ const leaseSteps = (root: Prng, s: Scenario, timeline: ReadonlyArray<Action>): R
   return out
 }
 
-export const generate = (seed: number, options: { readonly programUses?: boolean } = {}): Scenario => {
+/**
+ * Tool approval and guardrails (issue 37), from their own fork, in text scenarios: some agents
+ * get a tool that needs approval (the program approves it, rejects it, or never answers and
+ * closes the session, `delay` after the request), called in some answers to the user; some get
+ * an output guardrail that trips on a word a few of their answers to the user say (the speech is
+ * cut there and a fixed line said).
+ */
+const approvalsAndGuardrails = (root: Prng, s: Scenario): Scenario => {
+  if (s.realtime || s.cascade) return s
+  const rng = root.fork("approvals-guardrails-1")
+  const responses: Record<string, ResponseTable> = { ...s.responses }
+  const agents = s.agents.map((agent): AgentSpec => {
+    let next: AgentSpec = agent
+    if (rng.chance(0.25)) {
+      const decision = rng.weighted([[5, "approve"], [3, "reject"], [1, "close"]] as const)
+      const tool: ToolSpec = { name: `${PREFIX.approval}_${agent.tools.length}`, kind: "approval", delay: rng.delay(2_000, 0), decision }
+      next = { ...next, tools: [...next.tools, tool] }
+      const table = responses[agent.name]!
+      responses[agent.name] = { ...table, user: table.user.map((r) => (rng.chance(0.4) ? { ...r, calls: [...r.calls, { tool: tool.name }] } : r)) }
+    }
+    if (rng.chance(0.2)) {
+      next = { ...next, guardrail: true }
+      const table = responses[agent.name]!
+      responses[agent.name] = {
+        ...table,
+        user: table.user.map((r) =>
+          r.text.length > 0 && rng.chance(0.5)
+            ? { ...r, text: r.text.map((chunk, i) => (i === Math.floor(r.text.length / 2) ? `${chunk} ${GUARDED}. ` : chunk)) }
+            : r
+        )
+      }
+    }
+    return next
+  })
+  return { ...s, agents, responses }
+}
+
+export const generate = (seed: number, options: { readonly programUses?: boolean; readonly approvals?: boolean } = {}): Scenario => {
   const root = new Prng(seed)
   const shape = root.fork("shape")
   const agentNames = Array.from({ length: shape.int(2, 5) }, (_, i) => `a${i}`)
@@ -483,5 +522,6 @@ export const generate = (seed: number, options: { readonly programUses?: boolean
     responses: table,
     timeline: timeline(root.fork("timeline"), agentNames)
   })))
-  return options.programUses === false ? base : programUses(root, base)
+  const used = options.programUses === false ? base : programUses(root, base)
+  return options.approvals === false ? used : approvalsAndGuardrails(root, used)
 }

@@ -25,6 +25,7 @@ export type ToolKind =
   | "speaks" // starts a `say` or a reply (`speech`), awaits it or not (`awaits`), then returns
   | "odd" // returns a value JSON cannot hold as it is (`shape`)
   | "waitsForItself" // awaits the speech it was called in (an error output: it would wait for ever)
+  | "approval" // needs approval: `delay` after it is asked, the program approves, rejects, or closes the session (`decision`)
 
 /** What an `odd` tool returns. */
 export type OddShape = "cyclic" | "bigint" | "undefined" | "function" | "symbol" | "huge" | "collections" | "throwing"
@@ -54,6 +55,8 @@ export interface ToolSpec {
   readonly awaits?: boolean | undefined
   /** odd: the value it returns. */
   readonly shape?: OddShape | undefined
+  /** approval: what the program answers (`close`: it never answers, and closes the session). */
+  readonly decision?: "approve" | "reject" | "close" | undefined
 }
 
 /** `awaitReply` / `awaitSay`: the hook starts a reply (or a say) and waits for it to end. */
@@ -73,7 +76,12 @@ export interface AgentSpec {
   readonly onExit?: HookSpec | undefined
   readonly onResume?: HookSpec | undefined
   readonly maxToolSteps: number
+  /** An output guardrail trips on the word GUARDED in what it says: the speech is cut, a fixed line said. */
+  readonly guardrail?: boolean | undefined
 }
+
+/** The word an agent's output guardrail trips on. */
+export const GUARDED = "GUARDED"
 
 /** An AgentTask: an agent whose tools can complete it. */
 export interface TaskSpec extends AgentSpec {
