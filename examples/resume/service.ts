@@ -31,7 +31,8 @@ export interface ServiceOptions {
 
 /** Starts `baton serve` and resolves once it listens (its banner printed). */
 export const startService = async (options: ServiceOptions): Promise<Service> => {
-  const child = spawn(process.execPath, ["cli/main.ts", "serve", "--voice", "off"], {
+  // the sources, as npm runs them (.npmrc), whether or not dist/ is built
+  const child = spawn(process.execPath, ["--conditions=baton-source", "cli/main.ts", "serve", "--voice", "off"], {
     cwd: root,
     env: {
       ...process.env,
