@@ -103,7 +103,9 @@ export const sim = (flags: SimFlags) =>
   Effect.gen(function*() {
     if (flags.agents && Option.isSome(flags.agents)) return yield* simAgents(flags.agents.value, flags)
     if (!existsSync(fileURLToPath(simModule))) {
-      yield* Console.error("baton sim: the simulation ships with the baton repository, not the package; in a clone: npm run sim -- --help")
+      yield* Console.error(
+        "baton sim: run it on your agents with baton sim --agents ./agents.mjs; the simulation over generated agents ships with the baton repository, not the package (in a clone: npm run sim -- --help)"
+      )
       return 2
     }
     const loaded = yield* Effect.result(load)

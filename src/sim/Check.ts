@@ -29,12 +29,16 @@ import * as Tool from "../Tool.ts"
 import type { Recording } from "./Run.ts"
 
 /**
+ * The rules this checker checks, named as in docs/rules.md.
+ *
  * @since 0.1.0
  * @category models
  */
 export type Rule = "rule 1" | "rule 2" | "rule 4" | "rule 10" | "rule 11" | "rule 12" | "no unhandled error"
 
 /**
+ * Each rule's short name.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -49,6 +53,8 @@ export const RULE_NAMES: Record<Rule, string> = {
 }
 
 /**
+ * One broken rule, with what was seen.
+ *
  * @since 0.1.0
  * @category models
  */

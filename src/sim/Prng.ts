@@ -21,6 +21,12 @@ const hashLabel = (label: string): number => {
   return h
 }
 
+/**
+ * A seeded PRNG: the same seed gives the same numbers; `fork(label)` an independent stream.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export class Prng {
   private a: number
   private b: number

@@ -47,6 +47,8 @@ export interface ModelRequest {
 }
 
 /**
+ * What one run recorded for the checker.
+ *
  * @since 0.1.0
  * @category models
  */

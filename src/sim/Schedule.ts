@@ -79,6 +79,8 @@ export interface Answers {
 }
 
 /**
+ * One schedule: the model's answers and the tools' faults by agent, and the application's actions.
+ *
  * @since 0.1.0
  * @category models
  */

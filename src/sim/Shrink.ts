@@ -26,7 +26,12 @@ const answerVariants = (a: Answer): Array<Answer> => {
   return out
 }
 
-/** Smaller schedules than `s`, the biggest cuts first. */
+/**
+ * Smaller schedules than `s`, the biggest cuts first.
+ *
+ * @since 0.1.0
+ * @category shrinking
+ */
 export const candidates = (s: Schedule): Array<Schedule> => {
   const out: Array<Schedule> = []
   for (let i = 0; i < s.actions.length; i++) out.push({ ...s, actions: without(s.actions, i) })

@@ -13,6 +13,8 @@ import { format, generate, type Schedule } from "./Schedule.ts"
 import { shrink } from "./Shrink.ts"
 
 /**
+ * One seed's (or schedule's) run: the schedule, what was recorded and the rules it broke.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -129,6 +131,8 @@ export const testFor = (result: Result, modulePath: string): string => {
 }
 
 /**
+ * Many seeds' runs: how many ran and the failing one, if any.
+ *
  * @since 0.1.0
  * @category models
  */

@@ -10,7 +10,7 @@
 import { execFileSync, spawn, spawnSync } from "node:child_process"
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import WebSocket from "ws"
@@ -169,6 +169,22 @@ describe("the package, installed from its tarball", () => {
     assert.strictEqual(sim.status, 2)
     assert.include(sim.stderr, "ships with the baton repository")
   })
+
+  it("issue 37: npx baton sim --agents runs the README's \"Simulate your agents\" module on 50 seeds from the installed package", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8")
+    const block = readme.slice(readme.indexOf("## Simulate your agents")).match(/```js\n([\s\S]*?)```/)
+    assert.isNotNull(block, "the README has the sim example")
+    writeFileSync(join(project, "sim-agents.mjs"), block![1]!)
+    const env = { ...userEnv(), PATH: `${dirname(process.execPath)}:${process.env["PATH"] ?? ""}` }
+    const sim = spawnSync("npx", ["--no-install", "baton", "sim", "--agents", "sim-agents.mjs", "--seeds", "50"], {
+      cwd: project,
+      env,
+      encoding: "utf8",
+      timeout: 120_000
+    })
+    assert.strictEqual(sim.status, 0, sim.stdout + sim.stderr)
+    assert.include(sim.stdout, "50 seeds (0..49) on greeter, weather: all kept the rules")
+  }, 150_000)
 
   it("runs the README's agents module with baton console --agents, and refuses a module without an agent in one line", () => {
     writeReadmeAgents()
