@@ -19,7 +19,8 @@
  * The transport does the dialing: a `Transferer` service (Twilio's REST API, LiveKit SIP, an
  * operator on `/operator`) provided with the session. A ring timeout is honoured here as well as
  * by the provider: if no outcome came `ringTimeout` plus a grace of five seconds after the dial
- * (Twilio adds about five seconds to its own), the outcome is `NoAnswer`.
+ * (Twilio adds about five seconds to its own), plus `acceptTimeout` for a warm transfer's
+ * briefing, the outcome is `NoAnswer` (the transport's work is interrupted).
  *
  * @since 0.1.0
  * @packageDocumentation
@@ -127,6 +128,8 @@ export type TransferRequest =
     readonly briefing: string
     /** Played to the caller while on hold (a URL the transport can play); the transport's default otherwise. */
     readonly holdAudio?: string | undefined
+    /** How long the person may take, once they picked up, to hear the briefing and accept. */
+    readonly acceptTimeout: Duration.Duration
   }
 
 /**
@@ -174,6 +177,8 @@ export interface WarmOptions extends ColdOptions {
   readonly to: string
   readonly briefing: string
   readonly holdAudio?: string
+  /** Time for the briefing and the answer after the person picks up (default 60 seconds). */
+  readonly acceptTimeout?: Duration.Input
 }
 
 const runRequest = (task: AgentTask.AgentTask<TransferOutcome, Transferer>, request: TransferRequest) =>
@@ -181,7 +186,8 @@ const runRequest = (task: AgentTask.AgentTask<TransferOutcome, Transferer>, requ
     const transferer = yield* Transferer
     const result = yield* transferer.transfer(request).pipe(
       Effect.timeoutOrElse({
-        duration: Duration.sum(request.ringTimeout, GRACE),
+        // A warm transfer also waits while the picked-up person hears the briefing and answers.
+        duration: Duration.sum(Duration.sum(request.ringTimeout, GRACE), request._tag === "Warm" ? request.acceptTimeout : Duration.zero),
         orElse: () =>
           Effect.succeed(outcome("NoAnswer", `no outcome within the ring timeout (${Duration.format(request.ringTimeout)})`))
       })
@@ -226,7 +232,8 @@ export const warm = (options: WarmOptions): AgentTask.AgentTask<TransferOutcome,
     to: options.to,
     ringTimeout: Duration.fromInputUnsafe(options.ringTimeout ?? "30 seconds"),
     briefing: options.briefing,
-    holdAudio: options.holdAudio
+    holdAudio: options.holdAudio,
+    acceptTimeout: Duration.fromInputUnsafe(options.acceptTimeout ?? "60 seconds")
   })
 
 /**

@@ -70,7 +70,7 @@ describe("LiveKit SIP transfers", () => {
   it.live("warm transfer: the person is a second SIP participant dialed into the room (wait until answered, briefing as metadata): answered, then busy", () =>
     Effect.gen(function*() {
       const { fake, transferer } = yield* setup()
-      const warm = (to: string): Transfer.TransferRequest => ({ _tag: "Warm", to, ringTimeout: Duration.seconds(20), briefing: "Jane wants a quote." })
+      const warm = (to: string): Transfer.TransferRequest => ({ _tag: "Warm", to, ringTimeout: Duration.seconds(20), briefing: "Jane wants a quote.", acceptTimeout: Duration.seconds(60) })
       assert.deepStrictEqual(yield* transferer.transfer(warm("+15550000001")), Transfer.outcome("Answered", "transfer-15550000001 answered"))
       assert.deepStrictEqual(yield* transferer.transfer(warm("+15550000002")), Transfer.outcome("Busy", "sip status 486: Busy Here"))
       const request = fake.received[0]!.request as CreateSIPParticipantRequest

@@ -92,6 +92,23 @@ describe("Transfer tasks", () => {
     }).pipe(Effect.provide(Layer.mergeAll(TextCapture.layer, model, transport.layer)))
   })
 
+  it.effect("warm transfer: the timeout also covers the briefing (acceptTimeout): NoAnswer only at ringTimeout + grace + acceptTimeout", () => {
+    const transport = fake(() => Effect.never)
+    return Effect.gen(function*() {
+      const capture = yield* TextCapture.TextCapture
+      const task = Transfer.warm({ to: "+15105550100", briefing: "b", ringTimeout: "20 seconds", acceptTimeout: "30 seconds" })
+      const session = yield* AgentSession.start({ agent: front(task) })
+      const run = yield* Effect.forkChild(session.run("transfer me"))
+      yield* settle
+      yield* TestClock.adjust("54 seconds")
+      yield* settle
+      assert.strictEqual((yield* session.currentAgent)?.name, "warm_transfer")
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(run)
+      assert.include(said(capture).at(-1)!, "nobody answered")
+    }).pipe(Effect.provide(Layer.mergeAll(TextCapture.layer, model, transport.layer)))
+  })
+
   it.effect("warm transfer declined: the transport gets the briefing and hold audio, the floor returns to the agent with Declined", () => {
     const transport = fake(() => Effect.succeed(Transfer.outcome("Declined", "the person declined after the briefing")))
     return Effect.gen(function*() {
