@@ -46,7 +46,7 @@ const ofType = <T extends SessionEvent["type"]>(events: ReadonlyArray<SessionEve
   events.filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type)
 
 describe("tool approval", () => {
-  it.effect("approval: the call waits, emits tool_approval_requested, and runs once approved; run resolves only after", () =>
+  it.effect("approval: rule 10: the call waits, emits tool_approval_requested, and runs once approved; run resolves only after", () =>
     Effect.gen(function*() {
       const paid: Array<number> = []
       const session = yield* AgentSession.start({ agent: Agent.make({ name: "a", instructions: "A", tools: [payTool(paid)] }) })
