@@ -72,21 +72,23 @@ export const serve = (socket: Socket.Socket, desk: Desk) =>
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(outbox), (frame) => writer.write(frame).pipe(Effect.ignore))))
     const send = (frame: object) => Effect.sync(() => void Queue.offerUnsafe(outbox, JSON.stringify(frame)))
     const operator = yield* Human.make({ name: "operator" })
+    // The floor goes back to an agent, never to a task (a task is started by its caller).
+    const handsBackTo = desk.agents.filter((a) => a.task === undefined)
     // What the caller says reaches the page as the session's events; the queue is not kept.
     yield* Effect.forkScoped(Stream.runDrain(operator.heard))
     let opened: AgentSession.AgentSession | undefined
     let watching: Fiber.Fiber<void> | undefined
     // (The service's agents run in its sessions: what they need, the sessions have.)
-    const agentNamed = (name: unknown) => desk.agents.find((a) => a.name === name) as Agent.Agent | undefined
+    const agentNamed = (name: unknown) => handsBackTo.find((a) => a.name === name) as Agent.Agent | undefined
     /** The agent the floor was taken from, by the last take-over's record. */
     const takenFrom = (session: AgentSession.AgentSession) =>
       Effect.map(session.eventLog, (events) => {
         const taken = events.findLast((e): e is Extract<SessionEvent, { type: "agent_handoff" }> => e.type === "agent_handoff" && e.kind === "take_over")
-        return agentNamed(taken?.from) ?? (desk.agents[0] as Agent.Agent | undefined)
+        return agentNamed(taken?.from) ?? (handsBackTo[0] as Agent.Agent | undefined)
       })
     const onCommand = (command: { readonly type: string; readonly [k: string]: unknown }): Effect.Effect<void, never, Scope.Scope> =>
       Effect.gen(function*() {
-        if (command.type === "list") return yield* send({ type: "sessions", sessions: yield* sessions(desk), agents: desk.agents.map((a) => a.name) })
+        if (command.type === "list") return yield* send({ type: "sessions", sessions: yield* sessions(desk), agents: handsBackTo.map((a) => a.name) })
         if (command.type === "open") {
           const call = desk.resumer.find(String(command.session))
           if (!call) return yield* send({ type: "error", message: `no live session ${String(command.session)}` })
@@ -114,7 +116,7 @@ export const serve = (socket: Socket.Socket, desk: Desk) =>
             )
           case "hand_back": {
             const agent = agentNamed(command.agent)
-            if (!agent) return yield* send({ type: "error", of: "hand_back", message: `no agent ${String(command.agent)} (expected ${desk.agents.map((a) => a.name).join(", ")})` })
+            if (!agent) return yield* send({ type: "error", of: "hand_back", message: `no agent ${String(command.agent)} (expected ${handsBackTo.map((a) => a.name).join(", ")})` })
             const note = typeof command.note === "string" && command.note !== "" ? command.note : undefined
             return yield* send({ type: "result", of: "hand_back", outcome: yield* session.handBack(agent, { note }) })
           }
