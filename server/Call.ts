@@ -151,7 +151,12 @@ const openWith = <E>(
       refresh?.interruptUnsafe()
       grace = refresh = undefined
     })
-    const end = (reason: string) => Effect.andThen(stopTimers, Deferred.succeed(ended, reason)).pipe(Effect.asVoid)
+    const end = (reason: string) =>
+      Effect.andThen(stopTimers, Effect.suspend(() => {
+        // ended for good unless it moved: a durable session is then marked ended in the store
+        if (reason !== movedReason && !Deferred.isDoneUnsafe(ended)) line.markEnded()
+        return Deferred.succeed(ended, reason)
+      })).pipe(Effect.asVoid)
 
     const refreshEvery = ctx.options.resumeSeconds * 500
     const call: Call = {
@@ -204,7 +209,6 @@ const openWith = <E>(
       const client = current
       if (client === undefined ? !withText : client.move === undefined) return false
       if (client?.move) yield* client.move(yield* mint)
-      line.keepInStore()
       yield* end(movedReason)
       return true
     })

@@ -8,6 +8,7 @@
  * With a durable store (`BATON_STORE`) every session is journaled and stays resumable from the
  * store when this process dies; it is marked ended there when its call ends here (its client
  * closed, the grace ran out), unless it moved to another node or another process claimed it.
+ * A line closed any other way (an interruption, a defect) leaves it resumable, as a crash does.
  */
 import { randomBytes } from "node:crypto"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
@@ -35,8 +36,9 @@ export interface Line {
    * in progress ends. To a realtime model, a second of silence (its turn detection hears it), as
    * when no audio comes for half a second. */
   readonly endAudio: Effect.Effect<void, RealtimeError | SessionClosed>
-  /** The session moved to another node: it is left resumable in the store when this line closes. */
-  readonly keepInStore: () => void
+  /** The call ended here for good (not moved): the session is marked ended in the store when
+   * this line closes. Without it (a move, an interruption, a defect) it stays resumable, as after a crash. */
+  readonly markEnded: () => void
 }
 
 /**
@@ -130,9 +132,9 @@ const open = (
     const pipeline = Option.isSome(voiceEngines) ? yield* Queue.unbounded<VoiceInput.Input, Cause.Done>() : undefined
     const durable = ctx.durable
     // Runs after the session's own finalizers (registered before them): its journal is flushed.
-    let kept = false
+    let ended = false
     let sessionId: string | undefined
-    if (durable) yield* Effect.addFinalizer(() => kept || sessionId === undefined ? Effect.void : endInStore(durable, sessionId))
+    if (durable) yield* Effect.addFinalizer(() => !ended || sessionId === undefined ? Effect.void : endInStore(durable, sessionId))
     const durableOptions = durable
       // An id no other process of the fleet (or earlier run on the same store) gives.
       ? { store: durable.store, owner: durable.owner, userdataSchema: durable.userdataSchema, endOnClose: false, id: `session_${randomBytes(12).toString("base64url")}` }
@@ -189,7 +191,7 @@ const open = (
       audio: realtime ? "realtime" : pipeline ? "pipeline" : "none",
       hear,
       endAudio,
-      keepInStore: () => void (kept = true)
+      markEnded: () => void (ended = true)
     }
   })
 
