@@ -10,8 +10,12 @@
  *   onEnter    first statement of AgentB's onEnter
  *   replyDone  right after `yield* handle.wait` of AgentB's reply
  *   runDone    right after `session.run` resolved (the session is quiescent)
+ * With `BENCH_JOURNAL` (a `BATON_STORE` value, e.g. sqlite:/tmp/h.db) each session is durable:
+ * journaled to that store (bench/resume.ts compares it with the journal off).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Scope } from "effect"
+import { SessionStore, type SessionStoreService } from "../../services/SessionStore.ts"
+import * as SessionStoreConfig from "../../services/SessionStoreConfig.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent, AgentSession, Handoff, type SpeechFinished, Tool } from "../../src/index.ts"
 import type { SpeechOutcome } from "../../src/Speech.ts"
@@ -59,7 +63,7 @@ interface Row {
 }
 
 /** One run on a fresh session, checked; the session closes when the run's Scope does. */
-export const handoffOnce = (iter: string | number): Effect.Effect<Row, Error> =>
+export const handoffOnce = (iter: string | number, store?: SessionStoreService): Effect.Effect<Row, Error> =>
   Effect.scoped(Effect.gen(function*() {
     const t: Times = {}
     let outcome: SpeechOutcome | undefined
@@ -87,7 +91,9 @@ export const handoffOnce = (iter: string | number): Effect.Effect<Row, Error> =>
       ]
     })
     const models = yield* Layer.build(ScriptedModel.layer(rules))
-    const session = yield* AgentSession.start({ agent: agentA }).pipe(Effect.provideContext(models))
+    const session = yield* (store
+      ? AgentSession.start({ agent: agentA, store }).pipe(Effect.mapError((e) => new Error(e.message)))
+      : AgentSession.start({ agent: agentA })).pipe(Effect.provideContext(models))
     yield* session.idle // start-up is not timed (agents-js awaits session.start())
 
     t.runCall = performance.now()
@@ -145,13 +151,18 @@ export const benchHandoff: Effect.Effect<HandoffResult, Error> = Effect.gen(func
   // The same measurement once the JIT has optimized the path (0: not measured).
   const warmAfter = envInt("WARM_AFTER", 500)
   const timeoutMs = envInt("ITER_TIMEOUT_MS", 10_000)
+  const journal = process.env.BENCH_JOURNAL
+  const storeScope = yield* Scope.make()
+  const store = journal
+    ? Context.get(yield* Layer.buildWithScope(SessionStoreConfig.fromUrl(journal), storeScope).pipe(Effect.mapError((e) => new Error(e.message))), SessionStore)
+    : undefined
   const t0 = performance.now()
   const rows: Array<Row> = []
   const warmRows: Array<Row> = []
   const total = warmAfter > warmup + n ? warmAfter + n : warmup + n
   for (let i = 0; i < total; i++) {
     const iter = i < warmup ? `warmup ${i}` : i - warmup
-    const row = yield* handoffOnce(iter).pipe(
+    const row = yield* handoffOnce(iter, store).pipe(
       Effect.timeoutOrElse({
         duration: timeoutMs,
         orElse: () => Effect.fail(new Error(`handoff run ${iter}: timeout after ${timeoutMs} ms`))

@@ -11,9 +11,9 @@ const expectedHooks = (ctx: Ctx, spec: AgentSpec, upTo: number): Array<{ readonl
   const out: Array<{ hook: HookName; seq: number }> = []
   for (const e of ctx.handoffs) {
     if (e.seq >= upTo) break
-    if (e.from === spec.name && (e.kind === "handoff" || e.kind === "return")) out.push({ hook: "onExit", seq: e.seq })
+    if (e.from === spec.name && (e.kind === "handoff" || e.kind === "return" || e.kind === "take_over")) out.push({ hook: "onExit", seq: e.seq })
     if (e.to === spec.name && !e.resumed) out.push({ hook: "onEnter", seq: e.seq })
-    if (e.to === spec.name && e.resumed && e.kind === "handoff") out.push({ hook: "onResume", seq: e.seq })
+    if (e.to === spec.name && e.resumed && (e.kind === "handoff" || e.kind === "hand_back")) out.push({ hook: "onResume", seq: e.seq })
   }
   return out.filter((x) => spec[x.hook] !== undefined)
 }
@@ -56,7 +56,7 @@ export const checkReturns = (ctx: Ctx): Array<Violation> => {
   const out: Array<Violation> = []
   const seen = new Set<string>()
   for (const e of ctx.handoffs) {
-    if (e.kind === "handoff") {
+    if (e.kind === "handoff" || e.kind === "hand_back") {
       const expected = seen.has(e.to)
       if (e.resumed !== expected) {
         out.push(v("rule 6", `handoff to ${e.to} has resumed: ${e.resumed}, expected ${expected} (${expected ? "its actor is paused" : "first activation"})`, e.seq))

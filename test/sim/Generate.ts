@@ -459,6 +459,29 @@ const leaseSteps = (root: Prng, s: Scenario, timeline: ReadonlyArray<Action>): R
 }
 
 /**
+ * A person holding the floor (issue 35), from its own fork: in a text scenario, now and then the
+ * operator takes the floor at an action and hands it back to an agent a few actions later (or
+ * never). Realtime and cascaded scenarios are left as they are.
+ */
+const humans = (root: Prng, s: Scenario): Scenario => {
+  if (s.realtime || s.cascade) return s
+  const rng = root.fork("human-holder-1")
+  if (!rng.chance(0.25)) return s
+  const agents = s.agents.map((a) => a.name)
+  const out: Array<Action> = []
+  let holding = false
+  for (const action of s.timeline) {
+    if (action.op !== "close" && rng.chance(holding ? 0.3 : 0.15)) {
+      const after = rng.chance(0.3) ? 0 : rng.delay(300, 0)
+      out.push(holding ? { op: "handBack", after, target: rng.pick(agents) } : { op: "takeOver", after })
+      holding = !holding
+    }
+    out.push(action)
+  }
+  return { ...s, timeline: out }
+}
+
+/**
  * Tool approval and guardrails (issue 37), from their own fork, in text scenarios: some agents
  * get a tool that needs approval (the program approves it, rejects it, or never answers and
  * closes the session, `delay` after the request), called in some answers to the user; some get
@@ -495,7 +518,7 @@ const approvalsAndGuardrails = (root: Prng, s: Scenario): Scenario => {
   return { ...s, agents, responses }
 }
 
-export const generate = (seed: number, options: { readonly programUses?: boolean; readonly approvals?: boolean } = {}): Scenario => {
+export const generate = (seed: number, options: { readonly programUses?: boolean; readonly humans?: boolean; readonly approvals?: boolean } = {}): Scenario => {
   const root = new Prng(seed)
   const shape = root.fork("shape")
   const agentNames = Array.from({ length: shape.int(2, 5) }, (_, i) => `a${i}`)
@@ -523,5 +546,6 @@ export const generate = (seed: number, options: { readonly programUses?: boolean
     timeline: timeline(root.fork("timeline"), agentNames)
   })))
   const used = options.programUses === false ? base : programUses(root, base)
-  return options.approvals === false ? used : approvalsAndGuardrails(root, used)
+  const withHumans = options.humans === false ? used : humans(root, used)
+  return options.approvals === false ? withHumans : approvalsAndGuardrails(root, withHumans)
 }

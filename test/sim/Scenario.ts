@@ -126,6 +126,11 @@ export type Action =
   /** Realtime scenarios: the user says input n into the holder's connection (the server's turn detection answers it). */
   | { readonly op: "voice"; readonly after: number; readonly input: number }
   | { readonly op: "handoff"; readonly after: number; readonly target: string }
+  /** A person (the sim's operator, a scripted participant) takes the floor: it answers each of
+   * the user's turns with words of its own until it hands the floor back. */
+  | { readonly op: "takeOver"; readonly after: number }
+  /** The operator hands the floor back to agent `target`, with a note for its next reply. */
+  | { readonly op: "handBack"; readonly after: number; readonly target: string }
   /** Cascade scenarios: the user says input n as audio for `duration` ms (VAD, STT, endpointing, barge-in). */
   | {
     readonly op: "utter"

@@ -30,7 +30,7 @@ const dropNames = (s: Scenario, dropped: ReadonlySet<string>): Scenario => {
     tasks: s.tasks.filter((t) => !names.has(t.name)).map(agent),
     groups: s.groups.filter((g) => !names.has(g.name)).map((g) => ({ ...g, tasks: g.tasks.filter((t) => !names.has(t)) })),
     responses: Object.fromEntries(Object.entries(s.responses).filter(([name]) => !names.has(name))),
-    timeline: s.timeline.filter((a) => !(a.op === "handoff" && names.has(a.target)))
+    timeline: s.timeline.filter((a) => !((a.op === "handoff" || a.op === "handBack") && names.has(a.target)))
   })
 }
 

@@ -17,6 +17,8 @@ export interface GeneratorOptions {
   /** Draw what programs do with the API (Generate.ts `programUses`; default true). A seed found
    * before that vocabulary replays with it off. */
   readonly programUses?: boolean
+  /** Draw a person taking the floor and handing it back (Generate.ts `humans`; default true). */
+  readonly humans?: boolean
   /** Draw tool approvals and guardrail trips (Generate.ts `approvalsAndGuardrails`; default true). */
   readonly approvals?: boolean
 }
@@ -33,7 +35,7 @@ export interface SimResult {
 export const DEFAULT_EXCLUDE: ReadonlyArray<KnownBug> = Object.keys(KnownBugs) as Array<KnownBug>
 
 export const scenarioFor = (seed: number, options: GeneratorOptions = {}): Scenario =>
-  excludeKnownBugs(generate(seed, { programUses: options.programUses ?? true, approvals: options.approvals ?? true }), options.exclude ?? [])
+  excludeKnownBugs(generate(seed, { programUses: options.programUses ?? true, humans: options.humans ?? true, approvals: options.approvals ?? true }), options.exclude ?? [])
 
 export const simulateScenario = (scenario: Scenario, options: SimOptions = {}): Effect.Effect<SimResult> =>
   runScenario(scenario, options).pipe(

@@ -6,7 +6,7 @@
  * test time: a wait that never ends is recorded as a failure, never a hang of the simulation.
  */
 import { Clock, Effect, Fiber, Option } from "effect"
-import type { AgentSession } from "../../src/index.ts"
+import { type AgentSession, Human } from "../../src/index.ts"
 import * as Diagnostics from "../../src/Diagnostics.ts"
 import * as ScriptedRealtime from "../../layers/testing/ScriptedRealtime.ts"
 import * as Cascade from "./Cascade.ts"
@@ -17,8 +17,8 @@ export interface ActionRecord {
   readonly index: number
   /** When it happened among actions and run resolutions. */
   readonly order: number
-  /** "speak" also marks the end of the user speaking. */
-  readonly op: Action["op"]
+  /** "speak" also marks the end of the user speaking; "operatorSays": the operator's answer. */
+  readonly op: Action["op"] | "operatorSays"
   /** The sequence number the next event would get when the action was made. */
   readonly seq: number
   readonly at: number
@@ -118,6 +118,9 @@ export const inputText = (input: number) => `u${input} please`
 /** The number of the input `text` says (`inputText`'s inverse; NaN for other text). */
 export const inputNumber = (text: string): number => Number(/^u(\d+) please$/.exec(text)?.[1])
 
+/** The name the sim's operator holds the floor under. */
+export const OPERATOR = "operator"
+
 const sleep = (ms: number) => (ms > 0 ? Effect.sleep(ms) : Effect.void)
 
 export const playTimeline = (state: TimelineState) =>
@@ -125,6 +128,9 @@ export const playTimeline = (state: TimelineState) =>
     const { world, limit, failures } = state
     const session = yield* state.built.start
     world.session = session
+    // The person who can take the floor (takeOver / handBack actions): a scripted participant
+    // that answers each turn of the user's, at the action, while it holds the floor.
+    const operator = yield* Human.make({ name: OPERATOR })
     const pending: Array<{ readonly what: string; readonly fiber: Fiber.Fiber<unknown> }> = []
     const closed = () => state.closeSeq !== undefined || world.hungUp !== undefined
 
@@ -232,6 +238,22 @@ export const playTimeline = (state: TimelineState) =>
           }
           case "handoff":
             return yield* forcedHandoff(action.target)
+          case "takeOver": {
+            const fiber = yield* fork(session.takeOver(operator).pipe(
+              Effect.tap((outcome) => Effect.sync(() => void world.notes.push(`takeOver: ${outcome._tag}`))),
+              // The operator greets the caller once it holds the floor.
+              Effect.andThen(operator.say("the operator speaking").pipe(Effect.ignore))
+            ))
+            return void pending.push({ what: "the operator's take-over", fiber })
+          }
+          case "handBack": {
+            const target = state.built.agents.get(action.target)
+            if (!target) return
+            const fiber = yield* fork(session.handBack(target, { note: "the operator's note" }).pipe(
+              Effect.tap((outcome) => Effect.sync(() => void world.notes.push(`handBack: ${outcome._tag}`)))
+            ))
+            return void pending.push({ what: `the hand back to ${action.target}`, fiber })
+          }
           case "utter":
           case "noise": {
             const spec = state.scenario.cascade
@@ -291,6 +313,11 @@ export const playTimeline = (state: TimelineState) =>
       const record: ActionRecord = { index: i, order: world.tick(), op: action.op, seq: world.seq(), at: yield* Clock.currentTimeMillis }
       state.actions.push(record)
       yield* perform(action)
+      // The operator answers what the user said to it (a refused say: it no longer holds the floor).
+      if ((action.op === "send" || action.op === "run") && operator.holding() !== undefined) {
+        state.actions.push({ index: -1, order: world.tick(), op: "operatorSays", seq: world.seq(), at: yield* Clock.currentTimeMillis })
+        yield* operator.say(`the operator answers u${action.input}`).pipe(Effect.ignore)
+      }
       record.ended = yield* Clock.currentTimeMillis
     }
 
