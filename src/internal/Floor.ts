@@ -120,6 +120,7 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
         return completeTask(core, state, msg.actor, msg.result)
       case "Background": {
         core.sessionDeliveries.push(msg.delivery)
+        if (state.human) HumanFloor.recordSessionReports(core, state.human)
         state.holder?.send({ _tag: "Kick" })
         return Effect.void
       }

@@ -17,6 +17,7 @@ import { applyContextPolicy, type ContextPolicy } from "../Handoff.ts"
 import type { Human } from "../Human.ts"
 import type { FloorState } from "./Floor.ts"
 import * as Lifecycle from "./actor/Lifecycle.ts"
+import * as Background from "./Background.ts"
 import * as RealtimeBinding from "./realtime/Binding.ts"
 import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
 import * as Whispers from "./Whispers.ts"
@@ -117,6 +118,7 @@ export const takeOver = (core: SessionCore, state: FloorState, floor: FloorOps, 
   state.holder = undefined
   state.human = seat
   human.inner.seat = seat
+  recordSessionReports(core, seat)
   if (holder.realtime) RealtimeBinding.release(holder.realtime)
   moved(core, { from: holder.name, to: human.name, kind: "take_over", resumed: false, reason: msg.reason })
   // As on a handoff: its speech is cut at once, its onExit runs, it says nothing more.
@@ -124,6 +126,17 @@ export const takeOver = (core: SessionCore, state: FloorState, floor: FloorOps, 
   Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: human.name }))
   return Effect.void
 }
+
+/** Session tools' reports while a human holds the floor: recorded as the session's (no agent is
+ * there to tell them), and given to the agent the floor is handed back to. */
+export const recordSessionReports = (core: SessionCore, seat: Seat): void =>
+  Background.flush({
+    name: "session",
+    commit: (item) => {
+      core.record(item, undefined)
+      seat.items.push(item)
+    }
+  }, core.sessionDeliveries)
 
 /** The caller's words while a human holds the floor: recorded, and to the human. */
 export const input = (core: SessionCore, seat: Seat, msg: Msg<"Input">): void => {

@@ -135,6 +135,9 @@ const checkAnswer = (ctx: Ctx, call: FunctionCall, answer: FunctionCallOutput): 
   const seq = ctx.itemSeq.get(answer.id) ?? 0
   if (answer.status === "cancelled" || answer.status === "interrupted") {
     if (seq >= ctx.closeSeq || (call.agent && ctx.tasks.has(call.agent) && delivery(call.callId))) return []
+    // A task running when a person took the floor is cancelled, and its calls with it.
+    const callSeq = ctx.itemSeq.get(call.id) ?? 0
+    if (call.agent && ctx.tasks.has(call.agent) && ctx.handoffs.some((e) => e.kind === "take_over" && e.seq > callSeq && e.seq <= seq)) return []
     if (/replaced by a newer call/.test(answer.output) && call.agent && toolOf(ctx, call.agent, call.name)?.onDuplicate === "replace") return []
     return [v("rule 4", `${call.name} (${call.callId}) was ${answer.status} while the session was open`, seq)]
   }
@@ -160,6 +163,10 @@ const checkAnswer = (ctx: Ctx, call: FunctionCall, answer: FunctionCallOutput): 
         break
       case "handoff":
         return [] // checked with its batch (rule 3)
+      case "timed":
+        // Its timeout output, and what it is checked against, in CheckWaits.ts.
+        expected = ctx.rec.timed.find((t) => t.callId === call.callId)?.long ? "error" : "ok"
+        break
       case "approval": {
         // Run once approved; answered with why not once rejected (by the program, a barge-in or
         // a handoff); a close before any answer is the cancelled case above.
