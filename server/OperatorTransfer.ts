@@ -43,6 +43,8 @@ export interface OperatorLine {
 }
 
 /**
+ * An operator line with no operator online and no transfer waiting.
+ *
  * @since 0.1.0
  * @category constructors
  */

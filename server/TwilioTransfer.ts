@@ -83,6 +83,8 @@ export interface Callbacks {
 }
 
 /**
+ * Twilio's transfer callbacks, checked with `authToken`, with no transfer waiting yet.
+ *
  * @since 0.1.0
  * @category constructors
  */

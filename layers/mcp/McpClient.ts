@@ -130,10 +130,12 @@ export const connect = (
         try: () => client.connect(made, requestOptions(timeoutMs)),
         catch: unavailable
       }).pipe(
-        // A child that started but failed the handshake is ended here: nothing owns it yet.
+        // A child that started but failed the handshake is ended here: nothing owns it yet
+        // (cannot reject: a close that fails leaves nothing more to do).
         Effect.tapError(() => Effect.promise(() => made.close().catch(() => undefined)))
       ),
       () =>
+        // Cannot reject: each step's failure is caught (a release has no one to tell).
         Effect.promise(async () => {
           if (made instanceof sdk.http.StreamableHTTPClientTransport) await made.terminateSession().catch(() => undefined)
           await client.close().catch(() => undefined)
