@@ -208,3 +208,34 @@ describe("each rule check fires on a recording that breaks it", () => {
       expectRule({ ...rec, cascade: { ...rec.cascade, finals: [...rec.cascade.finals, lost] } }, "rule 12", /u999 please.*no agent was told/)
     }))
 })
+
+describe("the rule checks hold with a person holding the floor (issue 35)", () => {
+  const tookOver = (r: Recording) => r.events.some((e) => isHandoff(e) && e.kind === "take_over")
+
+  it.effect("rule 1 with a human holder: the caller's words recorded for an agent while the operator holds the floor", () =>
+    Effect.gen(function*() {
+      const rec = yield* recordingWith((r) =>
+        tookOver(r) && r.events.some((e) => e.type === "conversation_item_added" && e.agent === "operator" && e.item._tag === "Message" && e.item.role === "user")
+      )
+      const agent = rec.events.find((e) => isHandoff(e) && e.kind === "take_over")!
+      const from = isHandoff(agent) ? agent.from : undefined
+      const events = rec.events.map((e) =>
+        e.type === "conversation_item_added" && e.agent === "operator" && e.item._tag === "Message" && e.item.role === "user" ? { ...e, agent: from } : e
+      )
+      expectRule({ ...rec, events }, "rule 1", /user input went to .* while operator held the floor/)
+    }))
+
+  it.effect("rule 2 with a human holder: a model request by an agent while the operator holds the floor", () =>
+    Effect.gen(function*() {
+      const rec = yield* recordingWith((r) => tookOver(r) && r.requests.length > 0)
+      const request = rec.requests[0]!
+      expectRule({ ...rec, requests: [...rec.requests, { ...request, holder: "operator" }] }, "rule 2", /while operator held the floor/)
+    }))
+
+  it.effect("rule 4 with a human holder: a call without an output in a session an operator took over", () =>
+    Effect.gen(function*() {
+      const rec = yield* recordingWith((r) => tookOver(r) && r.history.some((i) => i._tag === "FunctionCallOutput"))
+      const output = rec.history.findLast((i) => i._tag === "FunctionCallOutput")!
+      expectRule({ ...rec, history: rec.history.filter((i) => i !== output) }, "rule 4", /has 0 outputs/)
+    }))
+})
