@@ -82,7 +82,9 @@ describe("generator", () => {
       "waitsForItself"
     ])
     assert.deepStrictEqual([...actions].sort(), ["awaitReply", "awaitSay", "fail", "group", "none", "reply", "say", "task"])
-    assert.deepStrictEqual([...ops].sort(), ["close", "handoff", "idle", "interrupt", "noise", "reply", "run", "say", "send", "speak", "utter", "voice"])
+    assert.deepStrictEqual([...ops].sort(), [
+      "close", "handBack", "handoff", "idle", "interrupt", "noise", "reply", "run", "say", "send", "speak", "takeOver", "utter", "voice"
+    ])
     assert.isAbove(twoHandoffs, 20)
     assert.isAbove(extras.deferredHandoffs, 20)
     assert.isAbove(extras.backgroundRuns, 20)
