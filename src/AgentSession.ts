@@ -36,6 +36,7 @@ import { RunResult } from "./RunResult.ts"
 import type { HandoffOutcome, SessionMessage } from "./internal/SessionCore.ts"
 import type { SpeechHandle } from "./Speech.ts"
 import type { Any as AnyTool, Tool } from "./Tool.ts"
+import * as Work from "./internal/Work.ts"
 
 /**
  * A running session: send it user text or audio, `run` a turn and wait for its result, watch its
@@ -345,11 +346,11 @@ const runBody = Effect.fnUntraced(function*(facade: Facade, text: string, runOpt
   if (supervisor.closed()) return yield* isClosed(facade, "run")
   const refused = tooLong(facade, text)
   if (refused) return yield* refused
-  yield* work.idle
+  yield* Work.idle(work)
   if (supervisor.closed()) return yield* isClosed(facade, "run")
   const from = EventLog.next(events)
   supervisor.core.send({ _tag: "Input", text })
-  yield* runOptions.waitForBackground ? supervisor.idleWithBackground : work.idle
+  yield* runOptions.waitForBackground ? supervisor.idleWithBackground : Work.idle(work)
   const result = new RunResult(EventLog.since(events, from))
   if (result.unanswered) {
     const errors = result.errors
@@ -400,7 +401,7 @@ const facade = <U>(
         supervisor.closed() ? isClosed(self, "send") : tooLong(self, text) ?? Effect.sync(() => core.send({ _tag: "Input", text }))
       ),
     run: (text, runOptions) => runLock.withPermit(run(self, text, runOptions)),
-    idle: work.idle,
+    idle: Work.idle(work),
     idleWithBackground: supervisor.idleWithBackground,
     setUserSpeaking: (speaking) => Effect.sync(() => core.setUserSpeaking(speaking)),
     transcribed: (transcript, final) =>

@@ -89,6 +89,7 @@ export const gated = <P>(
   context: Tool.ToolContext<unknown>,
   decoded: Effect.Effect<P, Tool.InvalidArguments>
 ): Effect.Effect<P, unknown> => {
+  // `unknown`: a `needsApproval` function is the user's, and so are its errors.
   const needs = tool.options.needsApproval
   const guarded = Guardrails.hasToolGuardrails(actor)
   if ((needs === undefined || needs === false) && !guarded) return decoded

@@ -56,7 +56,8 @@ const journals = new Map<string, Journal.Journal>()
  * more (no flush, no end), whatever the session's fibers still do.
  */
 export const crash = (id: string): void => {
-  journals.get(id)?.halt()
+  const journal = journals.get(id)
+  if (journal) Journal.halt(journal)
   journals.delete(id)
 }
 
@@ -65,12 +66,14 @@ export const journaled = (id: string): boolean => journals.has(id)
 
 /** The session's events, each telling the journal something may have changed. */
 export const watch = (events: EventLog.EventLog, prepared: Prepared): EventLog.EventLog => {
-  EventLog.watch(events, () => prepared.journal?.changed())
+  EventLog.watch(events, () => {
+    if (prepared.journal) Journal.changed(prepared.journal)
+  })
   return events
 }
 
 /** What the supervisor runs before each message: the last step's changes into the store. */
-export const beforeStep = (prepared: Prepared): Effect.Effect<void> => Effect.suspend(() => prepared.journal?.flush ?? Effect.void)
+export const beforeStep = (prepared: Prepared): Effect.Effect<void> => Effect.suspend(() => prepared.journal ? Journal.flush(prepared.journal) : Effect.void)
 
 /** The history a resumed session starts with. */
 export const history = (prepared: Prepared): ChatContext | undefined =>
@@ -105,16 +108,16 @@ export const attach = (prepared: Prepared, supervisor: Supervisor, parent: Scope
     prepared.journal = journal
     journals.set(core.id, journal)
     // Not counted among the session's fibers (Diagnostics): it is the store's, not the floor's.
-    yield* Effect.forkIn(journal.flusher, core.scope)
+    yield* Effect.forkIn(Journal.flusher(journal), core.scope)
     let finished = false
     const finish = Effect.suspend(() => {
       if (finished) return Effect.void
       finished = true
       if (journals.get(core.id) === journal) journals.delete(core.id)
       return Effect.andThen(
-        journal.flush,
+        Journal.flush(journal),
         Effect.suspend(() =>
-          options.endOnClose === false || !journal.writing() ? Effect.void : Effect.ignore(prepared.store.end(prepared.claim))
+          options.endOnClose === false || !Journal.writing(journal) ? Effect.void : Effect.ignore(prepared.store.end(prepared.claim))
         )
       )
     })
@@ -124,7 +127,7 @@ export const attach = (prepared: Prepared, supervisor: Supervisor, parent: Scope
     if (prepared.restore) {
       const { folded, agents } = prepared.restore
       const encoded = folded.userdata === undefined ? undefined : JSON.stringify(folded.userdata.value)
-      journal.adoptSession(core.history(), encoded, undefined)
+      Journal.adoptSession(journal, core.history(), encoded, undefined)
       yield* Resume.restore(core, state, folded, agents, journal)
     } else if (entry) {
       core.send({ _tag: "Start", agent: entry })

@@ -3,13 +3,15 @@
  * API promises: the fast paths that keep a handoff's window short (bench/README.md). Each
  * function says what it assumes; test/src/internal/EffectFastPaths.test.ts pins each assumption,
  * so an effect upgrade that changes one breaks that test first, with a name saying which, and
- * the callers (Reply.ts, ToolBatch.ts, ToolCall.ts, services/ModelParts.ts) need not change.
+ * the callers (Reply.ts, ToolBatch.ts, ToolCall.ts, Supervisor.ts, services/ModelParts.ts) need
+ * not change.
  *
  * Two kinds of assumption: some only cost speed when they stop holding (a fast path not taken:
- * `doneExit`, `isVoid`, `tracingOff`); the others decide correctness (a service seen or not,
- * a model that still works: `provideOnFiber`, `forkBodyWith`, `withAttached`).
+ * `doneExit`, `isVoid`, `tracingOff`, `wakeTakerNow`); the others decide correctness (a service
+ * seen or not, a model that still works: `provideOnFiber`, `forkBodyWith`, `withAttached`,
+ * `currentRef`).
  */
-import { type Context, Effect, Exit, type Fiber, Tracer } from "effect"
+import { type Context, Effect, Exit, Fiber, Queue, Tracer } from "effect"
 
 /**
  * `effect` as an `Exit` when it is one: already done, nothing to run.
@@ -98,3 +100,29 @@ export const withAttached = <T extends object>(value: T, extras: Readonly<Record
 
 /** What `withAttached` put under `key` on `value`, if anything. */
 export const attached = <A>(value: object, key: symbol): A | undefined => (value as Record<symbol, A | undefined>)[key]
+
+/**
+ * Has the fiber waiting in `Queue.take(queue)` (the supervisor's loop) take what was just offered
+ * and run on inside this call, on the caller's step, instead of on the scheduler's next turn: a
+ * batch handing the floor on is answered without waiting a turn. The order of messages does not
+ * change.
+ *
+ * Assumes: `Queue.flushUnsafe` releases the queue's takers at once, and a fiber suspended in
+ * `Queue.take` that is released then resumes synchronously, before `flushUnsafe` returns. If it
+ * resumed on the next turn instead, the message is handled then: still correct, a handoff's
+ * window a turn longer.
+ */
+export const wakeTakerNow = <A, E>(queue: Queue.Queue<A, E>): void => Queue.flushUnsafe(queue)
+
+/**
+ * The value of `ref` on the fiber running the caller's step, read without an effect (a tool call
+ * is set up synchronously on its actor's step).
+ *
+ * Assumes: `Fiber.getCurrent()` is the fiber whose step is running while synchronous code runs
+ * inside an effect (`Effect.sync`, a `map`), with the references that step sees. If it were
+ * not set there, this gives the reference's default: a test's mock tool would not be used.
+ */
+export const currentRef = <A>(ref: Context.Reference<A>): A => {
+  const fiber = Fiber.getCurrent()
+  return fiber ? fiber.getRef(ref) : ref.defaultValue()
+}

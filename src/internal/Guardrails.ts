@@ -11,6 +11,7 @@
 import { Duration, Effect, Option } from "effect"
 import type { Actor } from "./actor/Actor.ts"
 import type { SessionCore } from "./SessionCore.ts"
+import * as Work from "./Work.ts"
 import { CallControl, type CallControlService } from "../../services/CallControl.ts"
 import type { SpeechInfo, TextOutputService } from "../../services/TextOutput.ts"
 import type { FunctionCall } from "../ChatContext.ts"
@@ -152,14 +153,14 @@ const schedule = (guardrails: Guardrails, watched: Watched, when: "now" | "later
   const generation = ++watched.generation
   watched.waiting = when === "later"
   const every = checks.reduce((min, g) => Duration.min(min, g.every), Duration.infinity)
-  core.work.acquire()
+  Work.acquire(core.work)
   const run = (when === "now" ? Effect.void : Effect.sleep(every)).pipe(
     Effect.andThen(Effect.suspend(() => {
       if (generation !== watched.generation) return Effect.void
       watched.waiting = false
       return check(guardrails, core, watched)
     })),
-    Effect.onExit(() => Effect.sync(() => core.work.release()))
+    Effect.onExit(() => Effect.sync(() => Work.release(core.work)))
   )
   return when === "now" && watched.ended
     // The speech's last text: checked before it ends, so a trip comes before what follows it.
@@ -218,9 +219,9 @@ const trip = (
     })
     // In a fiber of its own, holding a work token: what tripped (a tool call in its batch, a
     // speech ending) may be what the policy waits for (a handoff waits for the batch to settle).
-    core.work.acquire()
+    Work.acquire(core.work)
     return Effect.asVoid(Effect.forkIn(
-      Effect.ensuring(apply(guardrails, core, policy), Effect.sync(() => core.work.release())),
+      Effect.ensuring(apply(guardrails, core, policy), Effect.sync(() => Work.release(core.work))),
       core.scope,
       { startImmediately: true }
     ))

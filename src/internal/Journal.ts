@@ -23,7 +23,7 @@ import type { Claim, JournalEntry, SessionStoreService, StoreError, StoreFenced 
 import { ChatContext, type ChatItem } from "../ChatContext.ts"
 import type { Actor } from "./actor/Actor.ts"
 import type { FloorState } from "./Floor.ts"
-import type { Work } from "./Work.ts"
+import * as Work from "./Work.ts"
 
 export interface ActorEntry {
   readonly key: number
@@ -42,22 +42,35 @@ interface Written {
   ids: Array<string>
 }
 
+/** The one mutable part: written by the functions of this module only. */
+interface State {
+  /** Each journaled live actor's key and what was last written of its context. */
+  readonly keys: Map<Actor, { readonly key: number; readonly written: Written }>
+  /** What was last written of the shared history. */
+  readonly history: Written
+  /** The key the next new actor gets. */
+  nextKey: number
+  /** The floor entry last written, as JSON text. */
+  floor: string | undefined
+  /** The userdata last written, as JSON text. */
+  userdata: string | undefined
+  /** A flush is due (it holds a work token until it has run). */
+  scheduled: boolean
+  /** Halted or fenced: nothing more is written. */
+  stopped: boolean
+}
+
+/**
+ * A record and functions over it (docs/patterns.md): `Journal.make(config)` once per durable
+ * session, then `Journal.flush(journal)`, `Journal.changed(journal)` and the like.
+ */
 export interface Journal {
-  /** Appends what changed since the last flush; returns once the store has it. */
-  readonly flush: Effect.Effect<void>
-  /** Something changed (an event was emitted): the flusher runs soon. */
-  readonly changed: () => void
-  /** The actor restored under `key`, with the context the store already holds. */
-  readonly adopt: (actor: Actor, key: number) => void
-  /** The shared history, userdata and floor the store already holds. */
-  readonly adoptSession: (history: ChatContext, userdata: string | undefined, floor: string | undefined) => void
-  /** The process "died" (tests): nothing more is written. */
-  readonly halt: () => void
-  /** Still writing: not halted, not fenced. */
-  readonly writing: () => boolean
-  readonly claim: Claim
-  /** The flusher, to fork in the session's Scope. */
-  readonly flusher: Effect.Effect<never>
+  readonly config: Config
+  /** One flush at a time: a flush reads and then marks what it wrote. */
+  readonly lock: Semaphore.Semaphore
+  /** Wakes the flusher. */
+  readonly signal: Queue.Queue<void>
+  readonly state: State
 }
 
 export interface Config {
@@ -70,7 +83,7 @@ export interface Config {
   readonly now: () => number
   /** The session's work count: a change not yet in the store holds a token, so a session is
    * quiescent (rule 10) only once what happened is durable. */
-  readonly work: Work
+  readonly work: Work.Work
   /** Another writer took the session: this one stops (called once). */
   readonly onFenced: (error: StoreFenced) => void
   /** The store failed: the entries are written again at the next flush. */
@@ -101,143 +114,163 @@ const apply = (written: Written, chat: ChatContext, from: number, items: Readonl
 }
 
 export const make = (config: Config): Effect.Effect<Journal> =>
-  Effect.gen(function*() {
-    const lock = yield* Semaphore.make(1)
-    const signal = yield* Queue.unbounded<void>()
-    const keys = new Map<Actor, { readonly key: number; readonly written: Written }>()
-    const history: Written = { chat: undefined, ids: [] }
-    let nextKey = 0
-    let floor: string | undefined
-    let userdata: string | undefined
-    let scheduled = false
-    let stopped = false
-
-    /** The entries for what changed, and how to mark them written once the store has them. */
-    const collect = (): { entries: Array<Omit<JournalEntry, "seq">>; commit: Array<() => void> } => {
-      const at = config.now()
-      const entries: Array<Omit<JournalEntry, "seq">> = []
-      const commit: Array<() => void> = []
-      const pendingKeys = new Map<Actor, number>()
-      const keyOf = (actor: Actor): number => {
-        const known = keys.get(actor)?.key ?? pendingKeys.get(actor)
-        if (known !== undefined) return known
-        // A task's caller is journaled before the task.
-        const caller = actor.task ? keyOf(actor.task.caller) : undefined
-        const key = nextKey + pendingKeys.size
-        pendingKeys.set(actor, key)
-        const data: ActorEntry = {
-          key,
-          agent: actor.name,
-          ...(actor.task && caller !== undefined
-            ? { task: { caller, callId: actor.task.callId, baseline: [...actor.task.baseline] } }
-            : {})
-        }
-        entries.push({ at, kind: "actor", data })
-        return key
-      }
-      const live = [...config.state.live]
-      for (const actor of live) keyOf(actor)
-      for (const actor of live) {
-        const key = keyOf(actor)
-        const written = keys.get(actor)?.written ?? { chat: undefined, ids: [] }
-        const chat = actor.chat
-        const change = diff(written, chat)
-        if (change) {
-          entries.push({ at, kind: "context", data: { key, ...change } })
-          commit.push(() => apply(written, chat, change.from, change.items))
-        }
-        if (!keys.has(actor)) commit.push(() => void keys.set(actor, { key, written }))
-      }
-      const shared = config.history()
-      const historyChange = diff(history, shared)
-      if (historyChange) {
-        entries.push({ at, kind: "history", data: historyChange })
-        commit.push(() => apply(history, shared, historyChange.from, historyChange.items))
-      }
-      const holder = config.state.holder
-      const floorEntry: FloorEntry = {
-        holder: holder && config.state.live.has(holder) ? keyOf(holder) : null,
-        actors: live.map((actor) => [keyOf(actor), actor.lifecycle._tag] as const)
-      }
-      const floorText = JSON.stringify(floorEntry)
-      if (floorText !== floor) {
-        entries.push({ at, kind: "floor", data: floorEntry })
-        commit.push(() => {
-          floor = floorText
-          // Actors gone from the floor are not written again.
-          for (const actor of keys.keys()) if (!config.state.live.has(actor)) keys.delete(actor)
-        })
-      }
-      const encoded = config.userdata()
-      if (encoded instanceof Error) {
-        config.onError(encoded.message)
-      } else if (encoded !== userdata) {
-        entries.push({ at, kind: "userdata", data: { value: encoded === undefined ? null : JSON.parse(encoded) } })
-        commit.push(() => {
-          userdata = encoded
-        })
-      }
-      const added = pendingKeys.size
-      if (added > 0) commit.push(() => void (nextKey += added))
-      return { entries, commit }
+  Effect.map(Effect.all([Semaphore.make(1), Queue.unbounded<void>()]), ([lock, signal]) => ({
+    config,
+    lock,
+    signal,
+    state: {
+      keys: new Map(),
+      history: { chat: undefined, ids: [] },
+      nextKey: 0,
+      floor: undefined,
+      userdata: undefined,
+      scheduled: false,
+      stopped: false
     }
+  }))
 
-    const write: Effect.Effect<void> = Effect.suspend(() => {
-      const token = scheduled
-      scheduled = false
-      const release = token ? Effect.sync(() => config.work.release()) : Effect.void
-      if (stopped) return release
-      const { entries, commit } = collect()
-      if (entries.length === 0) {
-        for (const f of commit) f()
-        return release
-      }
-      return config.store.append(config.claim, entries).pipe(
-        Effect.matchEffect({
-          onSuccess: () => Effect.sync(() => {
+/** The entries for what changed, and how to mark them written once the store has them. */
+const collect = (journal: Journal): { entries: Array<Omit<JournalEntry, "seq">>; commit: Array<() => void> } => {
+  const { config, state } = journal
+  const keys = state.keys
+  const at = config.now()
+  const entries: Array<Omit<JournalEntry, "seq">> = []
+  const commit: Array<() => void> = []
+  const pendingKeys = new Map<Actor, number>()
+  const keyOf = (actor: Actor): number => {
+    const known = keys.get(actor)?.key ?? pendingKeys.get(actor)
+    if (known !== undefined) return known
+    // A task's caller is journaled before the task.
+    const caller = actor.task ? keyOf(actor.task.caller) : undefined
+    const key = state.nextKey + pendingKeys.size
+    pendingKeys.set(actor, key)
+    const data: ActorEntry = {
+      key,
+      agent: actor.name,
+      ...(actor.task && caller !== undefined
+        ? { task: { caller, callId: actor.task.callId, baseline: [...actor.task.baseline] } }
+        : {})
+    }
+    entries.push({ at, kind: "actor", data })
+    return key
+  }
+  const live = [...config.state.live]
+  for (const actor of live) keyOf(actor)
+  for (const actor of live) {
+    const key = keyOf(actor)
+    const written = keys.get(actor)?.written ?? { chat: undefined, ids: [] }
+    const chat = actor.chat
+    const change = diff(written, chat)
+    if (change) {
+      entries.push({ at, kind: "context", data: { key, ...change } })
+      commit.push(() => apply(written, chat, change.from, change.items))
+    }
+    if (!keys.has(actor)) commit.push(() => void keys.set(actor, { key, written }))
+  }
+  const shared = config.history()
+  const historyChange = diff(state.history, shared)
+  if (historyChange) {
+    entries.push({ at, kind: "history", data: historyChange })
+    commit.push(() => apply(state.history, shared, historyChange.from, historyChange.items))
+  }
+  const holder = config.state.holder
+  const floorEntry: FloorEntry = {
+    holder: holder && config.state.live.has(holder) ? keyOf(holder) : null,
+    actors: live.map((actor) => [keyOf(actor), actor.lifecycle._tag] as const)
+  }
+  const floorText = JSON.stringify(floorEntry)
+  if (floorText !== state.floor) {
+    entries.push({ at, kind: "floor", data: floorEntry })
+    commit.push(() => {
+      state.floor = floorText
+      // Actors gone from the floor are not written again.
+      for (const actor of keys.keys()) if (!config.state.live.has(actor)) keys.delete(actor)
+    })
+  }
+  const encoded = config.userdata()
+  if (encoded instanceof Error) {
+    config.onError(encoded.message)
+  } else if (encoded !== state.userdata) {
+    entries.push({ at, kind: "userdata", data: { value: encoded === undefined ? null : JSON.parse(encoded) } })
+    commit.push(() => {
+      state.userdata = encoded
+    })
+  }
+  const added = pendingKeys.size
+  if (added > 0) commit.push(() => void (state.nextKey += added))
+  return { entries, commit }
+}
+
+const write = (journal: Journal): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const { config, state } = journal
+    const token = state.scheduled
+    state.scheduled = false
+    const release = token ? Effect.sync(() => Work.release(config.work)) : Effect.void
+    if (state.stopped) return release
+    const { entries, commit } = collect(journal)
+    if (entries.length === 0) {
+      for (const f of commit) f()
+      return release
+    }
+    return config.store.append(config.claim, entries).pipe(
+      Effect.matchEffect({
+        onSuccess: () =>
+          Effect.sync(() => {
             for (const f of commit) f()
           }),
-          onFailure: (error: StoreError | StoreFenced) =>
-            Effect.sync(() => {
-              if (error._tag === "StoreFenced") {
-                stopped = true
-                config.onFenced(error)
-              } else {
-                config.onError(`the session store refused the journal's entries: ${error.message}`)
-              }
-            })
-        }),
-        Effect.ensuring(release)
-      )
-    })
-
-    const flush = lock.withPermit(write)
-    return {
-      flush,
-      changed: () => {
-        if (scheduled || stopped) return
-        scheduled = true
-        config.work.acquire()
-        Queue.offerUnsafe(signal, undefined)
-      },
-      adopt: (actor, key) => {
-        keys.set(actor, { key, written: { chat: actor.chat, ids: actor.chat.items.map((item) => item.id) } })
-        nextKey = Math.max(nextKey, key + 1)
-      },
-      adoptSession: (shared, encoded, floorText) => {
-        history.chat = shared
-        history.ids = shared.items.map((item) => item.id)
-        userdata = encoded
-        floor = floorText
-      },
-      halt: () => {
-        stopped = true
-      },
-      writing: () => !stopped,
-      claim: config.claim,
-      flusher: Effect.forever(Effect.andThen(Queue.take(signal), flush), { disableYield: true })
-    }
+        onFailure: (error: StoreError | StoreFenced) =>
+          Effect.sync(() => {
+            if (error._tag === "StoreFenced") {
+              state.stopped = true
+              config.onFenced(error)
+            } else {
+              config.onError(`the session store refused the journal's entries: ${error.message}`)
+            }
+          })
+      }),
+      Effect.ensuring(release)
+    )
   })
+
+/** Appends what changed since the last flush; returns once the store has it. */
+export const flush = (journal: Journal): Effect.Effect<void> => journal.lock.withPermit(write(journal))
+
+/** Something changed (an event was emitted): the flusher runs soon. */
+export const changed = (journal: Journal): void => {
+  const state = journal.state
+  if (state.scheduled || state.stopped) return
+  state.scheduled = true
+  Work.acquire(journal.config.work)
+  Queue.offerUnsafe(journal.signal, undefined)
+}
+
+/** The actor restored under `key`, with the context the store already holds. */
+export const adopt = (journal: Journal, actor: Actor, key: number): void => {
+  journal.state.keys.set(actor, { key, written: { chat: actor.chat, ids: actor.chat.items.map((item) => item.id) } })
+  journal.state.nextKey = Math.max(journal.state.nextKey, key + 1)
+}
+
+/** The shared history, userdata and floor the store already holds. */
+export const adoptSession = (journal: Journal, shared: ChatContext, userdata: string | undefined, floor: string | undefined): void => {
+  const state = journal.state
+  state.history.chat = shared
+  state.history.ids = shared.items.map((item) => item.id)
+  state.userdata = userdata
+  state.floor = floor
+}
+
+/** The process "died" (tests): nothing more is written. */
+export const halt = (journal: Journal): void => {
+  journal.state.stopped = true
+}
+
+/** Still writing: not halted, not fenced. */
+export const writing = (journal: Journal): boolean => !journal.state.stopped
+
+/** The flusher, to fork in the session's Scope. */
+export const flusher = (journal: Journal): Effect.Effect<never> =>
+  Effect.forever(Effect.andThen(Queue.take(journal.signal), flush(journal)), { disableYield: true })
 
 /** A store's entries folded into the session they describe. */
 export interface Folded {

@@ -15,18 +15,19 @@ import * as ToolOutput from "../ToolOutput.ts"
 import * as Actor from "./actor/Actor.ts"
 import * as Lifecycle from "./actor/Lifecycle.ts"
 import type { FloorState } from "./Floor.ts"
-import type { Folded, Journal } from "./Journal.ts"
+import * as Journal from "./Journal.ts"
 import type { SessionCore } from "./SessionCore.ts"
+import * as Work from "./Work.ts"
 
 /** What a call that was running when the process stopped gets as its output. */
 export const INTERRUPTED = "interrupted by a restart: the call stopped before it finished and its result is unknown"
 
 /** The names of the agents the journal needs, in the order it met them. */
-export const agentNames = (folded: Folded): ReadonlyArray<string> =>
+export const agentNames = (folded: Journal.Folded): ReadonlyArray<string> =>
   [...new Set([...folded.actors.values()].map(({ entry }) => entry.agent))]
 
 /** The actors the journal says are live, in the order they appeared (callers before tasks). */
-const liveKeys = (folded: Folded): Map<number, string> => new Map(folded.floor?.actors.map(([key, tag]) => [key, tag]) ?? [])
+const liveKeys = (folded: Journal.Folded): Map<number, string> => new Map(folded.floor?.actors.map(([key, tag]) => [key, tag]) ?? [])
 
 /**
  * Calls of `chat` made by `agent` that have no output. A model may use a call id again in a
@@ -111,7 +112,7 @@ const awaitTask = (core: SessionCore, caller: Actor.Actor, role: Actor.TaskRole,
       // Woken: the session gave this flow a token. Not woken (the session closed first): a
       // later wake must not give it one.
       if (role.handover.pending) role.handover.pending = false
-      else core.work.release()
+      else Work.release(core.work)
     })),
     Effect.forkIn(caller.scope),
     Effect.asVoid
@@ -124,9 +125,9 @@ const awaitTask = (core: SessionCore, caller: Actor.Actor, role: Actor.TaskRole,
 export const restore = (
   core: SessionCore,
   state: FloorState,
-  folded: Folded,
+  folded: Journal.Folded,
   agents: ReadonlyMap<string, Agent>,
-  journal: Journal
+  journal: Journal.Journal
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     const live = liveKeys(folded)
@@ -159,7 +160,7 @@ export const restore = (
       state.live.add(actor)
       if (!role) state.actors.set(agent, actor)
       else tasks.push({ actor, caller: caller!, role })
-      journal.adopt(actor, key)
+      Journal.adopt(journal, actor, key)
     }
     const holderKey = folded.floor?.holder
     const holder = holderKey === null || holderKey === undefined ? undefined : actors.get(holderKey)

@@ -13,9 +13,11 @@ import * as ErrorInfo from "../ErrorInfo.ts"
 import * as Speech from "../Speech.ts"
 import { waitFor } from "./speeches/Parking.ts"
 import { anyInToolPhase, entryOf, finish, interjectsOver, type Playing, type Queued, removePlaying, type Speeches, top } from "./speeches/State.ts"
+import * as Work from "./Work.ts"
 
 export { interjectedOver, interjectingOver, startPassing, under } from "./speeches/Interjections.ts"
-export { interruptCurrent, interruptOne } from "./speeches/Interrupt.ts"
+import { cuttable, type InterruptOptions } from "./speeches/Interrupt.ts"
+export { interruptCurrent, type InterruptOptions, interruptOne } from "./speeches/Interrupt.ts"
 export { awaitEnd } from "./speeches/Parking.ts"
 export { type Config, finish, make, type Queued, type Speeches } from "./speeches/State.ts"
 
@@ -42,7 +44,7 @@ export const enqueue = (
     interrupt: (speech) => Effect.sync(() => config.interrupt(speech)),
     wait: (speech) => waitFor(speeches, speech)
   })
-  config.work.acquire()
+  Work.acquire(config.work)
   config.core.emit({ type: "speech_created", agent: config.name, speechId: speech.handle.id, source })
   if (config.closed()) {
     finish(speeches, speech, { _tag: "Dropped", reason: `${config.name} is closed` })
@@ -53,13 +55,12 @@ export const enqueue = (
   return speech.handle
 }
 
-/** Drops queued speeches (only those created before user turn `beforeTurn` when given). */
-export const dropQueued = (speeches: Speeches, reason: string, onlyInterruptible: boolean, beforeTurn?: number): void => {
+/** Drops the queued speeches the options cut (as `interruptCurrent` cuts the playing ones). */
+export const dropQueued = (speeches: Speeches, reason: string, options: InterruptOptions): void => {
   const queue = speeches.state.queue
   for (let i = queue.length - 1; i >= 0; i--) {
     const queued = queue[i]!
-    if (onlyInterruptible && !queued.speech.allowInterruptions) continue
-    if (beforeTurn !== undefined && queued.speech.userTurn >= beforeTurn) continue
+    if (!cuttable(queued.speech, options)) continue
     queue.splice(i, 1)
     finish(speeches, queued.speech, { _tag: "Dropped", reason })
   }
@@ -93,11 +94,11 @@ export const startNext = (speeches: Speeches): Effect.Effect<void> => {
     const index = queue.findIndex(interjectsOver(playing.queued.speech))
     if (index < 0) return Effect.void
     const [next] = queue.splice(index, 1)
-    return play(speeches, next!, true)
+    return play(speeches, next!, { asInterjection: true })
   }
   const next = queue.shift()
   if (!next) return Effect.void
-  return play(speeches, next, false)
+  return play(speeches, next, { asInterjection: false })
 }
 
 /** A failed speech: one line and a reason for the event; the whole cause goes to the debug log. */
@@ -142,10 +143,10 @@ const playEnded = (speeches: Speeches, speech: Speech.Speech, outcome: Speech.Sp
 }
 
 /** Starts `next` (called from `startNext`, on its step). */
-const play = (speeches: Speeches, next: Queued, asInterjection: boolean): Effect.Effect<void> => {
+const play = (speeches: Speeches, next: Queued, { asInterjection }: { readonly asInterjection: boolean }): Effect.Effect<void> => {
   const { config, state } = speeches
   // A playing speech always holds its token (a parked one gets it back here).
-  if (!Speech.holdsToken(next.speech)) config.work.acquire()
+  if (!Speech.holdsToken(next.speech)) Work.acquire(config.work)
   const entry: Playing = { queued: next, fiber: undefined }
   if (asInterjection) state.interjections.push(entry)
   else state.current = entry
@@ -205,11 +206,11 @@ export const reconcile = (speeches: Speeches, holdsFloor: boolean): void => {
   for (const { speech } of speeches.state.queue) {
     const held = Speech.holdsToken(speech)
     if (holdsFloor && !held) {
-      work.acquire()
+      Work.acquire(work)
       Speech.setToken(speech, true)
     } else if (!holdsFloor && held) {
       Speech.setToken(speech, false)
-      work.release()
+      Work.release(work)
     }
   }
 }

@@ -16,6 +16,7 @@ import * as EventLog from "./EventLog.ts"
 import * as Floor from "./Floor.ts"
 import * as RealtimePool from "./realtime/Pool.ts"
 import type { SessionCore, SessionMessage } from "./SessionCore.ts"
+import { wakeTakerNow } from "./EffectFastPaths.ts"
 import * as Work from "./Work.ts"
 
 export interface Config {
@@ -145,7 +146,7 @@ const makeCore = (r: Running, realtimePool: RealtimePool.Pool | undefined): Sess
     defaultModel: config.defaultModel,
     session: config.session,
     send: (msg) => send(r, msg),
-    handleNow: () => Queue.flushUnsafe(r.mailbox),
+    handleNow: () => wakeTakerNow(r.mailbox),
     // A closing session has no holder: nothing starts a reply or a model call any more.
     holder: () => (r.closed ? undefined : r.state.holder),
     closed: () => r.closed,
@@ -192,9 +193,9 @@ const rejectClosed = (r: Running, msg: SessionMessage) => {
 /** To the mailbox, holding a work token until it is handled. */
 const send = (r: Running, msg: SessionMessage) => {
   if (r.closed) return rejectClosed(r, msg)
-  r.work.acquire()
+  Work.acquire(r.work)
   if (!Queue.offerUnsafe(r.mailbox, msg)) {
-    r.work.release()
+    Work.release(r.work)
     rejectClosed(r, msg)
   }
 }
@@ -216,7 +217,7 @@ const loop = (r: Running, core: SessionCore): Effect.Effect<never, Cause.Done> =
   }
   // However the message's handling ends, on the step it ends on.
   const handled = () => {
-    r.work.release()
+    Work.release(r.work)
     return Effect.void
   }
   const step = Effect.flatMap(Queue.take(r.mailbox), (msg) => Effect.onExit(Effect.catchCause(Floor.handle(core, r.state, msg), failed), handled))
@@ -239,7 +240,7 @@ const shutdown = (r: Running): Effect.Effect<void> =>
     r.state.holder = undefined
     for (const msg of yield* Queue.clear(r.mailbox)) {
       rejectClosed(r, msg)
-      r.work.release()
+      Work.release(r.work)
     }
     // From here a report is recorded as it comes (rejectClosed).
     yield* Scope.close(r.backgroundScope, Exit.void)
@@ -253,9 +254,9 @@ const shutdown = (r: Running): Effect.Effect<void> =>
 const idleWithBackground = (r: Running): Effect.Effect<void> =>
   Effect.gen(function*() {
     while (true) {
-      yield* r.work.idle
-      if (r.background.count() === 0) return
-      yield* r.background.idle
+      yield* Work.idle(r.work)
+      if (Work.count(r.background) === 0) return
+      yield* Work.idle(r.background)
     }
   })
 

@@ -9,7 +9,7 @@ import type { RunTaskOptions, TaskResult } from "../CurrentAgent.ts"
 import { TaskError } from "../Errors.ts"
 import type { Handover } from "./SessionCore.ts"
 import * as Speeches from "./Speeches.ts"
-import type { Work } from "./Work.ts"
+import * as Work from "./Work.ts"
 import * as Lifecycle from "./actor/Lifecycle.ts"
 
 /**
@@ -34,20 +34,20 @@ export const run = (caller: Actor, task: Agent, options: RunTaskOptions = {}): E
     const call = yield* CurrentCall
     const callId = call?.actor === caller ? call.callId : undefined
     caller.core.send({ _tag: "StartTask", caller, task, result, handover, extraTools: options.extraTools ?? [], callId })
-    if (handover.pending) work.release()
+    if (handover.pending) Work.release(work)
     // A hook waiting for a task does not hold up the actor's next hook.
     ;(yield* HookLane)?.()
     return yield* Deferred.await(result).pipe(Effect.onInterrupt(() => Effect.sync(() => returnToken(work, handover))))
   })
 
-const returnToken = (work: Work, handover: Handover) => {
+const returnToken = (work: Work.Work, handover: Handover) => {
   if (!handover.pending) return
   handover.pending = false
-  work.acquire()
+  Work.acquire(work)
 }
 
 /** Wakes a flow waiting for a task, returning its work token first (see Work.ts). */
-export const wake = (work: Work, handover: Handover, deferred: Deferred.Deferred<unknown, TaskError>, result: TaskResult) => {
+export const wake = (work: Work.Work, handover: Handover, deferred: Deferred.Deferred<unknown, TaskError>, result: TaskResult) => {
   returnToken(work, handover)
   Deferred.doneUnsafe(deferred, result._tag === "Success" ? Exit.succeed(result.value) : Exit.fail(result.error))
 }

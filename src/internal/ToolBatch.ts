@@ -27,6 +27,7 @@ import * as Lifecycle from "./actor/Lifecycle.ts"
 import { doneExit } from "./EffectFastPaths.ts"
 import * as HandoffRules from "./HandoffRules.ts"
 import { execute } from "./ToolCall.ts"
+import * as Work from "./Work.ts"
 
 /** What the speech does next: reply to the outputs, stop, or stop because the floor passed. */
 export type Next = "reply" | "done" | "passed"
@@ -86,11 +87,11 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
     const runOne = (call: FunctionCall, index: number) =>
       Effect.acquireUseRelease(
         Effect.sync(() => {
-          work.acquire()
+          Work.acquire(work)
           if (++started === calls.length) {
             handedOver = true
             setToken(speech, false)
-            work.release()
+            Work.release(work)
           }
         }),
         () =>
@@ -102,10 +103,10 @@ export const run = (actor: Actor, speech: Speech, pending: ReadonlyArray<Pending
         () =>
           Effect.sync(() => {
             if (++finished === calls.length && handedOver) {
-              work.acquire()
+              Work.acquire(work)
               setToken(speech, true)
             }
-            work.release()
+            Work.release(work)
           })
       )
     return Effect.forEach(calls, runOne, { concurrency: "unbounded", discard: true }).pipe(
@@ -130,23 +131,30 @@ const resolve = (actor: Actor, calls: ReadonlyArray<FunctionCall>, settled: Read
   let reply = false
   const outputs = calls.map((call, index) => {
     // (no spread of a base record: this runs for every call on a handoff's path)
-    const outputOf = (output: string, isError: boolean, status: OutputStatus) =>
-      functionCallOutput({ callId: call.callId, name: call.name, agent: actor.name, output, isError, status })
+    const outputOf = (output: string, status: OutputStatus) =>
+      functionCallOutput({
+        callId: call.callId,
+        name: call.name,
+        agent: actor.name,
+        output,
+        isError: status !== "ok" && status !== "progress" && status !== "handoff",
+        status
+      })
     const result = settled[index]
-    if (!result) return outputOf(`Cancelled: ${stopped === "closing" ? "the session closed before the call finished" : "not finished"}.`, true, "cancelled")
+    if (!result) return outputOf(`Cancelled: ${stopped === "closing" ? "the session closed before the call finished" : "not finished"}.`, "cancelled")
     switch (result._tag) {
       case "Value":
         reply ||= result.reply
-        return outputOf(result.output, false, "ok")
+        return outputOf(result.output, "ok")
       case "Progress":
         reply = true
-        return outputOf(result.output, false, "progress")
+        return outputOf(result.output, "progress")
       case "Error":
         reply = true
-        return outputOf(result.output, true, "error")
+        return outputOf(result.output, "error")
       case "Cancelled":
         reply = true
-        return outputOf(result.output, true, result.status)
+        return outputOf(result.output, result.status)
       case "Handoff": {
         // The batch speaks for its actor, taken to hold the floor; the supervisor checks that
         // again when it applies the transfer (Floor.ts).
@@ -160,11 +168,11 @@ const resolve = (actor: Actor, calls: ReadonlyArray<FunctionCall>, settled: Read
         })
         if (refusal) {
           reply = true
-          return outputOf(HandoffRules.output(result.target.name, refusal), true, "error")
+          return outputOf(HandoffRules.output(result.target.name, refusal), "error")
         }
         winner = { target: result.target, handoff: result.handoff }
         const output = result.handoff.options.message ?? `Transferred to ${result.target.name}.`
-        return outputOf(output, false, "handoff")
+        return outputOf(output, "handoff")
       }
     }
   })
@@ -270,7 +278,7 @@ const passAfter = (
   // talking to the user lets the session go quiet) and returned before it goes on.
   const work = actor.core.work
   const token = { held: true }
-  work.acquire()
+  Work.acquire(work)
   for (const below of under) cutFollowUp(below)
   Speeches.finishEarly(actor.speeches, speech, { _tag: "Finished" })
   const settled = Effect.forEach([...under].reverse(), (below) => Speeches.awaitEnd(actor.speeches, below, token), { discard: true })
@@ -298,7 +306,7 @@ const passAfter = (
       })
     })),
     Effect.ensuring(Effect.sync(() => {
-      if (token.held) work.release()
+      if (token.held) Work.release(work)
     }))
   )
 }

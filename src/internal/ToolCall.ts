@@ -9,7 +9,7 @@ import type { Actor } from "./actor/Actor.ts"
 import * as Approvals from "./Approvals.ts"
 import * as Background from "./Background.ts"
 import { type CallResult, cancelled, classify, TimedOut } from "./CallResult.ts"
-import { doneExit, forkBodyWith } from "./EffectFastPaths.ts"
+import { currentRef, doneExit, forkBodyWith } from "./EffectFastPaths.ts"
 import * as Guardrails from "./Guardrails.ts"
 import { CurrentCall, WorkToken, type WorkTokenCell } from "./FlowContext.ts"
 import type { FunctionCall } from "../ChatContext.ts"
@@ -18,6 +18,7 @@ import * as Diagnostics from "../Diagnostics.ts"
 import * as MockTools from "../MockTools.ts"
 import type { Speech } from "../Speech.ts"
 import * as Tool from "../Tool.ts"
+import * as Work from "./Work.ts"
 
 /** Runs `call` of `actor`'s batch for `speech`: its result, or its first progress report. */
 export const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effect<CallResult> => {
@@ -82,7 +83,7 @@ const progress = (c: Call, text: string) => {
   }
   c.background = started
   owner.running.set(call.callId, started)
-  core.background.acquire()
+  Work.acquire(core.background)
   c.token.held = false
   answer(c, {
     _tag: "Progress",
@@ -108,7 +109,7 @@ const finished = (c: Call, result: CallResult) => {
   if (!c.background) return answer(c, result)
   c.owner.running.delete(c.background.callId)
   c.owner.report({ _tag: "Final", call: c.background, result })
-  c.actor.core.background.release()
+  Work.release(c.actor.core.background)
 }
 
 /**
@@ -139,10 +140,11 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
     return Effect.succeed(c.answer!)
   }
   // A test's mock of this tool for this agent (MockTools), looked up as the call starts.
-  const mock = MockTools.mockFor(Fiber.getCurrent()?.getRef(MockTools.CurrentMocks), actor.agent, tool.name)
+  const mock = MockTools.mockFor(currentRef(MockTools.CurrentMocks), actor.agent, tool.name)
   // A tool that needs approval waits for it after decoding, before its handler (Approvals.ts).
   const decoded = Approvals.gated(actor, tool, call, context, Tool.decodeArguments(tool, call.arguments))
   const decodedNow = doneExit(decoded)
+  // `unknown`: the handler (or its mock) is the user's, and so are its errors (an error output).
   let handled: Effect.Effect<unknown, unknown>
   if (decodedNow) {
     if (Exit.isFailure(decodedNow)) return settleNow(decodedNow)

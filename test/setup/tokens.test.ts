@@ -12,12 +12,12 @@ describe("work tokens", () => {
   it("a release below zero is counted with its stack, and the count stays at zero", () => {
     const work = Work.make()
     const before = Diagnostics.snapshot().tokenErrors
-    work.acquire()
-    work.release()
+    Work.acquire(work)
+    Work.release(work)
     assert.strictEqual(Diagnostics.snapshot().tokenErrors, before)
-    work.release()
+    Work.release(work)
     assert.strictEqual(Diagnostics.snapshot().tokenErrors, before + 1)
-    assert.strictEqual(work.count(), 0)
+    assert.strictEqual(Work.count(work), 0)
     assert.include(Diagnostics.lastTokenErrorStack() ?? "", "Work.ts")
     // Without this, test/setup/tokens.ts fails this test (what it is for).
     allowTokenErrors(1)

@@ -28,6 +28,7 @@ import type { ActorToolkit } from "./ActorTools.ts"
 import * as Handlers from "./Handlers.ts"
 import type { HeldInput } from "./Input.ts"
 import * as Lifecycle from "./Lifecycle.ts"
+import * as Work from "../Work.ts"
 
 /** Present on the actor of an `AgentTask`: who awaits it and how to wake them. */
 export interface TaskRole {
@@ -260,8 +261,8 @@ const build = (
     completions: new Map(),
     send: (msg) => {
       if (Lifecycle.isTerminated(actor)) return rejectLate(actor, msg)
-      work.acquire()
-      if (!Queue.offerUnsafe(mailbox, msg)) work.release()
+      Work.acquire(work)
+      if (!Queue.offerUnsafe(mailbox, msg)) Work.release(work)
     },
     holdsFloor,
     commit: (item, followedBy) => {
@@ -365,7 +366,7 @@ const loop = (actor: Actor): Effect.Effect<never, Cause.Done> => {
   // However the message's handling ends, on the step it ends on.
   const handled = () => {
     inner.loop = "waiting"
-    actor.core.work.release()
+    Work.release(actor.core.work)
     return Effect.void
   }
   const next = Effect.flatMap(Queue.take(inner.mailbox), (msg) => {
@@ -382,10 +383,10 @@ const loop = (actor: Actor): Effect.Effect<never, Cause.Done> => {
 const finalizer = (actor: Actor) =>
   Effect.gen(function*() {
     Lifecycle.terminate(actor)
-    Speeches.dropQueued(actor.speeches, `${actor.name} is closed`, false)
+    Speeches.dropQueued(actor.speeches, `${actor.name} is closed`, { force: true })
     for (const msg of yield* Queue.clear(actor.inner.mailbox)) {
       rejectLate(actor, msg)
-      actor.core.work.release()
+      Work.release(actor.core.work)
     }
     Background.flush(actor, actor.inner.pending)
     Lifecycle.flushed(actor)

@@ -18,6 +18,7 @@ import * as Hooks from "./Hooks.ts"
 import * as Input from "./Input.ts"
 import * as Speech from "../../Speech.ts"
 import * as Lifecycle from "./Lifecycle.ts"
+import * as Work from "../Work.ts"
 
 export { forwardHeld } from "./Input.ts"
 
@@ -36,7 +37,7 @@ const takeConnection = (actor: Actor): Effect.Effect<void> =>
     // Part of the handoff for rule 10: the take holds a work token (taken as the fiber starts,
     // while the message that asked for it still holds its own), so a run resolves only once
     // the connection has moved.
-    ? RealtimeBinding.take(actor).pipe(actor.core.work.track, Diagnostics.startIn(actor.scope, { startImmediately: true }))
+    ? RealtimeBinding.take(actor).pipe(Work.track(actor.core.work), Diagnostics.startIn(actor.scope, { startImmediately: true }))
     : Effect.void
 
 /** A finished task's actor closes its own Scope, from outside it (a fiber of the session). */
@@ -75,11 +76,11 @@ const enterOrResume = (actor: Actor, msg: Extract<ActorMessage, { readonly _tag:
 const deactivate: Handler<"Deactivate"> = (actor, msg) => {
   Lifecycle.deactivate(actor, msg.final)
   return Effect.andThen(
-    Speeches.interruptCurrent(actor.speeches, true),
+    Speeches.interruptCurrent(actor.speeches, { force: true }),
     Effect.suspend(() => {
       // The connection goes back to the pool: this actor can neither use it nor hear it now.
       if (actor.realtime) RealtimeBinding.release(actor.realtime)
-      Speeches.dropQueued(actor.speeches, `${actor.name} passed the floor`, false)
+      Speeches.dropQueued(actor.speeches, `${actor.name} passed the floor`, { force: true })
       Input.forwardHeld(actor)
       const then = Effect.sync(msg.then)
       return Hooks.run(actor, actor.agent.onExit, "onExit", { after: msg.final ? Effect.andThen(then, closeSelf(actor)) : then })
@@ -103,7 +104,7 @@ const lend: Handler<"Lend"> = (actor) => {
 const passFloor = (actor: Actor, passes: SessionMessage): Effect.Effect<void> => {
   Lifecycle.startPassing(actor)
   return Effect.andThen(
-    Speeches.interruptCurrent(actor.speeches, true),
+    Speeches.interruptCurrent(actor.speeches, { force: true }),
     Effect.sync(() => {
       const current = Speeches.current(actor.speeches)
       if (current && Speech.inToolPhase(current)) Speech.cutFollowUp(current)
@@ -121,8 +122,8 @@ const handlers: { readonly [K in ActorMessage["_tag"]]: Handler<K> } = {
   Heard: (actor, msg) => Input.heard(actor, msg.event),
   Interrupt: (actor, msg) => {
     if (msg.speech) return Speeches.interruptOne(actor.speeches, msg.speech)
-    Speeches.dropQueued(actor.speeches, "interrupted", true, msg.userTurn)
-    return Speeches.interruptCurrent(actor.speeches, false, msg.userTurn)
+    Speeches.dropQueued(actor.speeches, "interrupted", { beforeTurn: msg.userTurn })
+    return Speeches.interruptCurrent(actor.speeches, { beforeTurn: msg.userTurn })
   },
   Activate: activate,
   Deactivate: deactivate,

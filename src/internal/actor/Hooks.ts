@@ -11,6 +11,7 @@ import * as Diagnostics from "../../Diagnostics.ts"
 import { forkBodyWith } from "../EffectFastPaths.ts"
 import { HookLane, WorkToken } from "../FlowContext.ts"
 import type { Actor } from "./Actor.ts"
+import * as Work from "../Work.ts"
 
 export interface HookOptions {
   /** The user's input waits until the hook ends (onEnter, onResume; default false). */
@@ -35,9 +36,10 @@ export const run = (
   const done = Deferred.makeUnsafe<void>()
   inner.lane = done
   if (holdsInput) inner.inputHoldingHooks++
-  work.acquire()
+  Work.acquire(work)
   // What the hook waits for, awaited only when not already done (a handoff's onEnter usually
   // finds both done: no steps for them on its path).
+  // `unknown`: the hook is the user's, and so are its errors (reported as an error event below).
   let body = (hook ?? Effect.void) as Effect.Effect<void, unknown>
   for (const exit of options.waitFor ?? []) if (!Deferred.isDoneUnsafe(exit)) body = Effect.andThen(Deferred.await(exit), body)
   if (!Deferred.isDoneUnsafe(previous)) body = Effect.andThen(Deferred.await(previous), body)
@@ -51,7 +53,7 @@ export const run = (
     ),
     Effect.onExit(ended(actor, holdsInput, options.after, () => {
       Deferred.doneUnsafe(done, Effect.void)
-      work.release()
+      Work.release(work)
     }))
   )
   // The fiber's services, one context for the three.

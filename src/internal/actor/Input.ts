@@ -16,6 +16,7 @@ import type { Actor, Heard } from "./Actor.ts"
 import * as Speeches from "../Speeches.ts"
 import * as Lifecycle from "./Lifecycle.ts"
 import * as TurnHook from "./TurnHook.ts"
+import * as Work from "../Work.ts"
 
 /**
  * A turn of the user that came while the actor could not take it: typed text, or a spoken turn
@@ -44,12 +45,12 @@ export const busyForInput = (actor: Actor): boolean =>
 export const takeTurn = (
   actor: Actor,
   commit: Effect.Effect<void>,
-  body: (speech: Speech.Speech) => Effect.Effect<void, unknown> = (speech) => Reply.run(actor, speech, {})
+  body: (speech: Speech.Speech) => Effect.Effect<void, Reply.ReplyError> = (speech) => Reply.run(actor, speech, {})
 ): Effect.Effect<void> =>
   Effect.andThen(
-    Speeches.interruptCurrent(actor.speeches, false),
+    Speeches.interruptCurrent(actor.speeches, { force: false }),
     Effect.andThen(commit, Effect.sync(() => {
-      Speeches.dropQueued(actor.speeches, "interrupted by the user", true)
+      Speeches.dropQueued(actor.speeches, "interrupted by the user", { force: false })
       Speeches.enqueue(actor.speeches, "user_turn", {}, body)
     }))
   )
@@ -80,7 +81,7 @@ export const userInput = (actor: Actor, text: string, itemId?: string): Effect.E
 
 /** Holds a turn of the user until the actor can take it (the work token keeps the session busy). */
 const hold = (actor: Actor, held: HeldInput) => {
-  actor.core.work.acquire()
+  Work.acquire(actor.core.work)
   actor.inner.held.push(held)
   const current = Speeches.current(actor.speeches)
   if (current && Speech.inToolPhase(current)) Speech.cutWordsAndFollowUp(current)
@@ -103,7 +104,7 @@ export const releaseHeld = (actor: Actor): Effect.Effect<void> =>
       ? takeTurn(actor, Effect.void)
       : Effect.sync(() => forwardOne(actor, next))
     return take.pipe(
-      Effect.andThen(Effect.sync(() => actor.core.work.release())),
+      Effect.andThen(Effect.sync(() => Work.release(actor.core.work))),
       Effect.andThen(releaseHeld(actor))
     )
   })
@@ -125,7 +126,7 @@ const forwardOne = (actor: Actor, held: HeldInput) => {
 export const forwardHeld = (actor: Actor) => {
   for (const held of actor.inner.held.splice(0)) {
     forwardOne(actor, held)
-    actor.core.work.release()
+    Work.release(actor.core.work)
   }
 }
 
@@ -149,8 +150,8 @@ export const heard = (actor: Actor, event: Heard): Effect.Effect<void> =>
     const inner = actor.inner
     switch (event._tag) {
       case "SpeechStarted":
-        Speeches.dropQueued(actor.speeches, "interrupted by the user", true, event.userTurn)
-        return Speeches.interruptCurrent(actor.speeches, false, event.userTurn)
+        Speeches.dropQueued(actor.speeches, "interrupted by the user", { beforeTurn: event.userTurn })
+        return Speeches.interruptCurrent(actor.speeches, { beforeTurn: event.userTurn })
       case "Transcript": {
         // A failed transcription still ends the wait for its turn's words: there are none.
         const words = event.failed ? undefined : { text: event.text, itemId: event.itemId }

@@ -12,13 +12,14 @@ import * as Reply from "../Reply.ts"
 import type { Actor } from "./Actor.ts"
 
 /** The reply to the user's turn `message`, through the agent's hook when it has one. */
-export const reply = (actor: Actor, speech: Speech, message: Message | undefined): Effect.Effect<void, unknown> => {
+export const reply = (actor: Actor, speech: Speech, message: Message | undefined): Effect.Effect<void, Reply.ReplyError> => {
   const hook = actor.agent.onUserTurnCompleted
   if (!hook || !message) return Reply.run(actor, speech, {})
   return Effect.suspend(() => hook({ message, context: actor.chat })).pipe(
     Effect.provideService(CurrentAgent, actor.handle),
     Effect.catchCause((cause) => {
-      if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+      // Interrupts only: the cause holds no error of the hook's.
+      if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
       actor.core.emit({ type: "error", agent: actor.name, source: "hook", message: `onUserTurnCompleted of ${actor.name} failed: ${Cause.pretty(cause)}`, recoverable: true })
       return Effect.succeed(undefined)
     }),

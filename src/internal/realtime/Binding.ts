@@ -80,7 +80,11 @@ export const take = (actor: Actor): Effect.Effect<void> =>
  * had is brought up to date first (for a reply), unless `upToDate` is false (the user's audio:
  * it never waits for the server to finish an answer).
  */
-export const lease = (actor: Actor, binding: RealtimeBinding, upToDate = true): Effect.Effect<Lease, RealtimeError> =>
+export const lease = (
+  actor: Actor,
+  binding: RealtimeBinding,
+  { upToDate = true }: { readonly upToDate?: boolean } = {}
+): Effect.Effect<Lease, RealtimeError> =>
   Effect.gen(function*() {
     const current = (): Lease | undefined => (binding.lease && !binding.lease.revoked() ? binding.lease : undefined)
     const resync = (held: Lease) =>
@@ -119,7 +123,7 @@ export const pushAudio = (actor: Actor, pcm: Uint8Array): Effect.Effect<void, Re
     if (!binding || !actor.holdsFloor()) return
     const held = binding.lease && !binding.lease.revoked()
       ? binding.lease
-      : yield* lease(actor, binding, false).pipe(
+      : yield* lease(actor, binding, { upToDate: false }).pipe(
         Effect.catchIf((e) => e.reason === "revoked" && !actor.holdsFloor(), () => Effect.succeed(undefined))
       )
     if (held) return yield* held.pushAudio(pcm)

@@ -107,7 +107,7 @@ const acquire = (state: State, owner: string, desired: Desired, wanted: () => bo
         if (settled && (candidate.lease !== undefined || candidate.broken)) return yield* acquire(state, owner, desired, wanted)
       }
       if (settled) {
-        const lease = yield* makeLease(state, candidate, owner, true)
+        const lease = yield* makeLease(state, candidate, owner, { reused: true })
         // The lease is the caller's only once its configuration went out: cut before (a
         // barge-in, a handoff interrupting the reply there) or refused, it is released here,
         // or the connection would keep a lease nobody holds and never be free again.
@@ -116,7 +116,7 @@ const acquire = (state: State, owner: string, desired: Desired, wanted: () => bo
       }
     }
     const entry = yield* open(state, desired)
-    return yield* makeLease(state, entry, owner, false)
+    return yield* makeLease(state, entry, owner, { reused: false })
   })
 
 const release = (state: State, lease: Lease): void => {
@@ -177,7 +177,7 @@ const revokedError = (reason: RevokeReason) =>
   Effect.fail(new RealtimeError({ reason: "revoked", message: `the lease was revoked (${reason})` }))
 
 /** A lease on `entry` for `owner`: what it was told between holders comes first on its queue. */
-const makeLease = (state: State, entry: Entry, owner: string, reused: boolean): Effect.Effect<Lease> =>
+const makeLease = (state: State, entry: Entry, owner: string, { reused }: { readonly reused: boolean }): Effect.Effect<Lease> =>
   Effect.map(Queue.unbounded<LeaseEvent, Cause.Done>(), (events) => leaseOn(state, entry, owner, reused, events))
 
 const leaseOn = (

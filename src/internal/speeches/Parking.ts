@@ -8,6 +8,7 @@ import { Deferred, Effect } from "effect"
 import * as Speech from "../../Speech.ts"
 import { CurrentCall, HookLane, WorkToken, type WorkTokenCell } from "../FlowContext.ts"
 import { type Speeches, stackIndex } from "./State.ts"
+import * as Work from "../Work.ts"
 
 /**
  * `handle.wait`: a flow holding a work token (a hook, a tool call) gives it back while it waits,
@@ -42,7 +43,7 @@ export const awaitEnd = (speeches: Speeches, speech: Speech.Speech, cell: WorkTo
   const waiter: Speech.ParkedWaiter = { returned: false }
   cell.held = false
   speech.parked.push(waiter)
-  work.release()
+  Work.release(work)
   return Deferred.await(speech.done).pipe(
     Effect.onExit(() =>
       Effect.sync(() => {
@@ -51,7 +52,7 @@ export const awaitEnd = (speeches: Speeches, speech: Speech.Speech, cell: WorkTo
           const index = speech.parked.indexOf(waiter)
           if (index >= 0) speech.parked.splice(index, 1)
           waiter.returned = true
-          work.acquire()
+          Work.acquire(work)
         }
         cell.held = true
       })

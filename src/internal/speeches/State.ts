@@ -7,14 +7,15 @@
  */
 import { Deferred, Effect, Exit, type Fiber, type Scope } from "effect"
 import * as Speech from "../../Speech.ts"
+import type { ReplyError } from "../Reply.ts"
 import type { SessionCore } from "../SessionCore.ts"
-import type { Work } from "../Work.ts"
+import * as Work from "../Work.ts"
 
 /** What the actor gives its speeches. */
 export interface Config {
   readonly name: string
   readonly core: SessionCore
-  readonly work: Work
+  readonly work: Work.Work
   readonly scope: Scope.Scope
   /** Whether a queued speech may start now (the actor holds the floor, is active, ...). */
   readonly mayStart: () => boolean
@@ -30,7 +31,9 @@ export interface Config {
 
 export interface Queued {
   readonly speech: Speech.Speech
-  readonly body: (speech: Speech.Speech) => Effect.Effect<void, unknown>
+  /** A reply or a `say`: it fails only as a reply does (a hook's own failure is caught and
+   * reported before it gets here). */
+  readonly body: (speech: Speech.Speech) => Effect.Effect<void, ReplyError>
 }
 
 /** A playing speech; `fiber` is set on the step that forks it. */
@@ -113,12 +116,12 @@ export const finish = (speeches: Speeches, speech: Speech.Speech, outcome: Speec
   const held = Speech.finish(speech)
   // Flows that gave their work token back to wait for this speech get it back first.
   for (const waiter of speech.parked.splice(0)) {
-    work.acquire()
+    Work.acquire(work)
     waiter.returned = true
   }
   Deferred.doneUnsafe(speech.done, Exit.succeed(outcome))
   if (outcome._tag !== "Dropped") {
     core.emit({ type: "speech_finished", agent: name, speechId: speech.handle.id, interrupted: outcome._tag === "Interrupted" })
   }
-  if (held) work.release()
+  if (held) Work.release(work)
 }

@@ -4,9 +4,11 @@
  * before any rule test fails for a reason that is hard to trace.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Stream, Tracer } from "effect"
+import { Context, Effect, Exit, Fiber, Queue, Stream, Tracer } from "effect"
 import { LanguageModel } from "effect/ai"
 import * as FastPaths from "../../../src/internal/EffectFastPaths.ts"
+
+const Mood = Context.Reference<string>("test/Mood", { defaultValue: () => "calm" })
 
 class Greeting extends Context.Service<Greeting, string>()("test/Greeting") {}
 
@@ -98,5 +100,30 @@ describe("effect fast paths", () => {
       assert.strictEqual(Object.getPrototypeOf(copy), Object.getPrototypeOf(made))
       const response = yield* copy.generateText({ prompt: "hi" })
       assert.strictEqual(response.text, "hello")
+    }))
+  it.effect("a taker woken by wakeTakerNow has taken the message before the call returns; without it, only on a later turn", () =>
+    Effect.gen(function*() {
+      const queue = yield* Queue.unbounded<number>()
+      const taken: Array<number> = []
+      const taker = yield* Effect.forkChild(Effect.forever(Effect.map(Queue.take(queue), (n) => void taken.push(n))))
+      yield* Effect.yieldNow
+      Queue.offerUnsafe(queue, 1)
+      FastPaths.wakeTakerNow(queue)
+      assert.deepStrictEqual(taken, [1])
+      // The contrast that makes it worth having: a plain offer is taken on a later turn.
+      Queue.offerUnsafe(queue, 2)
+      assert.deepStrictEqual(taken, [1])
+      for (let turn = 0; turn < 10 && taken.length < 2; turn++) yield* Effect.yieldNow
+      assert.deepStrictEqual(taken, [1, 2])
+      yield* Fiber.interrupt(taker)
+    }))
+
+  it.effect("currentRef reads the reference the running step sees, not its default", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(yield* Effect.sync(() => FastPaths.currentRef(Mood)), "calm")
+      const provided = yield* Effect.sync(() => FastPaths.currentRef(Mood)).pipe(Effect.provideService(Mood, "cheerful"))
+      assert.strictEqual(provided, "cheerful")
+      // Outside any fiber: the default.
+      assert.strictEqual(FastPaths.currentRef(Mood), "calm")
     }))
 })
