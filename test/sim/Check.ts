@@ -8,6 +8,7 @@
  * - rule 9 (deferred handoffs, background reports): CheckBackground.ts
  * - rules 7 and 8 (realtime connections, late answers): CheckRealtime.ts
  * - rules 1, 2 and 12 on cascaded voice (audio played, cut, heard; utterances told): CheckCascade.ts
+ * - rules 1 and 4 for tool timeouts, user away and turn hooks: CheckWaits.ts
  */
 import type { AgentHandoffEvent, FunctionToolsExecuted } from "../../src/Events.ts"
 import { checkDeferredHandoffs } from "./CheckBackground.ts"
@@ -17,6 +18,7 @@ import type { Ctx, Violation } from "./CheckCore.ts"
 import { checkFloor, checkSilence } from "./CheckFloor.ts"
 import { checkErrors, checkHooks, checkLeaks, checkQuiescence, checkReturns } from "./CheckLife.ts"
 import { checkLateRealtimeAnswers, checkRealtimeReuse } from "./CheckRealtime.ts"
+import { checkTimeouts, checkTurnHooks, checkUserAway } from "./CheckWaits.ts"
 import type { Recording } from "./Runner.ts"
 import type { AgentSpec } from "./Scenario.ts"
 
@@ -35,7 +37,10 @@ export const CHECKS: ReadonlyArray<(ctx: Ctx) => Array<Violation>> = [
   checkQuiescence,
   checkLeaks,
   checkErrors,
-  checkCascade
+  checkCascade,
+  checkTimeouts,
+  checkUserAway,
+  checkTurnHooks
 ]
 
 export const check = (rec: Recording): Array<Violation> => {

@@ -107,7 +107,7 @@ export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
     // Background tools report when they finish: a run that did not wait for them may see that.
     if (!run.background && (run.backgroundRunning || backgroundPending(ctx, run.resolvedSeq))) continue
     const next = rec.actions.find((a) => a.order > run.resolvedOrder && a.op !== "idle")?.seq ?? rec.settled?.seq ?? rec.closeSeq ?? Infinity
-    const late = rec.events.filter((e) => e.seq >= run.resolvedSeq! && e.seq < next && !fromTheNetwork(ctx, e))
+    const late = beforeAway(ctx, rec.events.filter((e) => e.seq >= run.resolvedSeq! && e.seq < next && !fromTheNetwork(ctx, e)))
     // A spoken turn is the server's until it reports it: what it brings may follow the run.
     if (late.length > 0 && voiceInFlight(ctx, run.resolvedOrder, late[0]!.at)) continue
     if (late.length > 0) {
@@ -116,14 +116,14 @@ export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
   }
   const settled = rec.settled
   if (settled) {
-    const dropped = rec.events.filter((e) => e.seq >= settled.seq && e.seq < settled.seq + settled.lateEvents && fromTheNetwork(ctx, e))
-    const late = settled.lateEvents - dropped.length
+    const quiet = rec.events.filter((e) => e.seq >= settled.seq && e.seq < settled.seq + settled.lateEvents)
+    const late = beforeAway(ctx, quiet.filter((e) => !fromTheNetwork(ctx, e))).length
     if (late > 0) out.push(v("rule 10", `${late} event(s) after the session was quiescent`, settled.seq))
     // With no flow waiting for a task, only the loops are left: the session's and each actor's,
     // and with realtime, each open connection's router and canceller, and the lease route of
     // its holder.
     const d = settled.diagnostics
-    const resting = 1 + d.actors - rec.before.actors
+    const resting = 1 + d.actors - rec.before.actors + (rec.scenario.userAwayTimeout !== undefined ? 1 : 0)
     const running = d.fibers - rec.before.fibers
     const routers = settled.openConnections * 3
     if (settled.awaiting === 0 && (running < resting || running > resting + routers)) {
@@ -131,6 +131,14 @@ export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
     }
   }
   return out
+}
+
+/** With a `userAwayTimeout`, a quiet session's user goes away: the away and what `onUserAway`
+ * does then are the silence's doing, not late (CheckWaits.ts checks them). */
+const beforeAway = (ctx: Ctx, events: ReadonlyArray<SessionEvent>): ReadonlyArray<SessionEvent> => {
+  if (ctx.rec.scenario.userAwayTimeout === undefined) return events
+  const away = events.find((e) => e.type === "user_state_changed" && e.state === "away")
+  return away ? events.filter((e) => e.seq < away.seq) : events
 }
 
 /** A long-running handler had finished by `seq` but its result was not recorded yet. */
@@ -216,6 +224,7 @@ const expectedError = (ctx: Ctx, e: Extract<SessionEvent, { type: "error" }>): b
       return spec.tools.some((t) =>
         (t.kind === "failing" && t.plainError && e.message.startsWith(`${t.name} failed:`)) ||
         (t.kind === "dying" && e.message.startsWith(`${t.name} died:`)) ||
+        (t.kind === "timed" && e.message.startsWith(`${t.name} timed out after`)) ||
         (t.kind === "waitsForItself" && e.message.startsWith(`${t.name} died:`) && e.message.includes("cannot wait for the speech")) ||
         (t.kind === "odd" && oddShapeIsError(t.shape!) && e.message.startsWith(`${t.name} returned`))
       )

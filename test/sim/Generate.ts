@@ -40,7 +40,8 @@ const PREFIX: Record<ToolKind, string> = {
   speaks: "speak",
   odd: "odd",
   waitsForItself: "self_wait",
-  approval: "approve"
+  approval: "approve",
+  timed: "timed"
 }
 
 const contextPolicy = (rng: Prng): ContextPolicyName => rng.weighted([[6, "full"], [2, "none"], [2, "last1"]])
@@ -518,7 +519,52 @@ const approvalsAndGuardrails = (root: Prng, s: Scenario): Scenario => {
   return { ...s, agents, responses }
 }
 
-export const generate = (seed: number, options: { readonly programUses?: boolean; readonly humans?: boolean; readonly approvals?: boolean } = {}): Scenario => {
+/**
+ * Tool timeouts, user away and turn hooks (issue 37), from their own fork, in text scenarios:
+ * some agents get a tool with a timeout that every other call runs past, called in some answers
+ * to the user; some an `onUserTurnCompleted` hook that adds a note or stops replies; some an
+ * `onUserAway` hook. Now and then the session gets a `userAwayTimeout` and the user a silence
+ * longer than it (an `idle` action, after which the user speaks again or not).
+ */
+const timeoutsAwayTurns = (root: Prng, s: Scenario): Scenario => {
+  if (s.realtime || s.cascade) return s
+  const rng = root.fork("timeouts-away-turns-1")
+  const responses: Record<string, ResponseTable> = { ...s.responses }
+  const agents = s.agents.map((agent): AgentSpec => {
+    let next: AgentSpec = agent
+    if (rng.chance(0.25)) {
+      const timeout = rng.int(20, 300) * 10
+      const tool: ToolSpec = {
+        name: `${PREFIX.timed}_${agent.tools.length}`,
+        kind: "timed",
+        timeout,
+        delay: timeout + rng.int(1, 300) * 10,
+        duration: rng.int(0, timeout / 10 - 1) * 10
+      }
+      next = { ...next, tools: [...next.tools, tool] }
+      const table = responses[agent.name]!
+      responses[agent.name] = { ...table, user: table.user.map((r) => (rng.chance(0.4) ? { ...r, calls: [...r.calls, { tool: tool.name }] } : r)) }
+    }
+    if (rng.chance(0.2)) next = { ...next, turnHook: rng.pick(["add", "stop"] as const) }
+    if (rng.chance(0.3)) next = { ...next, onUserAway: rng.pick(["say", "close"] as const) }
+    return next
+  })
+  if (!rng.chance(0.3)) return { ...s, agents, responses }
+  const userAwayTimeout = rng.int(50, 500) * 10
+  const silence: Action = { op: "idle", after: userAwayTimeout + rng.delay(3_000, 0.5) }
+  const at = rng.int(0, s.timeline.length)
+  return { ...s, agents, responses, userAwayTimeout, timeline: [...s.timeline.slice(0, at), silence, ...s.timeline.slice(at)] }
+}
+
+export const generate = (
+  seed: number,
+  options: {
+    readonly programUses?: boolean
+    readonly humans?: boolean
+    readonly approvals?: boolean
+    readonly timeouts?: boolean
+  } = {}
+): Scenario => {
   const root = new Prng(seed)
   const shape = root.fork("shape")
   const agentNames = Array.from({ length: shape.int(2, 5) }, (_, i) => `a${i}`)
@@ -547,5 +593,6 @@ export const generate = (seed: number, options: { readonly programUses?: boolean
   })))
   const used = options.programUses === false ? base : programUses(root, base)
   const withHumans = options.humans === false ? used : humans(root, used)
-  return options.approvals === false ? withHumans : approvalsAndGuardrails(root, withHumans)
+  const approved = options.approvals === false ? withHumans : approvalsAndGuardrails(root, withHumans)
+  return options.timeouts === false ? approved : timeoutsAwayTurns(root, approved)
 }

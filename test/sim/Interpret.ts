@@ -10,7 +10,7 @@ import { type CascadeWorld, makeCascadeWorld } from "./Cascade.ts"
 import { Data, Effect, Schema, type Scope } from "effect"
 import type { Prompt } from "effect/ai"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
-import { Agent, AgentSession, AgentTask, Guardrail, Handoff, TaskGroup, Tool } from "../../src/index.ts"
+import { Agent, AgentSession, AgentTask, ChatContext, Guardrail, Handoff, TaskGroup, Tool, Turn } from "../../src/index.ts"
 import type { ContextPolicy } from "../../src/Handoff.ts"
 import { type AgentSpec, type ContextPolicyName, GUARDED, type HookSpec, type OddShape, type ResponseSpec, type Scenario, type TaskSpec, type ToolSpec, type Trigger } from "./Scenario.ts"
 
@@ -32,6 +32,8 @@ export interface ModelRequest {
   readonly seq: number
   readonly order: number
   readonly trigger: Trigger
+  /** The user's text when the request's last input is the user's. */
+  readonly userText?: string | undefined
   readonly toolChoice: string
   /** Ids of the tool calls the prompt carries (with their outputs). */
   readonly callIds: ReadonlyArray<string>
@@ -58,6 +60,34 @@ export interface BackgroundFinish {
   readonly holder: string | undefined
 }
 
+/** A call of a `timed` tool: whether it runs past the timeout, when it started, how it ended (test clock ms). */
+export interface TimedCall {
+  readonly agent: string
+  readonly tool: string
+  readonly callId: string
+  readonly long: boolean
+  readonly startedAt: number
+  finishedAt: number | undefined
+  stoppedAt: number | undefined
+}
+
+/** An `onUserTurnCompleted` run: the user's text and whether the hook stopped the reply. */
+export interface TurnHookCall {
+  readonly agent: string
+  readonly text: string
+  readonly stopped: boolean
+  readonly seq: number
+  readonly order: number
+}
+
+/** An `onUserAway` run, and who held the floor then. */
+export interface AwayCall {
+  readonly agent: string
+  readonly holder: string | undefined
+  readonly times: number
+  readonly seq: number
+}
+
 export interface World {
   session: AgentSession.AgentSession | undefined
   /** When a tool hung up (closed the session from inside): sequence number and tick. */
@@ -68,6 +98,9 @@ export interface World {
   readonly hooks: Array<HookCall>
   readonly requests: Array<ModelRequest>
   readonly taskOutcomes: Array<TaskOutcome>
+  readonly timed: Array<TimedCall>
+  readonly turns: Array<TurnHookCall>
+  readonly away: Array<AwayCall>
   /** Expected refusals seen by hooks and the application (FloorError and the like). */
   readonly notes: Array<string>
   readonly seq: () => number
@@ -101,6 +134,9 @@ export const makeWorld = (): World => {
     hooks: [],
     requests: [],
     taskOutcomes: [],
+    timed: [],
+    turns: [],
+    away: [],
     notes: [],
     seq: () => {
       if (!world.session) return 0
@@ -312,6 +348,8 @@ export const interpret = (scenario: Scenario, world: World, options: InterpretOp
             ),
           handler: () => Effect.succeed(done)
         })
+      case "timed":
+        return timed(owner, spec)
       case "waitsForItself":
         return Tool.make(spec.name, { description: spec.kind, handler: (_, context) => context.speech.wait.pipe(Effect.as(done)) })
       case "hangUp":
@@ -328,6 +366,57 @@ export const interpret = (scenario: Scenario, world: World, options: InterpretOp
         })
     }
   }
+
+  /** Runs past its timeout on its 1st, 3rd, ... call, within it on the others; each call recorded. */
+  const timed = (owner: string, spec: ToolSpec): Tool.Tool => {
+    let calls = 0
+    const now: Effect.Effect<number> = Effect.clockWith((clock) => clock.currentTimeMillis)
+    return Tool.make(spec.name, {
+      description: spec.kind,
+      timeout: `${spec.timeout!} millis`,
+      handler: (_, context) =>
+        Effect.flatMap(now, (startedAt) => {
+          const long = calls++ % 2 === 0
+          const call: TimedCall = { agent: owner, tool: spec.name, callId: context.call.id, long, startedAt, finishedAt: undefined, stoppedAt: undefined }
+          world.timed.push(call)
+          return sleep(long ? spec.delay : spec.duration ?? 0).pipe(
+            Effect.andThen(now),
+            Effect.map((at): string => {
+              call.finishedAt = at
+              return `${spec.name} done`
+            }),
+            Effect.onInterrupt(() => Effect.map(now, (at) => void (call.stoppedAt = at)))
+          )
+        })
+    })
+  }
+
+  const turnHook = (owner: string, kind: "add" | "stop") => (turn: Turn.UserTurn) =>
+    Effect.sync(() => {
+      const text = turn.message.text
+      const input = Number(/^u(\d+) please$/.exec(text)?.[1] ?? NaN)
+      const stopped = kind === "stop" && input % 2 === 0
+      world.turns.push({ agent: owner, text, stopped, seq: world.seq(), order: world.tick() })
+      return stopped
+        ? Turn.stopResponse("the sim stops even turns")
+        : kind === "add"
+        ? Turn.reply({ add: [ChatContext.message("developer", `${owner} notes: ${text}`)] })
+        : Turn.reply()
+    })
+
+  const awayHook = (owner: string, kind: "say" | "close") => (away: Agent.UserAway) =>
+    Effect.sync(() => void world.away.push({ agent: owner, holder: world.holder(), times: away.times, seq: world.seq() })).pipe(
+      Effect.andThen(
+        kind === "close" && away.times >= 2
+          ? Effect.sync(() => {
+            world.hungUp ??= { seq: world.seq(), order: world.tick() }
+          }).pipe(Effect.andThen(Agent.CurrentAgent.use((agent) => agent.session.close)))
+          : away.times === 1
+          ? Agent.say(`${owner} asks whether you are still there`).pipe(Effect.asVoid)
+          : Effect.void
+      ),
+      Effect.catchIf(isFloorError, (e) => Effect.sync(() => void world.notes.push(`onUserAway of ${owner}: ${e.message}`)))
+    )
 
   /** Progress after `delay`, `updates` more reports, the result (or a handoff) after `duration`. */
   const longRunning = (owner: string, spec: ToolSpec): Tool.Tool => {
@@ -398,6 +487,8 @@ export const interpret = (scenario: Scenario, world: World, options: InterpretOp
           })]
         }
         : {}),
+      ...(spec.turnHook ? { onUserTurnCompleted: turnHook(spec.name, spec.turnHook) } : {}),
+      ...(spec.onUserAway ? { onUserAway: awayHook(spec.name, spec.onUserAway) } : {}),
       ...(onEnter ? { onEnter } : {}),
       ...(onExit ? { onExit } : {}),
       ...(onResume ? { onResume } : {})
@@ -435,6 +526,7 @@ export const interpret = (scenario: Scenario, world: World, options: InterpretOp
       seq: world.seq(),
       order: world.tick(),
       trigger,
+      ...(request.last.kind === "user" ? { userText: request.last.text } : {}),
       toolChoice: typeof request.toolChoice === "string" ? request.toolChoice : "tool",
       callIds: toolCallIds(request.prompt),
       byServer: request.agent === undefined
@@ -453,7 +545,11 @@ export const interpret = (scenario: Scenario, world: World, options: InterpretOp
 
   const first = agents.get(scenario.agents[0]!.name)!
   const sessionTools = (scenario.sessionTools ?? []).map((spec) => tool(SESSION, spec))
-  const startOptions = sessionTools.length ? { agent: first, tools: sessionTools } : { agent: first }
+  const startOptions = {
+    agent: first,
+    ...(sessionTools.length ? { tools: sessionTools } : {}),
+    ...(scenario.userAwayTimeout !== undefined ? { userAwayTimeout: `${scenario.userAwayTimeout} millis` as const } : {})
+  }
   return {
     start: scenario.cascade
       ? Cascade.start(scenario.cascade, world.cascade, world.seq, world.tick, startOptions)

@@ -14,7 +14,19 @@ import * as Faults from "../../src/Faults.ts"
 import type { SessionStoreService } from "../../services/SessionStore.ts"
 import type { ChatItem } from "../../src/ChatContext.ts"
 import type { SessionEvent } from "../../src/Events.ts"
-import { type BackgroundFinish, type Built, type HookCall, interpret, makeWorld, type ModelRequest, type TaskOutcome, type World } from "./Interpret.ts"
+import {
+  type AwayCall,
+  type BackgroundFinish,
+  type Built,
+  type HookCall,
+  interpret,
+  makeWorld,
+  type ModelRequest,
+  type TaskOutcome,
+  type TimedCall,
+  type TurnHookCall,
+  type World
+} from "./Interpret.ts"
 import type { CascadeWorld } from "./Cascade.ts"
 import type { Scenario } from "./Scenario.ts"
 import { type ActionRecord, type HandoffRecord, inputNumber, makeTimelineState, playTimeline, type RunRecord, type Settled } from "./Timeline.ts"
@@ -30,6 +42,10 @@ export interface Recording {
   readonly taskOutcomes: ReadonlyArray<TaskOutcome>
   /** Long-running calls whose handlers finished (before their results were delivered). */
   readonly finishes: ReadonlyArray<BackgroundFinish>
+  /** Calls of timeout tools, turn hook and user-away runs (CheckWaits.ts). */
+  readonly timed: ReadonlyArray<TimedCall>
+  readonly turns: ReadonlyArray<TurnHookCall>
+  readonly away: ReadonlyArray<AwayCall>
   readonly notes: ReadonlyArray<string>
   readonly actions: ReadonlyArray<ActionRecord>
   readonly runs: ReadonlyArray<RunRecord>
@@ -154,6 +170,9 @@ export const runScenario = (scenario: Scenario, options: RunOptions = {}): Effec
       requests: world.requests,
       taskOutcomes: world.taskOutcomes,
       finishes: world.finishes,
+      timed: world.timed,
+      turns: world.turns,
+      away: world.away,
       notes: world.notes,
       actions: state.actions,
       runs: state.runs,

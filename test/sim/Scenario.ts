@@ -25,6 +25,7 @@ export type ToolKind =
   | "speaks" // starts a `say` or a reply (`speech`), awaits it or not (`awaits`), then returns
   | "odd" // returns a value JSON cannot hold as it is (`shape`)
   | "waitsForItself" // awaits the speech it was called in (an error output: it would wait for ever)
+  | "timed" // has a `timeout`: its 1st, 3rd, ... calls run `delay` (past it, cut), the others `duration` (within it)
   | "approval" // needs approval: `delay` after it is asked, the program approves, rejects, or closes the session (`decision`)
 
 /** What an `odd` tool returns. */
@@ -55,6 +56,8 @@ export interface ToolSpec {
   readonly awaits?: boolean | undefined
   /** odd: the value it returns. */
   readonly shape?: OddShape | undefined
+  /** timed: the tool's timeout (ms), between `duration` and `delay`. */
+  readonly timeout?: number | undefined
   /** approval: what the program answers (`close`: it never answers, and closes the session). */
   readonly decision?: "approve" | "reject" | "close" | undefined
 }
@@ -76,6 +79,11 @@ export interface AgentSpec {
   readonly onExit?: HookSpec | undefined
   readonly onResume?: HookSpec | undefined
   readonly maxToolSteps: number
+  /** `onUserTurnCompleted`: "add" adds a developer note to every turn; "stop" stops the reply to
+   * turns of an even input number (StopResponse) and lets the others through. */
+  readonly turnHook?: "add" | "stop" | undefined
+  /** `onUserAway`: "say" asks once whether the user is there; "close" asks, then ends the session. */
+  readonly onUserAway?: "say" | "close" | undefined
   /** An output guardrail trips on the word GUARDED in what it says: the speech is cut, a fixed line said. */
   readonly guardrail?: boolean | undefined
 }
@@ -201,6 +209,8 @@ export interface Scenario {
   readonly groups: ReadonlyArray<GroupSpec>
   /** Tools every agent has (AgentSession.start's `tools`): their background calls belong to the session. */
   readonly sessionTools?: ReadonlyArray<ToolSpec> | undefined
+  /** AgentSession.start's `userAwayTimeout` (ms). */
+  readonly userAwayTimeout?: number | undefined
   /** Answers by agent or task name. */
   readonly responses: Readonly<Record<string, ResponseTable>>
   readonly timeline: ReadonlyArray<Action>
@@ -222,6 +232,7 @@ export const formatTool = (tool: ToolSpec): string => {
   if (tool.onDuplicate && tool.onDuplicate !== "allow") args.push(tool.onDuplicate)
   if (tool.speech) args.push(`${tool.awaits ? "await " : ""}${tool.speech}`)
   if (tool.shape) args.push(tool.shape)
+  if (tool.timeout !== undefined) args.push(`timeout ${tool.timeout}ms`)
   return `${tool.name}:${tool.kind}${args.length ? `(${args.join(",")})` : ""}`
 }
 
@@ -233,6 +244,7 @@ const formatHook = (name: string, hook: HookSpec | undefined) =>
 const formatAgent = (agent: AgentSpec, extra = "") =>
   `${agent.name}${extra} [${agent.tools.map(formatTool).join(" ")}]` +
   formatHook("enter", agent.onEnter) + formatHook("exit", agent.onExit) + formatHook("resume", agent.onResume) +
+  (agent.turnHook ? ` turn=${agent.turnHook}` : "") + (agent.onUserAway ? ` away=${agent.onUserAway}` : "") +
   ` steps=${agent.maxToolSteps}`
 
 export const formatResponse = (r: ResponseSpec): string => {
@@ -271,6 +283,7 @@ export const format = (s: Scenario): string => {
   s.agents.forEach((a, i) => lines.push(`  agent ${formatAgent(a, i === 0 ? "*" : "")}`))
   for (const t of s.tasks) lines.push(`  task  ${formatAgent(t)} context=${t.context}`)
   for (const g of s.groups) lines.push(`  group ${g.name} = ${g.tasks.join(", ")}`)
+  if (s.userAwayTimeout !== undefined) lines.push(`  userAwayTimeout ${s.userAwayTimeout}ms`)
   if (s.sessionTools?.length) lines.push(`  session tools [${s.sessionTools.map(formatTool).join(" ")}]`)
   if (s.realtime) {
     const r = s.realtime

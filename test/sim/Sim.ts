@@ -21,6 +21,8 @@ export interface GeneratorOptions {
   readonly humans?: boolean
   /** Draw tool approvals and guardrail trips (Generate.ts `approvalsAndGuardrails`; default true). */
   readonly approvals?: boolean
+  /** Draw tool timeouts, user away and turn hooks (Generate.ts `timeoutsAwayTurns`; default true). */
+  readonly timeouts?: boolean
 }
 
 export interface SimOptions extends RunOptions, GeneratorOptions {}
@@ -35,7 +37,7 @@ export interface SimResult {
 export const DEFAULT_EXCLUDE: ReadonlyArray<KnownBug> = Object.keys(KnownBugs) as Array<KnownBug>
 
 export const scenarioFor = (seed: number, options: GeneratorOptions = {}): Scenario =>
-  excludeKnownBugs(generate(seed, { programUses: options.programUses ?? true, humans: options.humans ?? true, approvals: options.approvals ?? true }), options.exclude ?? [])
+  excludeKnownBugs(generate(seed, { programUses: options.programUses ?? true, humans: options.humans ?? true, approvals: options.approvals ?? true, timeouts: options.timeouts ?? true }), options.exclude ?? [])
 
 export const simulateScenario = (scenario: Scenario, options: SimOptions = {}): Effect.Effect<SimResult> =>
   runScenario(scenario, options).pipe(

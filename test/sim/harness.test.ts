@@ -78,8 +78,8 @@ describe("generator", () => {
       if (s.cascade) extras.cascade++
     }
     assert.deepStrictEqual([...kinds].sort(), [
-      "complete", "dying", "failing", "giveUp", "handoff", "hangUp", "immediate", "longRunning", "odd", "slow", "speaks", "task", "typed",
-      "waitsForItself"
+      "approval", "complete", "dying", "failing", "giveUp", "handoff", "hangUp", "immediate", "longRunning", "odd", "slow", "speaks", "task",
+      "timed", "typed", "waitsForItself"
     ])
     assert.deepStrictEqual([...actions].sort(), ["awaitReply", "awaitSay", "fail", "group", "none", "reply", "say", "task"])
     assert.deepStrictEqual([...ops].sort(), [
