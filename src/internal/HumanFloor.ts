@@ -128,15 +128,26 @@ export const takeOver = (core: SessionCore, state: FloorState, floor: FloorOps, 
 }
 
 /** Session tools' reports while a human holds the floor: recorded as the session's (no agent is
- * there to tell them), and given to the agent the floor is handed back to. */
-export const recordSessionReports = (core: SessionCore, seat: Seat): void =>
-  Background.flush({
-    name: "session",
-    commit: (item) => {
-      core.record(item, undefined)
-      seat.items.push(item)
-    }
-  }, core.sessionDeliveries)
+ * there to tell them), and given to the agent the floor is handed back to. A handoff one returns
+ * is not applied, and said why (rule 9). */
+export const recordSessionReports = (core: SessionCore, seat: Seat): void => {
+  const commit = (item: ChatItem) => {
+    core.record(item, undefined)
+    seat.items.push(item)
+  }
+  for (const delivery of core.sessionDeliveries.splice(0)) {
+    // A call whose own output never made it into history gets no later pair either.
+    if (!delivery.call.answered) continue
+    const target = delivery._tag === "Final" && delivery.result._tag === "Handoff" ? delivery.result.target.name : undefined
+    const reason = `${seat.human.name} holds the floor`
+    const recorded = target === undefined
+      ? Background.pair("session", delivery)
+      : Background.pair("session", delivery, { output: `Not transferred to ${target}: ${reason}.`, isError: true, status: "error" })
+    commit(recorded.call)
+    commit(recorded.output)
+    if (target !== undefined) core.emit({ type: "handoff_not_applied", agent: "session", to: target, reason })
+  }
+}
 
 /** The caller's words while a human holds the floor: recorded, and to the human. */
 export const input = (core: SessionCore, seat: Seat, msg: Msg<"Input">): void => {
