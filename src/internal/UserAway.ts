@@ -16,6 +16,10 @@ import type { SessionCore } from "./SessionCore.ts"
 /** What the watcher knows: one record, written by `observe` and `fire` only. */
 interface Watch {
   readonly timeoutMs: number
+  /** Each agent's last state, and who holds the floor: only the holder's state counts (an agent
+   * handed the floor mid-reply is thinking though the one before it was listening). */
+  readonly states: Map<string, string>
+  holder: string | undefined
   agentListening: boolean
   userSpeaking: boolean
   away: boolean
@@ -33,7 +37,13 @@ const waiting = (w: Watch) => w.agentListening && !w.userSpeaking && !w.closed &
 const observe = (w: Watch, core: SessionCore, event: SessionEvent): boolean => {
   switch (event.type) {
     case "agent_state_changed":
-      w.agentListening = event.state === "listening"
+      w.states.set(event.agent, event.state)
+      w.agentListening = w.states.get(w.holder ?? event.agent) === "listening"
+      w.generation++
+      return true
+    case "agent_handoff":
+      w.holder = event.to
+      w.agentListening = w.states.get(event.to) === "listening"
       w.generation++
       return true
     case "user_state_changed":
@@ -85,6 +95,8 @@ export const run = (core: SessionCore, events: Stream.Stream<SessionEvent>, time
   Effect.gen(function*() {
     const w: Watch = {
       timeoutMs,
+      states: new Map(),
+      holder: undefined,
       agentListening: false,
       userSpeaking: false,
       away: false,

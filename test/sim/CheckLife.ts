@@ -138,7 +138,9 @@ export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
 const beforeAway = (ctx: Ctx, events: ReadonlyArray<SessionEvent>): ReadonlyArray<SessionEvent> => {
   if (ctx.rec.scenario.userAwayTimeout === undefined) return events
   const away = events.find((e) => e.type === "user_state_changed" && e.state === "away")
-  return away ? events.filter((e) => e.seq < away.seq) : events
+  // An `onUserAway` that ends the call does it on a later silence: the user is away already.
+  const closedByHook = ctx.rec.away.some((a) => a.times >= 2 && ctx.specs.get(a.agent)?.onUserAway === "close")
+  return events.filter((e) => (away === undefined || e.seq < away.seq) && !(closedByHook && e.type === "close"))
 }
 
 /** A long-running handler had finished by `seq` but its result was not recorded yet. */
