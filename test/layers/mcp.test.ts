@@ -15,7 +15,7 @@ import { Effect, Exit, Scope } from "effect"
 import { Mcp } from "../../layers/mcp/index.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as ToolSchema from "../../services/ToolSchema.ts"
-import { Agent, AgentSession, type SessionEvent, Toolset } from "../../src/index.ts"
+import { Agent, AgentSession, type SessionEvent, Tool, Toolset } from "../../src/index.ts"
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/mcp-server.ts", import.meta.url))
 
@@ -210,6 +210,30 @@ describe("MCP toolsets over stdio", () => {
       assert.isTrue(facts(log).some((f) => f.event === "cancelled"))
       yield* eventually("the child process to be gone", () => !alive(pid))
     }).pipe(Effect.provide(ScriptedModel.layer(rules))))
+
+  it.live("MCP: an agent reached by a handoff connects when its actor starts, and its first reply can call the server", () =>
+    Effect.gen(function*() {
+      const log = newLog()
+      const model = yield* ScriptedModel.ScriptedModel
+      const math: Agent.Agent = Agent.make({
+        name: "math",
+        instructions: "Do sums.",
+        tools: [stdioToolset(log)],
+        onEnter: Agent.reply({ instructions: "work out 2 plus 3" }).pipe(Effect.asVoid)
+      })
+      const front = Agent.make({ name: "front", instructions: "Route.", tools: [Tool.handoff("to_math", () => math)] })
+      const session = yield* AgentSession.start({ agent: front })
+      assert.isFalse(facts(log).some((f) => f.event === "started"))
+      const result = yield* session.run("math please")
+      result.expect.containsAgentHandoff({ from: "front", to: "math" })
+      result.expect.containsFunctionCallOutput({ name: "add", output: "5", isError: false })
+      assert.deepStrictEqual(model.requests.filter((r) => r.agent === "front").map((r) => [...r.tools]), [["to_math"]])
+      assert.include(model.requestsFor("math")[0]!.tools, "add")
+    }).pipe(Effect.scoped, Effect.provide(ScriptedModel.layer([
+      { when: { user: "math please" }, reply: { toolCalls: [{ name: "to_math", arguments: {} }] } },
+      { when: { instructions: "work out 2 plus 3" }, reply: { toolCalls: [{ name: "add", arguments: { a: 2, b: 3 } }] } },
+      ...rules
+    ]))))
 
   it.live("MCP: a server that cannot be started is an error event naming the server and the fix, and the agent goes on", () =>
     Effect.gen(function*() {

@@ -22,4 +22,11 @@ describe("simulation with crashes", () => {
       // journaled floor do not).
       assert.isAbove(crashed, 150)
     }), { timeout: 120_000 })
+
+  it.effect("seed 38673: a crash after a handoff to an agent whose waiting task took the floor at once resumes both (the caller's onResume runs) and goes quiescent", () =>
+    Effect.gen(function*() {
+      const result = yield* simulateCrash(38673)
+      assert.isUndefined(result.skipped)
+      assert.deepStrictEqual(result.violations, [])
+    }), { timeout: 60_000 })
 })
