@@ -10,14 +10,15 @@ import type { RealtimeEvent, RealtimeTool } from "../../../services/RealtimeMode
 import { RealtimeError } from "../../../services/RealtimeModel.ts"
 import type { Actor } from "../actor/Actor.ts"
 import * as Diagnostics from "../../Diagnostics.ts"
-import type { Lease, LeaseEvent, Ticket } from "./Lease.ts"
+import * as Lease from "./Lease.ts"
+import type { LeaseEvent, Ticket } from "./Lease.ts"
 import type { Pool } from "./Pool.ts"
 
 export type ResponseQueue = Queue.Queue<RealtimeEvent, Cause.Done | RealtimeError>
 
 /** A response that has started, on the lease it came on. */
 export interface Started {
-  readonly lease: Lease
+  readonly lease: Lease.Lease
   readonly queue: ResponseQueue
 }
 
@@ -25,12 +26,12 @@ export interface RealtimeBinding {
   readonly pool: Pool
   /** One acquisition at a time (a reply and incoming audio may both need the connection). */
   readonly acquiring: Semaphore.Semaphore
-  lease: Lease | undefined
+  lease: Lease.Lease | undefined
   readonly responses: Map<string, ResponseQueue>
   /** Replies waiting for their response to start, by the ticket that asked for it. */
   readonly waiting: Map<Ticket, Deferred.Deferred<ResponseQueue, RealtimeError>>
   /** A reply waiting for the response the server starts by itself (after tool outputs). */
-  expecting: { readonly lease: Lease; readonly started: Deferred.Deferred<ResponseQueue, RealtimeError> } | undefined
+  expecting: { readonly lease: Lease.Lease; readonly started: Deferred.Deferred<ResponseQueue, RealtimeError> } | undefined
 }
 
 export const bind = (pool: Pool): RealtimeBinding => ({
@@ -68,7 +69,7 @@ export const release = (binding: RealtimeBinding) => {
 export const take = (actor: Actor): Effect.Effect<void> =>
   Effect.suspend(() => {
     const binding = actor.realtime
-    if (!binding || (binding.lease && !binding.lease.revoked())) return Effect.void
+    if (!binding || (binding.lease && !Lease.revoked(binding.lease))) return Effect.void
     return lease(actor, binding).pipe(
       Effect.catchCause((cause) => Effect.logDebug(`realtime connection for ${actor.name} not taken: ${Cause.pretty(cause)}`)),
       Effect.asVoid
@@ -84,13 +85,13 @@ export const lease = (
   actor: Actor,
   binding: RealtimeBinding,
   { upToDate = true }: { readonly upToDate?: boolean } = {}
-): Effect.Effect<Lease, RealtimeError> =>
+): Effect.Effect<Lease.Lease, RealtimeError> =>
   Effect.gen(function*() {
-    const current = (): Lease | undefined => (binding.lease && !binding.lease.revoked() ? binding.lease : undefined)
-    const resync = (held: Lease) =>
+    const current = (): Lease.Lease | undefined => (binding.lease && !Lease.revoked(binding.lease) ? binding.lease : undefined)
+    const resync = (held: Lease.Lease) =>
       // A response still running (one that was cut) ends first: what it left on the server is
       // then seen by the sync.
-      upToDate ? held.settle.pipe(Effect.andThen(held.sync(desired(actor))), Effect.as(held)) : Effect.succeed(held)
+      upToDate ? Lease.settle(held).pipe(Effect.andThen(Lease.sync(held, desired(actor))), Effect.as(held)) : Effect.succeed(held)
     const held = current()
     if (held) return yield* resync(held)
     return yield* binding.acquiring.withPermits(1)(Effect.gen(function*() {
@@ -121,22 +122,22 @@ export const pushAudio = (actor: Actor, pcm: Uint8Array): Effect.Effect<void, Re
   Effect.gen(function*() {
     const binding = actor.realtime
     if (!binding || !actor.holdsFloor()) return
-    const held = binding.lease && !binding.lease.revoked()
+    const held = binding.lease && !Lease.revoked(binding.lease)
       ? binding.lease
       : yield* lease(actor, binding, { upToDate: false }).pipe(
         Effect.catchIf((e) => e.reason === "revoked" && !actor.holdsFloor(), () => Effect.succeed(undefined))
       )
-    if (held) return yield* held.pushAudio(pcm)
+    if (held) return yield* Lease.pushAudio(held, pcm)
     const next = actor.core.holder()
     if (next && next !== actor) yield* pushAudio(next, pcm)
   })
 
 /** Routes the lease's events: responses to their replies, turn events to the session. */
-const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
+const route = (actor: Actor, binding: RealtimeBinding, lease: Lease.Lease) =>
   Stream.fromQueue(lease.events).pipe(
     Stream.runForEach((event) => dispatch(actor, binding, lease, event)),
     Effect.ensuring(Effect.sync(() => {
-      const reason = lease.revoked()
+      const reason = Lease.revoked(lease)
       if (reason === "dropped" && actor.holdsFloor()) {
         actor.core.emit({
           type: "error",
@@ -159,7 +160,7 @@ const route = (actor: Actor, binding: RealtimeBinding, lease: Lease) =>
       }
       // A response of a lease released by a floor change was cut with the floor (rule 2), not
       // broken: its reply ends interrupted, like any reply of an agent that passed the floor.
-      const cut = lease.revoked() === "released" ? Cause.interrupt() : Cause.fail(why)
+      const cut = Lease.revoked(lease) === "released" ? Cause.interrupt() : Cause.fail(why)
       for (const queue of binding.responses.values()) Queue.failCauseUnsafe(queue, cut)
       binding.responses.clear()
       if (binding.lease === lease) binding.lease = undefined
@@ -179,7 +180,7 @@ export const stoppedByServer = new WeakSet<ResponseQueue>()
 /** Which response each queue carries (a cut reply cancels its own response, never the next). */
 export const responseIds = new WeakMap<ResponseQueue, string>()
 
-const dispatch = (actor: Actor, binding: RealtimeBinding, lease: Lease, event: LeaseEvent): Effect.Effect<void> =>
+const dispatch = (actor: Actor, binding: RealtimeBinding, lease: Lease.Lease, event: LeaseEvent): Effect.Effect<void> =>
   Effect.suspend(() => {
     switch (event._tag) {
       case "ResponseStarted":
@@ -193,7 +194,7 @@ const dispatch = (actor: Actor, binding: RealtimeBinding, lease: Lease, event: L
               // Asked for by a reply that was cut since: no one wants it.
               ticket.abandoned = true
               Queue.endUnsafe(queue)
-              return binding.lease ? binding.lease.cancelResponse(event.responseId).pipe(Effect.ignore) : Effect.void
+              return binding.lease ? Lease.cancelResponse(binding.lease, event.responseId).pipe(Effect.ignore) : Effect.void
             }
             binding.responses.set(event.responseId, queue)
             responseIds.set(queue, event.responseId)
@@ -212,7 +213,7 @@ const dispatch = (actor: Actor, binding: RealtimeBinding, lease: Lease, event: L
                       binding.responses.delete(event.responseId)
                       Queue.endUnsafe(queue)
                     }),
-                    lease.cancelResponse(event.responseId).pipe(Effect.ignore)
+                    Lease.cancelResponse(lease, event.responseId).pipe(Effect.ignore)
                   )
                 }
               })

@@ -4,12 +4,12 @@
  * acknowledgements, and its end: broken (a refused update, a server that stopped answering or
  * dropped the socket: the holder falls back to a fresh one) or retired (nobody can use it).
  */
-import { Cause, Deferred, Effect, Exit, Queue, Scope, Stream } from "effect"
+import { Cause, Deferred, Effect, Exit, Option, Queue, Scope, Stream } from "effect"
 import type { Ack, RealtimeConnection, RealtimeError, RealtimeEvent, RealtimeTool } from "../../../services/RealtimeModel.ts"
 import type { ChatContext } from "../../ChatContext.ts"
 import * as Diagnostics from "../../Diagnostics.ts"
-import * as Ledger from "./Lease.ts"
-import type { Desired, Lease, LeaseEvent, RevokeReason } from "./Lease.ts"
+import type { Desired, Lease, RevokeReason } from "./Lease.ts"
+import * as Ledger from "./Ledger.ts"
 import type { Config } from "./Pool.ts"
 
 export interface State {
@@ -25,15 +25,10 @@ export interface State {
   readonly fellBack: Map<string, string>
 }
 
-export type HeldLease = Lease & {
-  readonly queue: Queue.Queue<LeaseEvent, Cause.Done>
-  readonly revoke: (reason: RevokeReason) => void
-}
-
 export interface Entry {
   readonly connection: RealtimeConnection
   readonly scope: Scope.Closeable
-  lease: HeldLease | undefined
+  lease: Lease | undefined
   /** What the server holds, as far as this side has sent it. */
   instructions: string
   toolsKey: string
@@ -79,6 +74,36 @@ const closeEntry = (state: State, entry: Entry) => {
 }
 
 /**
+ * Ends `lease`, once: its connection is no longer its holder's (a fallback is told with the
+ * fresh connection that follows it: it may break while the session is quiescent, an update's
+ * error answer coming late), and what was queued for it, not for it any more, is dropped.
+ */
+export const revoke = (lease: Lease, reason: RevokeReason): void => {
+  if (lease.state.revoked) return
+  lease.state.revoked = reason
+  const { entry, owner, pool } = lease
+  if (reason === "fallback") pool.fellBack.set(owner, entry.connection.id)
+  else if (reason === "closed" || reason === "dropped") pool.config.report(owner, entry.connection.id, reason)
+  if (entry.lease === lease) entry.lease = undefined
+  while (Queue.sizeUnsafe(lease.events) > 0) Queue.takeUnsafe(lease.events)
+  Queue.endUnsafe(lease.events)
+}
+
+/** Waits (a bounded time) until the server is done with its current response: whether it was. */
+export const settle = (entry: Entry): Effect.Effect<boolean> =>
+  Effect.suspend(() => {
+    if (!Ledger.busy(entry.ledger)) return Effect.succeed(true)
+    const waiter = Deferred.makeUnsafe<void>()
+    entry.idle.push(waiter)
+    const active = entry.ledger.active
+    return (active ? entry.connection.cancelResponse(active.id).pipe(Effect.ignore) : Effect.void).pipe(
+      Effect.andThen(Deferred.await(waiter)),
+      Effect.timeoutOption("3 seconds"),
+      Effect.map(Option.isSome)
+    )
+  })
+
+/**
  * Breaks `entry`, once: its lease ends with `reason` (`fallback`: an update was refused or the
  * server stopped answering; `dropped`: its events ended with an error), so the holder's next
  * request opens a fresh connection, re-seeded; its Scope closes from outside it (the fibers that
@@ -88,7 +113,7 @@ export const breakConnection = (state: State, entry: Entry, reason: "fallback" |
   Effect.suspend(() => {
     if (entry.broken) return Effect.void
     entry.broken = true
-    entry.lease?.revoke(reason)
+    if (entry.lease) revoke(entry.lease, reason)
     state.entries.delete(entry)
     return Effect.logDebug(`realtime connection ${entry.connection.id} broken (${reason}): ${why}`).pipe(
       Effect.andThen(Scope.close(entry.scope, Exit.void).pipe(Effect.forkIn(state.config.parent))),
@@ -149,7 +174,7 @@ export const open = (state: State, desired: Desired): Effect.Effect<Entry, Realt
     if (connection.configured) yield* watch(state, entry, [connection.configured])
     const gone = Effect.sync(() => {
       entry.broken = true
-      entry.lease?.revoke("closed")
+      if (entry.lease) revoke(entry.lease, "closed")
       ended(connection.id)
     })
     yield* Scope.addFinalizer(scope, Effect.andThen(Effect.sync(() => state.entries.delete(entry)), gone))
@@ -178,7 +203,7 @@ const route = (state: State, entry: Entry) =>
         if (verdict.idle) for (const waiter of entry.idle.splice(0)) Deferred.doneUnsafe(waiter, Effect.void)
         if (!verdict.deliver) return Effect.logDebug(`realtime ${event._tag} of a stale response: dropped`)
         const lease = entry.lease
-        if (lease) return Queue.offer(lease.queue, verdict.deliver).pipe(Effect.asVoid)
+        if (lease) return Queue.offer(lease.events, verdict.deliver).pipe(Effect.asVoid)
         if (aboutTheUser(event)) {
           entry.heldForNext.push(event)
           if (event._tag === "SpeechStopped") state.config.ended(entry.connection.id)

@@ -1,11 +1,11 @@
 /**
  * The session's realtime connections, leased to one actor at a time (docs/rules.md, rule 7).
  *
- * A lease is the only way to use a connection: its operations fail with reason "revoked" once
- * it is released, and its event queue ends, so an actor that passed the floor can neither send
- * on the connection nor hear from it again (seed 001). Events that arrive while no lease is
- * held are dropped with a debug log (rule 8). Which lease an event is for is decided by the
- * connection's ledger (Lease.ts, pure); this module does the effects.
+ * A lease (Lease.ts, a record with module functions) is the only way to use a connection: its
+ * operations fail with reason "revoked" once it is released, and its event queue ends, so an
+ * actor that passed the floor can neither send on the connection nor hear from it again (seed
+ * 001). Events that arrive while no lease is held are dropped with a debug log (rule 8). Which
+ * lease an event is for is decided by the connection's ledger (Ledger.ts, pure).
  *
  * On a handoff, the new holder takes the connection the old one released when it is the same
  * model and every part that differs (instructions, tools, chat context) is mutable for that
@@ -23,12 +23,13 @@
  * of it lives in its Scope (router, canceller, watchers): it runs with the session's logger,
  * tracer and clock, and ends with the connection.
  */
-import { type Cause, Deferred, Effect, Exit, Option, Queue, type Scope } from "effect"
-import { type Ack, type RealtimeCapabilities, RealtimeError, type RealtimeModel, type RealtimeTool } from "../../../services/RealtimeModel.ts"
+import { Effect, Exit, Queue, type Scope } from "effect"
+import { type RealtimeCapabilities, RealtimeError, type RealtimeModel } from "../../../services/RealtimeModel.ts"
 import type { RealtimeConnectionEvent } from "../../Events.ts"
-import { breakConnection, contextIds, type Entry, type HeldLease, open, retire, type State, toolsKey, watch } from "./Connection.ts"
-import * as Ledger from "./Lease.ts"
-import type { Desired, Lease, LeaseEvent, RevokeReason, Ticket } from "./Lease.ts"
+import { contextIds, open, retire, settle, type State, toolsKey } from "./Connection.ts"
+import * as Lease from "./Lease.ts"
+import type { Desired } from "./Lease.ts"
+import * as Ledger from "./Ledger.ts"
 import * as Unanswered from "./Unanswered.ts"
 
 export interface Pool {
@@ -37,9 +38,9 @@ export interface Pool {
    * A lease for `owner`, reusing a free connection when rule 7 allows it. `wanted` says whether
    * the owner still wants one: asked before a connection is opened after waiting for a hung one.
    */
-  readonly acquire: (owner: string, desired: Desired, wanted?: () => boolean) => Effect.Effect<Lease, RealtimeError>
+  readonly acquire: (owner: string, desired: Desired, wanted?: () => boolean) => Effect.Effect<Lease.Lease, RealtimeError>
   /** Revokes `lease`; its connection becomes free for the next holder. */
-  readonly release: (lease: Lease) => void
+  readonly release: (lease: Lease.Lease) => void
   /** Open connections and how many were opened in all (for tests and benchmarks). */
   readonly stats: () => { readonly open: number; readonly opened: number }
   /** What the user said that no answer of the server has claimed yet (Unanswered.ts). */
@@ -85,7 +86,7 @@ export const make = (config: Config): Effect.Effect<Pool> =>
     }
   })
 
-const acquire = (state: State, owner: string, desired: Desired, wanted: () => boolean = () => true): Effect.Effect<Lease, RealtimeError> =>
+const acquire = (state: State, owner: string, desired: Desired, wanted: () => boolean = () => true): Effect.Effect<Lease.Lease, RealtimeError> =>
   Effect.gen(function*() {
     const free = [...state.entries].filter((e) => !e.lease && !e.broken).sort((a, b) => b.releasedAt - a.releasedAt)
     const candidate = free.find((e) => reusable(e.connection.capabilities, e, desired))
@@ -107,147 +108,25 @@ const acquire = (state: State, owner: string, desired: Desired, wanted: () => bo
         if (settled && (candidate.lease !== undefined || candidate.broken)) return yield* acquire(state, owner, desired, wanted)
       }
       if (settled) {
-        const lease = yield* makeLease(state, candidate, owner, { reused: true })
+        const lease = yield* Lease.make(state, candidate, owner, { reused: true })
         // The lease is the caller's only once its configuration went out: cut before (a
         // barge-in, a handoff interrupting the reply there) or refused, it is released here,
         // or the connection would keep a lease nobody holds and never be free again.
-        yield* lease.sync(desired).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => release(state, lease)))))
+        yield* Lease.sync(lease, desired).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => release(state, lease)))))
         return lease
       }
     }
     const entry = yield* open(state, desired)
-    return yield* makeLease(state, entry, owner, { reused: false })
+    return yield* Lease.make(state, entry, owner, { reused: false })
   })
 
-const release = (state: State, lease: Lease): void => {
+const release = (state: State, lease: Lease.Lease): void => {
   for (const entry of state.entries) {
     if (entry.lease !== lease) continue
     entry.releasedAt = state.config.now()
-    entry.lease.revoke("released")
+    Lease.revoke(entry.lease, "released")
     // What the old holder asked for is no one's now: cancelled, and dropped if it comes.
     const running = Ledger.abandonAll(entry.ledger)
     if (running !== undefined) Queue.offerUnsafe(entry.cancels, running)
   }
-}
-
-/** Sends what differs from `desired` (pipelined: the acknowledgements are watched, not awaited). */
-const sync = (state: State, entry: Entry, desired: Desired): Effect.Effect<void, RealtimeError> =>
-  Effect.gen(function*() {
-    const conn = entry.connection
-    const acks: Array<Ack> = []
-    const key = toolsKey(desired.tools)
-    const changes: { instructions?: string; tools?: ReadonlyArray<RealtimeTool> } = {}
-    if (entry.instructions !== desired.instructions) changes.instructions = desired.instructions
-    if (entry.toolsKey !== key) changes.tools = desired.tools
-    if (changes.instructions !== undefined || changes.tools !== undefined) {
-      if (entry.lease) state.config.report(entry.lease.owner, conn.id, "updated")
-      acks.push(yield* conn.updateSession(changes))
-      entry.instructions = desired.instructions
-      entry.toolsKey = key
-    }
-    // Always asked: the provider diffs against what the server holds, which may include
-    // items baton never heard of (a response cut before it said anything).
-    acks.push(yield* conn.updateChatContext(desired.context))
-    entry.contextIds = contextIds(desired.context)
-    if (acks.length > 0) yield* watch(state, entry, acks)
-  }).pipe(
-    // A change the model cannot make on this connection (e.g. deleting an item it made
-    // that baton never heard of): a fresh connection, as rule 7 says.
-    Effect.catchIf((error) => error.reason === "unsupported", (error) =>
-      breakConnection(state, entry, "fallback", error.message).pipe(
-        Effect.andThen(Effect.fail(new RealtimeError({ reason: "revoked", message: `the lease was revoked (fallback: ${error.message})` })))
-      ))
-  )
-
-/** Waits (a bounded time) until the server is done with its current response: whether it was. */
-const settle = (entry: Entry): Effect.Effect<boolean> =>
-  Effect.suspend(() => {
-    if (!Ledger.busy(entry.ledger)) return Effect.succeed(true)
-    const waiter = Deferred.makeUnsafe<void>()
-    entry.idle.push(waiter)
-    const active = entry.ledger.active
-    return (active ? entry.connection.cancelResponse(active.id).pipe(Effect.ignore) : Effect.void).pipe(
-      Effect.andThen(Deferred.await(waiter)),
-      Effect.timeoutOption("3 seconds"),
-      Effect.map(Option.isSome)
-    )
-  })
-
-const revokedError = (reason: RevokeReason) =>
-  Effect.fail(new RealtimeError({ reason: "revoked", message: `the lease was revoked (${reason})` }))
-
-/** A lease on `entry` for `owner`: what it was told between holders comes first on its queue. */
-const makeLease = (state: State, entry: Entry, owner: string, { reused }: { readonly reused: boolean }): Effect.Effect<Lease> =>
-  Effect.map(Queue.unbounded<LeaseEvent, Cause.Done>(), (events) => leaseOn(state, entry, owner, reused, events))
-
-const leaseOn = (
-  state: State,
-  entry: Entry,
-  owner: string,
-  reused: boolean,
-  events: Queue.Queue<LeaseEvent, Cause.Done>
-): Lease => {
-  const { report } = state.config
-  const connection = entry.connection
-  // Heard between holders: the new holder hears it before anything newer.
-  Queue.offerAllUnsafe(events, [...state.saidIntoClosed.splice(0), ...entry.heldForNext.splice(0)])
-  let revokedReason: RevokeReason | undefined
-  const guard = <A>(op: () => Effect.Effect<A, RealtimeError>) =>
-    Effect.suspend(() => (revokedReason ? revokedError(revokedReason) : op()))
-  const lease: HeldLease = {
-    connectionId: connection.id,
-    owner,
-    reused,
-    capabilities: connection.capabilities,
-    events,
-    queue: events,
-    revoked: () => revokedReason,
-    revoke: (reason) => {
-      if (revokedReason) return
-      revokedReason = reason
-      // A fallback is told with the fresh connection that follows it (it may break while the
-      // session is quiescent: an update's error answer comes late).
-      if (reason === "fallback") state.fellBack.set(owner, connection.id)
-      else if (reason === "closed" || reason === "dropped") report(owner, connection.id, reason)
-      if (entry.lease === lease) entry.lease = undefined
-      // What was queued for the old holder is not for it any more.
-      while (Queue.sizeUnsafe(events) > 0) Queue.takeUnsafe(events)
-      Queue.endUnsafe(events)
-    },
-    sync: (desired) => guard(() => sync(state, entry, desired)),
-    settle: Effect.suspend(() => (revokedReason ? Effect.void : Effect.asVoid(settle(entry)))),
-    ticket: () => ({ owner: lease, abandoned: false }),
-    createResponse: (options, ticket: Ticket) =>
-      guard(() =>
-        // One response at a time: a cut one is cancelled and waited for first.
-        Effect.gen(function*() {
-          yield* settle(entry)
-          if (ticket.abandoned) return
-          Ledger.asked(entry.ledger, ticket)
-          yield* connection.createResponse(options).pipe(
-            Effect.tapError(() => Effect.sync(() => Ledger.withdrawn(entry.ledger, ticket)))
-          )
-        })
-      ),
-    cancelResponse: (responseId) =>
-      guard(() =>
-        Effect.suspend(() => {
-          const cut = Ledger.cut(entry.ledger, responseId)
-          return cut.send ? connection.cancelResponse(cut.id) : Effect.void
-        })
-      ),
-    sendToolOutput: (output) => guard(() => connection.sendToolOutput(output)),
-    truncate: (itemId, audioEndMs) => guard(() => connection.truncate(itemId, audioEndMs)),
-    pushAudio: (pcm) => guard(() => connection.pushAudio(pcm)),
-    commitAudio: guard(() => connection.commitAudio),
-    clearAudio: guard(() => connection.clearAudio),
-    // A lease not revoked is its connection's current one: breaking the connection ends it.
-    giveUp: (why) => Effect.suspend(() => (revokedReason ? Effect.void : breakConnection(state, entry, "fallback", why)))
-  }
-  entry.lease = lease
-  const broken = state.fellBack.get(owner)
-  if (broken !== undefined) report(owner, broken, "fell_back")
-  state.fellBack.delete(owner)
-  report(owner, connection.id, reused ? "reused" : "opened")
-  return lease
 }

@@ -18,7 +18,8 @@ import type { PendingCall } from "../Reply.ts"
 import * as Speeches from "../Speeches.ts"
 import * as ToolBatch from "../ToolBatch.ts"
 import { desired, lease, type RealtimeBinding, type ResponseQueue, responseIds, type Started, stoppedByServer } from "./Binding.ts"
-import type { Lease, Ticket } from "./Lease.ts"
+import * as Lease from "./Lease.ts"
+import type { Ticket } from "./Lease.ts"
 
 export type { Started }
 
@@ -41,7 +42,7 @@ const request = (
   Effect.gen(function*() {
     const started = Deferred.makeUnsafe<ResponseQueue, RealtimeError>()
     const current = binding.lease
-    const answersByItself = options.outputsOf !== undefined && current !== undefined && !current.revoked() &&
+    const answersByItself = options.outputsOf !== undefined && current !== undefined && !Lease.revoked(current) &&
       current.capabilities.autoToolReply
     // Registered before the outputs are sent: a server that answers them by itself is heard.
     if (answersByItself) binding.expecting = { lease: current, started }
@@ -54,7 +55,7 @@ const request = (
         const ids = new Set(options.outputsOf)
         for (const item of actor.chat.items) {
           if (item._tag === "FunctionCallOutput" && ids.has(item.callId)) {
-            yield* current.sendToolOutput({ callId: item.callId, name: item.name, output: item.output, isError: item.isError })
+            yield* Lease.sendToolOutput(current, { callId: item.callId, name: item.name, output: item.output, isError: item.isError })
           }
         }
       }
@@ -63,9 +64,9 @@ const request = (
       // model request after that (rule 11).
       if (actor.core.closed()) return yield* Effect.interrupt
       if (answersByItself && held === current) return { lease: held, queue: yield* awaitStart(held, started) }
-      ticket = held.ticket()
+      ticket = Lease.ticket(held)
       binding.waiting.set(ticket, started)
-      yield* held.createResponse({
+      yield* Lease.createResponse(held, {
         ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
         ...(options.toolChoice !== undefined ? { toolChoice: options.toolChoice } : {})
       }, ticket).pipe(Effect.provideService(ModelCall, { agent: actor.name, speechId: options.speechId }))
@@ -97,14 +98,14 @@ const request = (
 
 /** The response's start, within `RealtimeResponseTimeout`: a server that never answers ends the
  * reply, and its connection is given up (the next request opens a fresh one). */
-const awaitStart = (held: Lease, started: Deferred.Deferred<ResponseQueue, RealtimeError>) =>
+const awaitStart = (held: Lease.Lease, started: Deferred.Deferred<ResponseQueue, RealtimeError>) =>
   Effect.flatMap(Effect.service(RealtimeResponseTimeout), (limit) =>
     Deferred.await(started).pipe(
       Effect.timeoutOrElse({
         duration: limit,
         orElse: () => {
           const message = `no response from the realtime model within ${Duration.format(Duration.fromInputUnsafe(limit))}`
-          return Effect.andThen(held.giveUp(message), Effect.fail(new RealtimeError({ reason: "timeout", message })))
+          return Effect.andThen(Lease.giveUp(held, message), Effect.fail(new RealtimeError({ reason: "timeout", message })))
         }
       })
     ))
@@ -125,7 +126,7 @@ export const heardPart = (text: string, fraction: number): string => {
 const play = (
   actor: Actor,
   speech: Speech,
-  held: Lease,
+  held: Lease.Lease,
   queue: ResponseQueue
 ): Effect.Effect<ReadonlyArray<PendingCall>, RealtimeError> => {
   const info = { speechId: speech.handle.id, agent: actor.name }
@@ -208,9 +209,9 @@ const play = (
           if (interrupted) {
             // Cut short: the server stops too, and forgets what was not played.
             yield* audio.clear(info)
-            if (!stoppedByServer.has(queue)) yield* held.cancelResponse(responseIds.get(queue)).pipe(Effect.ignore)
+            if (!stoppedByServer.has(queue)) yield* Lease.cancelResponse(held, responseIds.get(queue)).pipe(Effect.ignore)
             if (itemId && audioBytes > 0 && held.capabilities.messageTruncation) {
-              yield* held.truncate(itemId, Math.round(playedMs)).pipe(Effect.ignore)
+              yield* Lease.truncate(held, itemId, Math.round(playedMs)).pipe(Effect.ignore)
             }
           }
         })
@@ -249,7 +250,7 @@ export const run = (
         // when its agent's floor is passing (the batch under it handed off): no model call then.
         Effect.catchIf(
           (error) =>
-            error instanceof RealtimeError && (held.revoked() === "fallback" || held.revoked() === "dropped") && !retried &&
+            error instanceof RealtimeError && (Lease.revoked(held) === "fallback" || Lease.revoked(held) === "dropped") && !retried &&
             actor.holdsFloor(),
           () => Effect.succeed({ calls: [] as ReadonlyArray<PendingCall>, retry: !followUpCut(speech) })
         )
@@ -266,7 +267,7 @@ export const run = (
       if (next === "passed") return
       if (next === "done") {
         // No reply, but the server gets the outputs now, as history.
-        if (binding.lease && !binding.lease.revoked()) yield* binding.lease.sync(desired(actor)).pipe(Effect.ignore)
+        if (binding.lease && !Lease.revoked(binding.lease)) yield* Lease.sync(binding.lease, desired(actor)).pipe(Effect.ignore)
         return
       }
       // Words a tool said meanwhile (or a reply it awaited) are heard first: one voice at a time.

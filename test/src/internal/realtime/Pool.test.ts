@@ -10,7 +10,7 @@ import { Deferred, Effect, Exit, Fiber, Option, Queue, Scope, Stream } from "eff
 import type { Ack, RealtimeCapabilities, RealtimeConnection, RealtimeEvent } from "../../../../services/RealtimeModel.ts"
 import { RealtimeError } from "../../../../services/RealtimeModel.ts"
 import { ChatContext, message } from "../../../../src/ChatContext.ts"
-import type { Desired } from "../../../../src/internal/realtime/Lease.ts"
+import * as Lease from "../../../../src/internal/realtime/Lease.ts"
 import * as Pool from "../../../../src/internal/realtime/Pool.ts"
 import { openAiLike } from "../../../../layers/testing/ScriptedRealtime.ts"
 
@@ -70,7 +70,7 @@ const fakeModel = (caps: RealtimeCapabilities = capabilities, updates?: Deferred
   return { model, connections }
 }
 
-const desired = (instructions: string, context = ChatContext.empty): Desired => ({ instructions, tools: [], context })
+const desired = (instructions: string, context = ChatContext.empty): Lease.Desired => ({ instructions, tools: [], context })
 
 const setup = (caps?: RealtimeCapabilities, updates?: Deferred.Deferred<void>) =>
   Effect.gen(function*() {
@@ -99,14 +99,14 @@ describe("realtime pool (rule 7)", () => {
       assert.isFalse(a.reused)
       assert.deepStrictEqual(connections[0]!.calls, ["connect be A (pipelined)"])
       pool.release(a)
-      assert.strictEqual(a.revoked(), "released")
+      assert.strictEqual(Lease.revoked(a), "released")
       const b = yield* pool.acquire("B", desired("be B", ChatContext.empty.append(message("user", "hi"))))
       assert.isTrue(b.reused)
       assert.strictEqual(b.connectionId, a.connectionId)
       assert.deepStrictEqual(connections[0]!.calls.slice(1), ["updateSession be B", "updateChatContext 1"])
       assert.deepStrictEqual(reports, ["A conn-1 opened", "B conn-1 reused", "B conn-1 updated"])
       // The released lease can do nothing on the connection any more.
-      const refused = yield* Effect.flip(a.createResponse({}, a.ticket()))
+      const refused = yield* Effect.flip(Lease.createResponse(a, {}, Lease.ticket(a)))
       assert.strictEqual(refused.reason, "revoked")
       yield* Scope.close(scope, Exit.void)
       assert.isTrue(connections[0]!.closed)
@@ -147,7 +147,7 @@ describe("realtime pool (rule 7)", () => {
     Effect.gen(function*() {
       const { pool, connections, scope } = yield* setup()
       const a = yield* pool.acquire("A", desired("be A"))
-      yield* a.createResponse({}, a.ticket())
+      yield* Lease.createResponse(a, {}, Lease.ticket(a))
       const conn = connections[0]!
       yield* Queue.offer(conn.server, { _tag: "ResponseStarted", responseId: "r1" })
       yield* settleFibers
@@ -179,7 +179,7 @@ describe("realtime pool (rule 7)", () => {
       // The answers to B's session update and context update: the first is refused.
       yield* Deferred.fail(conn.acks[0]!, new RealtimeError({ reason: "rejected", message: "no" }))
       yield* settleFibers
-      assert.strictEqual(b.revoked(), "fallback")
+      assert.strictEqual(Lease.revoked(b), "fallback")
       assert.isTrue(conn.closed)
       const again = yield* pool.acquire("B", desired("be B"))
       assert.isFalse(again.reused)

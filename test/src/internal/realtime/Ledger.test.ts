@@ -1,10 +1,10 @@
 /**
- * The lease ledger alone (src/internal/realtime/Lease.ts): which lease each server event is for,
+ * The lease ledger alone (src/internal/realtime/Ledger.ts): which lease each server event is for,
  * what is cancelled, and when the server counts as idle. Rule 8 (nothing reaches an agent that
  * no longer holds the floor) and rule 7's "one response at a time", event by event.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as Ledger from "../../../../src/internal/realtime/Lease.ts"
+import * as Ledger from "../../../../src/internal/realtime/Ledger.ts"
 
 const holder = { name: "A" }
 const next = { name: "B" }
