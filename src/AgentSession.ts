@@ -23,6 +23,7 @@ import type * as Guardrail from "./Guardrail.ts"
 import * as Durable from "./internal/Durable.ts"
 import { type FloorError, InvalidInput, MissingModel, SessionClosed, TurnFailed } from "./Errors.ts"
 import type { SessionEvent } from "./Events.ts"
+import * as RealtimePool from "./internal/realtime/Pool.ts"
 import * as EventLog from "./internal/EventLog.ts"
 import * as RealtimeBinding from "./internal/realtime/Binding.ts"
 import * as Supervisor from "./internal/Supervisor.ts"
@@ -422,7 +423,7 @@ const facade = <U>(
       Effect.suspend((): Effect.Effect<void, RealtimeError | SessionClosed> =>
         supervisor.closed() ? isClosed(self, "pushAudio") : state.holder ? RealtimeBinding.pushAudio(state.holder, pcm) : Effect.void
       ),
-    realtime: () => core.realtimePool?.stats(),
+    realtime: () => (core.realtimePool ? RealtimePool.stats(core.realtimePool) : undefined),
     say: (text, sayOptions) => say(self, text, sayOptions),
     generateReply: (replyOptions) => generateReply(self, replyOptions),
     interrupt: Effect.sync(() => core.send({ _tag: "Interrupt" })),

@@ -12,6 +12,7 @@ import type { Actor } from "../actor/Actor.ts"
 import * as Diagnostics from "../../Diagnostics.ts"
 import * as Lease from "./Lease.ts"
 import type { LeaseEvent, Ticket } from "./Lease.ts"
+import * as RealtimePool from "./Pool.ts"
 import type { Pool } from "./Pool.ts"
 
 export type ResponseQueue = Queue.Queue<RealtimeEvent, Cause.Done | RealtimeError>
@@ -58,7 +59,7 @@ const revoked = (why: string) => new RealtimeError({ reason: "revoked", message:
 export const release = (binding: RealtimeBinding) => {
   const lease = binding.lease
   binding.lease = undefined
-  if (lease) binding.pool.release(lease)
+  if (lease) RealtimePool.release(binding.pool, lease)
 }
 
 /**
@@ -101,10 +102,10 @@ export const lease = (
       // The floor moved on while this flow waited for the acquisition before it (seed 360187):
       // a connection acquired now would be opened for no one (rule 7).
       if (!actor.holdsFloor()) return yield* revoked(`${actor.name} passed the floor before its connection was acquired`)
-      const fresh = yield* binding.pool.acquire(actor.name, desired(actor), actor.holdsFloor)
+      const fresh = yield* RealtimePool.acquire(binding.pool, actor.name, desired(actor), actor.holdsFloor)
       if (!actor.holdsFloor()) {
         // The floor moved on while the connection was being acquired: it is the next holder's.
-        binding.pool.release(fresh)
+        RealtimePool.release(binding.pool, fresh)
         return yield* revoked(`${actor.name} passed the floor while its connection was acquired`)
       }
       binding.lease = fresh

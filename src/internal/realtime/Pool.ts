@@ -34,15 +34,8 @@ import * as Unanswered from "./Unanswered.ts"
 
 export interface Pool {
   readonly model: RealtimeModel["Service"]
-  /**
-   * A lease for `owner`, reusing a free connection when rule 7 allows it. `wanted` says whether
-   * the owner still wants one: asked before a connection is opened after waiting for a hung one.
-   */
-  readonly acquire: (owner: string, desired: Desired, wanted?: () => boolean) => Effect.Effect<Lease.Lease, RealtimeError>
-  /** Revokes `lease`; its connection becomes free for the next holder. */
-  readonly release: (lease: Lease.Lease) => void
-  /** Open connections and how many were opened in all (for tests and benchmarks). */
-  readonly stats: () => { readonly open: number; readonly opened: number }
+  /** The connections and what the pool remembers between holders; written only by this module. */
+  readonly state: State
   /** What the user said that no answer of the server has claimed yet (Unanswered.ts). */
   readonly unanswered: Unanswered.Unanswered
 }
@@ -75,18 +68,29 @@ export const reusable = (
   (isPrefix(held.contextIds, contextIds(desired.context)) || capabilities.mutableChatContext)
 
 export const make = (config: Config): Effect.Effect<Pool> =>
-  Effect.sync(() => {
-    const state: State = { config, entries: new Set(), opened: 0, saidIntoClosed: [], fellBack: new Map() }
-    return {
-      model: config.model,
-      acquire: (owner, desired, wanted) => acquire(state, owner, desired, wanted),
-      release: (lease) => release(state, lease),
-      stats: () => ({ open: state.entries.size, opened: state.opened }),
-      unanswered: Unanswered.make()
-    }
-  })
+  Effect.sync(() => ({
+    model: config.model,
+    state: { config, entries: new Set(), opened: 0, saidIntoClosed: [], fellBack: new Map() },
+    unanswered: Unanswered.make()
+  }))
 
-const acquire = (state: State, owner: string, desired: Desired, wanted: () => boolean = () => true): Effect.Effect<Lease.Lease, RealtimeError> =>
+/**
+ * A lease for `owner`, reusing a free connection when rule 7 allows it. `wanted` says whether
+ * the owner still wants one: asked before a connection is opened after waiting for a hung one.
+ */
+export const acquire = (pool: Pool, owner: string, desired: Desired, wanted?: () => boolean): Effect.Effect<Lease.Lease, RealtimeError> =>
+  acquireIn(pool.state, owner, desired, wanted)
+
+/** Revokes `lease`; its connection becomes free for the next holder. */
+export const release = (pool: Pool, lease: Lease.Lease): void => releaseIn(pool.state, lease)
+
+/** Open connections and how many were opened in all (for tests and benchmarks). */
+export const stats = (pool: Pool): { readonly open: number; readonly opened: number } => ({
+  open: pool.state.entries.size,
+  opened: pool.state.opened
+})
+
+const acquireIn = (state: State, owner: string, desired: Desired, wanted: () => boolean = () => true): Effect.Effect<Lease.Lease, RealtimeError> =>
   Effect.gen(function*() {
     const free = [...state.entries].filter((e) => !e.lease && !e.broken).sort((a, b) => b.releasedAt - a.releasedAt)
     const candidate = free.find((e) => reusable(e.connection.capabilities, e, desired))
@@ -105,14 +109,14 @@ const acquire = (state: State, owner: string, desired: Desired, wanted: () => bo
         // The wait may be long: the floor may have moved on (no connection for no one), or
         // another take may have had the connection first (it is never taken from its holder).
         if (!wanted()) return yield* Effect.fail(new RealtimeError({ reason: "revoked", message: `${owner} no longer wants a connection` }))
-        if (settled && (candidate.lease !== undefined || candidate.broken)) return yield* acquire(state, owner, desired, wanted)
+        if (settled && (candidate.lease !== undefined || candidate.broken)) return yield* acquireIn(state, owner, desired, wanted)
       }
       if (settled) {
         const lease = yield* Lease.make(state, candidate, owner, { reused: true })
         // The lease is the caller's only once its configuration went out: cut before (a
         // barge-in, a handoff interrupting the reply there) or refused, it is released here,
         // or the connection would keep a lease nobody holds and never be free again.
-        yield* Lease.sync(lease, desired).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => release(state, lease)))))
+        yield* Lease.sync(lease, desired).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => releaseIn(state, lease)))))
         return lease
       }
     }
@@ -120,7 +124,7 @@ const acquire = (state: State, owner: string, desired: Desired, wanted: () => bo
     return yield* Lease.make(state, entry, owner, { reused: false })
   })
 
-const release = (state: State, lease: Lease.Lease): void => {
+const releaseIn = (state: State, lease: Lease.Lease): void => {
   for (const entry of state.entries) {
     if (entry.lease !== lease) continue
     entry.releasedAt = state.config.now()

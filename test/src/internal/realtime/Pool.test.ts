@@ -95,12 +95,12 @@ describe("realtime pool (rule 7)", () => {
   it.effect("a fresh connection is configured pipelined; the next holder reuses it with updates", () =>
     Effect.gen(function*() {
       const { pool, connections, reports, scope } = yield* setup()
-      const a = yield* pool.acquire("A", desired("be A"))
+      const a = yield* Pool.acquire(pool, "A", desired("be A"))
       assert.isFalse(a.reused)
       assert.deepStrictEqual(connections[0]!.calls, ["connect be A (pipelined)"])
-      pool.release(a)
+      Pool.release(pool, a)
       assert.strictEqual(Lease.revoked(a), "released")
-      const b = yield* pool.acquire("B", desired("be B", ChatContext.empty.append(message("user", "hi"))))
+      const b = yield* Pool.acquire(pool, "B", desired("be B", ChatContext.empty.append(message("user", "hi"))))
       assert.isTrue(b.reused)
       assert.strictEqual(b.connectionId, a.connectionId)
       assert.deepStrictEqual(connections[0]!.calls.slice(1), ["updateSession be B", "updateChatContext 1"])
@@ -116,14 +116,14 @@ describe("realtime pool (rule 7)", () => {
     Effect.gen(function*() {
       const updates = yield* Deferred.make<void>()
       const { pool, connections, scope } = yield* setup(capabilities, updates)
-      pool.release(yield* pool.acquire("A", desired("be A")))
+      Pool.release(pool, yield* Pool.acquire(pool, "A", desired("be A")))
       // B's reuse sends B's instructions; the write hangs, and B's reply is cut there.
-      const taking = yield* Effect.forkChild(pool.acquire("B", desired("be B")))
+      const taking = yield* Effect.forkChild(Pool.acquire(pool, "B", desired("be B")))
       yield* settleFibers
       yield* Fiber.interrupt(taking)
       yield* Deferred.succeed(updates, undefined)
       // Nobody holds the connection: the next holder reuses it.
-      const c = yield* pool.acquire("C", desired("be C"))
+      const c = yield* Pool.acquire(pool, "C", desired("be C"))
       assert.isTrue(c.reused)
       assert.strictEqual(c.connectionId, connections[0]!.id)
       assert.strictEqual(connections.length, 1)
@@ -133,30 +133,30 @@ describe("realtime pool (rule 7)", () => {
   it.effect("a model that cannot change its instructions gets a fresh connection; the old one closes", () =>
     Effect.gen(function*() {
       const { pool, connections, scope } = yield* setup({ ...capabilities, mutableInstructions: false })
-      pool.release(yield* pool.acquire("A", desired("be A")))
-      const b = yield* pool.acquire("B", desired("be B"))
+      Pool.release(pool, yield* Pool.acquire(pool, "A", desired("be A")))
+      const b = yield* Pool.acquire(pool, "B", desired("be B"))
       assert.isFalse(b.reused)
       yield* settleFibers
       assert.strictEqual(connections.length, 2)
       assert.isTrue(connections[0]!.closed)
-      assert.deepStrictEqual(pool.stats(), { open: 1, opened: 2 })
+      assert.deepStrictEqual(Pool.stats(pool), { open: 1, opened: 2 })
       yield* Scope.close(scope, Exit.void)
     }))
 
   it.effect("a release cancels the running response from the connection's own fiber; its events reach no one", () =>
     Effect.gen(function*() {
       const { pool, connections, scope } = yield* setup()
-      const a = yield* pool.acquire("A", desired("be A"))
+      const a = yield* Pool.acquire(pool, "A", desired("be A"))
       yield* Lease.createResponse(a, {}, Lease.ticket(a))
       const conn = connections[0]!
       yield* Queue.offer(conn.server, { _tag: "ResponseStarted", responseId: "r1" })
       yield* settleFibers
       assert.strictEqual((yield* Queue.take(a.events))._tag, "ResponseStarted")
-      pool.release(a)
+      Pool.release(pool, a)
       yield* settleFibers
       assert.include(conn.calls, "cancelResponse r1")
       // The next holder's configuration waits until the server is done with the cut response.
-      const taking = yield* Effect.forkChild(pool.acquire("B", desired("be A")))
+      const taking = yield* Effect.forkChild(Pool.acquire(pool, "B", desired("be A")))
       yield* settleFibers
       assert.isUndefined(taking.pollUnsafe())
       yield* Queue.offer(conn.server, { _tag: "TextDelta", responseId: "r1", itemId: "i1", delta: "late" })
@@ -173,15 +173,15 @@ describe("realtime pool (rule 7)", () => {
   it.effect("an error answer to an update falls back: the lease is revoked, the connection closed, reported with the next", () =>
     Effect.gen(function*() {
       const { pool, connections, reports, scope } = yield* setup()
-      pool.release(yield* pool.acquire("A", desired("be A")))
-      const b = yield* pool.acquire("B", desired("be B"))
+      Pool.release(pool, yield* Pool.acquire(pool, "A", desired("be A")))
+      const b = yield* Pool.acquire(pool, "B", desired("be B"))
       const conn = connections[0]!
       // The answers to B's session update and context update: the first is refused.
       yield* Deferred.fail(conn.acks[0]!, new RealtimeError({ reason: "rejected", message: "no" }))
       yield* settleFibers
       assert.strictEqual(Lease.revoked(b), "fallback")
       assert.isTrue(conn.closed)
-      const again = yield* pool.acquire("B", desired("be B"))
+      const again = yield* Pool.acquire(pool, "B", desired("be B"))
       assert.isFalse(again.reused)
       assert.deepStrictEqual(reports.slice(-2), ["B conn-1 fell_back", "B conn-2 opened"])
       yield* Scope.close(scope, Exit.void)
@@ -190,7 +190,7 @@ describe("realtime pool (rule 7)", () => {
   it.effect("what the user says between holders is kept for the next one, in order; a transcript follows to a fresh connection", () =>
     Effect.gen(function*() {
       const { pool, connections, ended, scope } = yield* setup({ ...capabilities, mutableInstructions: false })
-      pool.release(yield* pool.acquire("A", desired("be A")))
+      Pool.release(pool, yield* Pool.acquire(pool, "A", desired("be A")))
       const conn = connections[0]!
       yield* Queue.offer(conn.server, { _tag: "SpeechStarted" })
       yield* Queue.offer(conn.server, { _tag: "SpeechStopped" })
@@ -199,7 +199,7 @@ describe("realtime pool (rule 7)", () => {
       // Heard stopping with no holder: the session is told the user's turn ended.
       assert.deepStrictEqual(ended, ["conn-1"])
       // Not reusable (new instructions): the connection closes, the final transcript moves.
-      const b = yield* pool.acquire("B", desired("be B"))
+      const b = yield* Pool.acquire(pool, "B", desired("be B"))
       assert.notStrictEqual(b.connectionId, conn.id)
       const first = yield* Queue.take(b.events)
       assert.deepStrictEqual(first, { _tag: "InputTranscript", itemId: "u1", text: "I need help", final: true })
