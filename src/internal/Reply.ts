@@ -10,6 +10,7 @@ import * as ModelParts from "../../services/ModelParts.ts"
 import * as ModelCallMeter from "../observe/ModelCallMeter.ts"
 import { isVoid, provideOnFiber } from "./EffectFastPaths.ts"
 import type { Actor } from "./actor/Actor.ts"
+import * as ActorTools from "./actor/ActorTools.ts"
 import { message } from "../ChatContext.ts"
 import { toPrompt } from "../ChatPrompt.ts"
 import type { ReplyOptions, SayOptions } from "../CurrentAgent.ts"
@@ -113,6 +114,7 @@ const textSteps = (actor: Actor, speech: Speech, options: ReplyOptions): Effect.
   const generateStep = (n: number, model: LanguageModel.LanguageModel, choice: LanguageModel.ToolChoice<string>) => {
     // Generating again after a tool step: interruptible like any reply.
     startGenerating(speech)
+    ActorTools.refresh(actor)
     const prompt = toPrompt(actor.chat, { instructions: actor.agent.instructions, extraInstructions: instructions })
     const called = startStep(actor, speech, model)
     return Effect.flatMap(generate(called, model, prompt, choice, speech), () =>

@@ -18,10 +18,12 @@ import * as Diagnostics from "../Diagnostics.ts"
 import * as MockTools from "../MockTools.ts"
 import type { Speech } from "../Speech.ts"
 import * as Tool from "../Tool.ts"
+import * as ActorTools from "./actor/ActorTools.ts"
 import * as Work from "./Work.ts"
 
 /** Runs `call` of `actor`'s batch for `speech`: its result, or its first progress report. */
 export const execute = (actor: Actor, speech: Speech, call: FunctionCall): Effect.Effect<CallResult> => {
+  ActorTools.refresh(actor)
   const tool = actor.tools.get(call.name)
   if (!tool) {
     const available = [...actor.tools.keys()].join(", ") || "none"
@@ -91,8 +93,11 @@ const progress = (c: Call, text: string) => {
     answered: () => {
       started.answered = true
       // What it reported meanwhile may be told now.
-      if (owner.kind === "agent") actor.send({ _tag: "Kick" })
-      else core.holder()?.send({ _tag: "Kick" })
+      if (owner.kind === "agent") return actor.send({ _tag: "Kick" })
+      // No agent holds the floor while a person does: the session records them then.
+      const holder = core.holder()
+      if (holder) holder.send({ _tag: "Kick" })
+      else core.send({ _tag: "SessionCallAnswered" })
     }
   })
 }

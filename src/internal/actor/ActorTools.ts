@@ -92,6 +92,26 @@ export const view = (core: SessionCore, agent: Agent, extraTools: ReadonlyArray<
   return { current: build([]), build, sources: [], seen: 0 }
 }
 
+/**
+ * Brings `actor`'s tool fields up to date with its toolsets (a no-op for an agent without any):
+ * called before its tools are read for a model call or a tool call.
+ */
+export const refresh = (actor: {
+  readonly inner: { readonly tools: ToolView }
+  tools: Tools["named"]
+  toolkit: Tools["toolkit"]
+  definitions: Tools["definitions"]
+}): void => {
+  const view = actor.inner.tools
+  if (view.sources.length === 0) return
+  const before = view.current
+  const now = current(view)
+  if (now === before && actor.tools === now.named) return
+  actor.tools = now.named
+  actor.toolkit = now.toolkit
+  actor.definitions = now.definitions
+}
+
 /** The tools as they are now (a plain read unless the agent has toolsets). */
 export const current = (view: ToolView): Tools => {
   if (view.sources.length === 0) return view.current

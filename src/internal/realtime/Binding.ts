@@ -9,6 +9,7 @@ import { Cause, Deferred, Effect, Exit, Queue, Semaphore, Stream } from "effect"
 import type { RealtimeEvent, RealtimeTool } from "../../../services/RealtimeModel.ts"
 import { RealtimeError } from "../../../services/RealtimeModel.ts"
 import type { Actor } from "../actor/Actor.ts"
+import * as ActorTools from "../actor/ActorTools.ts"
 import * as Diagnostics from "../../Diagnostics.ts"
 import * as Lease from "./Lease.ts"
 import type { LeaseEvent, Ticket } from "./Lease.ts"
@@ -44,12 +45,14 @@ export const bind = (pool: Pool): RealtimeBinding => ({
   expecting: undefined
 })
 
-const toolsOf = (actor: Actor): ReadonlyArray<RealtimeTool> =>
-  [...actor.tools.values()].map((tool) => ({
+const toolsOf = (actor: Actor): ReadonlyArray<RealtimeTool> => {
+  ActorTools.refresh(actor)
+  return [...actor.tools.values()].map((tool) => ({
     name: tool.name,
     description: tool.description,
     parameters: ToolSchema.parametersOf(tool.definition)
   }))
+}
 
 export const desired = (actor: Actor) => ({ instructions: actor.agent.instructions, tools: toolsOf(actor), context: actor.chat })
 
