@@ -85,7 +85,7 @@ export const wrapOutput = (guardrails: Guardrails, base: TextOutputService): Tex
       Effect.suspend(() => {
         // Watched only when a guardrail looks at it: other speeches' words go straight through.
         const core = state.core
-        if (!core || guardrailsOf(core.holder(), "output", guardrails.session).length === 0) return base.start(info)
+        if (!core || !hasOutputGuardrails(core.holder(), guardrails.session)) return base.start(info)
         state.speeches.set(info.speechId, {
           info,
           text: "",
@@ -98,8 +98,14 @@ export const wrapOutput = (guardrails: Guardrails, base: TextOutputService): Tex
         })
         return base.start(info)
       }),
+    // Words of a speaker no output guardrail looks at (the common case) are the base output's
+    // own effect: no extra step per word (a reply's `isVoid` fast path stays). Decided as the
+    // write is made, which may be before the speech's start has run (so not by `speeches`):
+    // by the same test `start` makes, on the agent speaking now.
     write: (text, info) =>
-      Effect.suspend(() => {
+      state.speeches.size === 0 && !(state.core && hasOutputGuardrails(state.core.holder(), guardrails.session))
+        ? base.write(text, info)
+        : Effect.suspend(() => {
         const watched = state.speeches.get(info.speechId)
         if (!watched) return base.write(text, info)
         // A policy's own line is not checked again (a line that tripped would say itself for ever).
@@ -264,6 +270,10 @@ export const checkInput = <P>(actor: Actor, call: FunctionCall, params: P): Effe
 }
 
 /** Whether the call has output guardrails (its handler's result is checked before it is recorded). */
+/** Whether any output guardrail applies to what `holder` says (no arrays built: on every speech). */
+const hasOutputGuardrails = (holder: Actor | undefined, session: ReadonlyArray<Guardrail.OutputGuardrail>): boolean =>
+  session.length > 0 || (holder?.agent.guardrails?.some((g) => g.kind === "output") ?? false)
+
 export const hasToolGuardrails = (actor: Actor): boolean =>
   (actor.agent.guardrails ?? []).some((g) => g.kind === "tool_input" || g.kind === "tool_output")
 
@@ -272,6 +282,7 @@ export const hasToolGuardrails = (actor: Actor): boolean =>
  * output, says so, and runs the policy. A handoff or a failure is not checked.
  */
 export const checkOutput = (actor: Actor, call: FunctionCall, handled: Effect.Effect<unknown, unknown>): Effect.Effect<unknown, unknown> => {
+  if (actor.agent.guardrails === undefined || actor.agent.guardrails.length === 0) return handled
   const checks = guardrailsOf(actor, "tool_output")
   if (checks.length === 0) return handled
   return Effect.flatMap(handled, (value) => {
