@@ -114,6 +114,18 @@ export const serve = (socket: Socket.Socket, desk: Desk) =>
               Effect.andThen(send({ type: "result", of: "say" })),
               Effect.catch((e) => send({ type: "error", of: "say", message: e.message }))
             )
+          // A tool call waiting for approval (`needsApproval`): the operator answers it.
+          case "approve":
+          case "reject": {
+            const callId = String(command.callId ?? "")
+            const answer = command.type === "approve"
+              ? session.approve(callId)
+              : session.reject(callId, typeof command.reason === "string" && command.reason !== "" ? { reason: command.reason } : {})
+            return yield* answer.pipe(
+              Effect.andThen(send({ type: "result", of: command.type, callId })),
+              Effect.catch((e) => send({ type: "error", of: command.type, message: e.message }))
+            )
+          }
           case "hand_back": {
             const agent = agentNamed(command.agent)
             if (!agent) return yield* send({ type: "error", of: "hand_back", message: `no agent ${String(command.agent)} (expected ${handsBackTo.map((a) => a.name).join(", ")})` })
@@ -170,6 +182,7 @@ form { display: flex; gap: 6px; margin: 4px 0 } input[type=text] { flex: 1 }
 <main>
 <div><strong>Session</strong> <span id="sessionId">–</span> · floor: <span id="holder">–</span> <span id="status"></span></div>
 <div class="panes"><div id="transcript"></div><ol id="timeline"></ol></div>
+<div id="approvals"></div>
 <div>
 <form id="whisperForm"><input id="whisper" type="text" placeholder="Whisper to the agent (only it sees this)"><button>Whisper</button></form>
 <form id="takeOverForm"><button id="takeOver">Take over</button></form>
@@ -212,6 +225,14 @@ const floor = (from, to, kind, at) => {
   li.textContent = new Date(at || Date.now()).toLocaleTimeString() + " " + (from || "–") + " → " + to + " (" + kind + ")"
   $("timeline").append(li)
 }
+// A call waiting for approval: its tool and arguments, and the two answers.
+const askApproval = (event) => {
+  const row = document.createElement("div")
+  row.dataset.call = event.callId
+  const button = (label, type) => Object.assign(document.createElement("button"), { textContent: label, onclick: () => send({ type, callId: event.callId }) })
+  row.append(document.createTextNode(event.agent + " asks to run " + event.tool + " " + event.arguments + " "), button("Approve", "approve"), button("Reject", "reject"))
+  $("approvals").append(row)
+}
 ws.onopen = () => { $("status").textContent = "connected"; send({ type: "list" }); setInterval(() => send({ type: "list" }), 2000) }
 ws.onclose = () => { $("status").textContent = "disconnected" }
 ws.onmessage = (m) => {
@@ -229,6 +250,8 @@ ws.onmessage = (m) => {
     case "event":
       if (e.event.type === "conversation_item_added") showItem(e.event.item)
       if (e.event.type === "agent_handoff") floor(e.event.from, e.event.to, e.event.kind, e.event.at)
+      if (e.event.type === "tool_approval_requested") askApproval(e.event)
+      if (e.event.type === "tool_approval_answered") document.querySelector('[data-call="' + e.event.callId + '"]')?.remove()
       if (e.event.type === "close") $("status").textContent = "session closed"
       break
     case "result": state.results.push(e); break
