@@ -82,9 +82,9 @@ export type DuplicatePolicy = "allow" | "reject" | "replace"
  */
 export interface ToolOptions {
   /** When the model calls it while an earlier call still runs in the background (default "allow"). */
-  readonly onDuplicate?: DuplicatePolicy
+  readonly onDuplicate?: DuplicatePolicy | undefined
   /** The model may cancel it while it runs (baton then offers the cancel tool). */
-  readonly cancellable?: boolean
+  readonly cancellable?: boolean | undefined
   /**
    * How long a call may run ("5 seconds", a `Duration`; default: no limit). A handler still
    * running then is interrupted, the call is answered with an error output telling the model it
@@ -93,7 +93,7 @@ export interface ToolOptions {
    * call as usual, and a handler still running at the limit is stopped and its final result is the
    * timeout. The same limit applies to a handler replaced by `MockTools`.
    */
-  readonly timeout?: Duration.Input
+  readonly timeout?: Duration.Input | undefined
   /**
    * The call waits for approval before its handler runs (`true`, or a predicate over the decoded
    * arguments). It emits `tool_approval_requested`; `session.approve(callId)` runs it and
@@ -102,7 +102,7 @@ export interface ToolOptions {
    * agent passing the floor rejects it, and a close answers it as cancelled (rule 4). A `timeout`
    * counts the wait too.
    */
-  readonly needsApproval?: NeedsApproval<unknown, unknown>
+  readonly needsApproval?: NeedsApproval<unknown, unknown> | undefined
 }
 
 /**
@@ -235,13 +235,15 @@ export const make = <
     parameters,
     // The handler's context is the session's (its userdata is the session's `U`).
     handler: options.handler as Tool<S["Type"], unknown, A, N>["handler"],
+    // Every field present (undefined when not given): one shape for every tool's options, read
+    // on each call.
     options: {
-      ...(options.onDuplicate !== undefined ? { onDuplicate: options.onDuplicate } : {}),
-      ...(options.cancellable !== undefined ? { cancellable: options.cancellable } : {}),
-      ...(timeout !== undefined ? { timeout } : {}),
-      ...(options.needsApproval !== undefined && options.needsApproval !== false
-        ? { needsApproval: options.needsApproval as NeedsApproval<unknown, unknown> }
-        : {})
+      onDuplicate: options.onDuplicate,
+      cancellable: options.cancellable,
+      timeout,
+      needsApproval: options.needsApproval !== undefined && options.needsApproval !== false
+        ? options.needsApproval as NeedsApproval<unknown, unknown>
+        : undefined
     },
     definition
   }
