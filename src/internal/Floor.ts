@@ -124,6 +124,11 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
         state.holder?.send({ _tag: "Kick" })
         return Effect.void
       }
+      case "SessionCallAnswered": {
+        if (state.human) HumanFloor.recordSessionReports(core, state.human)
+        state.holder?.send({ _tag: "Kick" })
+        return Effect.void
+      }
       case "TakeOver":
         return HumanFloor.takeOver(core, state, floorOps, msg)
       case "HandBack":

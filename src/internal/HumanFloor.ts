@@ -135,9 +135,14 @@ export const recordSessionReports = (core: SessionCore, seat: Seat): void => {
     core.record(item, undefined)
     seat.items.push(item)
   }
-  for (const delivery of core.sessionDeliveries.splice(0)) {
-    // A call whose own output never made it into history gets no later pair either.
-    if (!delivery.call.answered) continue
+  const pending = core.sessionDeliveries
+  // A call whose own output is not in history yet (its batch still running) keeps its reports
+  // until it is (a "SessionCallAnswered" message then), or until an agent holds the floor again.
+  const ready = pending.filter((delivery) => delivery.call.answered)
+  if (ready.length === 0) return
+  const waiting = pending.filter((delivery) => !delivery.call.answered)
+  pending.splice(0, pending.length, ...waiting)
+  for (const delivery of ready) {
     const target = delivery._tag === "Final" && delivery.result._tag === "Handoff" ? delivery.result.target.name : undefined
     const reason = `${seat.human.name} holds the floor`
     const recorded = target === undefined

@@ -69,6 +69,9 @@ export type SessionMessage =
   }
   | { readonly _tag: "CompleteTask"; readonly actor: Actor; readonly result: TaskResult }
   | { readonly _tag: "Background"; readonly delivery: Background.Delivery }
+  /** A session tool's call is answered (its output is in history): what it reported meanwhile can
+   * be taken now, by the holder or, while a person holds the floor, recorded (HumanFloor.ts). */
+  | { readonly _tag: "SessionCallAnswered" }
   | { readonly _tag: "UserSpeaking"; readonly speaking: boolean; readonly userTurn: number }
   /** A person takes the floor from the agent holding it (HumanFloor.ts). */
   | {
