@@ -99,6 +99,7 @@ export const attach = (prepared: Prepared, supervisor: Supervisor, parent: Scope
       },
       now: core.now,
       work: core.work,
+      floorFrozen: () => options.endOnClose === false && core.closed(),
       onFenced: (error: StoreFenced) => {
         core.emit({ type: "error", agent: undefined, source: "transport", message: `${error.message}: this process stops the session`, recoverable: false })
         Effect.runFork(supervisor.close)

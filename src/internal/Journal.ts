@@ -84,6 +84,12 @@ export interface Config {
   /** The session's work count: a change not yet in the store holds a token, so a session is
    * quiescent (rule 10) only once what happened is durable. */
   readonly work: Work.Work
+  /**
+   * The floor as journaled last stays as it is from now on: the session is closing here but its
+   * closing does not end it (`endOnClose: false`: a call moving to another node, a line cut),
+   * so another process resumes it as it was before, not as closing. Its words are still written.
+   */
+  readonly floorFrozen: () => boolean
   /** Another writer took the session: this one stops (called once). */
   readonly onFenced: (error: StoreFenced) => void
   /** The store failed: the entries are written again at the next flush. */
@@ -179,7 +185,7 @@ const collect = (journal: Journal): { entries: Array<Omit<JournalEntry, "seq">>;
     actors: live.map((actor) => [keyOf(actor), actor.lifecycle._tag] as const)
   }
   const floorText = JSON.stringify(floorEntry)
-  if (floorText !== state.floor) {
+  if (floorText !== state.floor && !config.floorFrozen()) {
     entries.push({ at, kind: "floor", data: floorEntry })
     commit.push(() => {
       state.floor = floorText
