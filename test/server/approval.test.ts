@@ -4,28 +4,9 @@
  * input error and the session goes on.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
-import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
-import { Agent, Tool } from "../../src/index.ts"
+import { Effect } from "effect"
 import { connect, start, wait } from "./harness.ts"
-
-const refunds: Array<number> = []
-const desk = Agent.make({
-  name: "desk",
-  instructions: "You give refunds.",
-  tools: [
-    Tool.make("refund", {
-      description: "Refunds an amount",
-      parameters: Schema.Struct({ amount: Schema.Number }),
-      needsApproval: true,
-      handler: ({ amount }) => Effect.sync(() => refunds.push(amount)).pipe(Effect.as(`refunded ${amount}`))
-    })
-  ]
-})
-const model = ScriptedModel.layer([
-  { when: { user: "refund" }, reply: { toolCalls: [{ name: "refund", arguments: { amount: 20 } }] } },
-  { when: { toolOutput: /./ }, reply: (r) => ({ text: `Result: ${r.last.kind === "tool" ? r.last.outputs.map((o) => o.output).join("") : ""}` }) }
-])
+import { desk, model, refunds } from "./refund-desk.ts"
 
 describe("Server /ws tool approval", () => {
   it.live("approval: the operator approves a waiting call over /ws; a wrong id is an input error; a reject answers the next one", () =>

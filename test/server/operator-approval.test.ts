@@ -6,30 +6,12 @@
  * waits for nothing is an error frame to the operator, and the session goes on.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Redacted, Schema } from "effect"
-import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import { Effect, Redacted } from "effect"
 import * as Token from "../../server/Token.ts"
-import { Agent, Tool } from "../../src/index.ts"
 import { connect, start, wait } from "./harness.ts"
+import { desk, model, refunds } from "./refund-desk.ts"
 
 const SECRET = "operator-approval-secret"
-const refunds: Array<number> = []
-const desk = Agent.make({
-  name: "desk",
-  instructions: "You give refunds.",
-  tools: [
-    Tool.make("refund", {
-      description: "Refunds an amount",
-      parameters: Schema.Struct({ amount: Schema.Number }),
-      needsApproval: true,
-      handler: ({ amount }) => Effect.sync(() => refunds.push(amount)).pipe(Effect.as(`refunded ${amount}`))
-    })
-  ]
-})
-const model = ScriptedModel.layer([
-  { when: { user: "refund" }, reply: { toolCalls: [{ name: "refund", arguments: { amount: 20 } }] } },
-  { when: { toolOutput: /./ }, reply: (r) => ({ text: `Result: ${r.last.kind === "tool" ? r.last.outputs.map((o) => o.output).join("") : ""}` }) }
-])
 
 describe("the operator's desk answers tool approvals", () => {
   it.live("approval: the operator approves a waiting call, rejects the next with a reason; a wrong id is an error frame", () =>
