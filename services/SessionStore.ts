@@ -152,7 +152,14 @@ export interface SessionStoreService {
  */
 export class SessionStore extends Context.Service<SessionStore, SessionStoreService>()("baton/SessionStore") {}
 
-const fenced = (claim: Claim, current: number) =>
+/**
+ * The refusal of `claim`'s write once another writer's claim moved the epoch to `current`: the
+ * same error from every backend.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export const fenced = (claim: Claim, current: number): StoreFenced =>
   new StoreFenced({
     id: claim.id,
     epoch: claim.epoch,

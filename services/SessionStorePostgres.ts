@@ -28,6 +28,7 @@ import {
   SessionNotFound,
   type SessionMeta,
   encodeEntries,
+  fenced,
   SessionStore,
   type SessionStoreService,
   StoreError,
@@ -125,13 +126,6 @@ const describeTarget = (url: Redacted.Redacted<string>): string => {
 const storeError = (operation: StoreError["operation"], what: string) => (cause: SqlError) =>
   new StoreError({ operation, message: `${what}: ${cause.message}`, cause })
 
-const fenced = (claim: Claim, current: number) =>
-  new StoreFenced({
-    id: claim.id,
-    epoch: claim.epoch,
-    current,
-    message: `session ${claim.id} was claimed by another writer (epoch ${current}, this one holds ${claim.epoch})`
-  })
 
 /**
  * Builds the store over a `SqlClient` for PostgreSQL, creating its tables if missing.

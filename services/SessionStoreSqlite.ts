@@ -22,6 +22,7 @@ import {
   SessionNotFound,
   type SessionMeta,
   encodeEntries,
+  fenced,
   SessionStore,
   type SessionStoreService,
   StoreError,
@@ -138,13 +139,6 @@ const describe = (cause: unknown) => (cause instanceof Error ? cause.message : S
 const storeError = (operation: StoreError["operation"], what: string) => (cause: unknown) =>
   new StoreError({ operation, message: `${what}: ${describe(cause)}`, cause })
 
-const fenced = (claim: Claim, current: number) =>
-  new StoreFenced({
-    id: claim.id,
-    epoch: claim.epoch,
-    current,
-    message: `session ${claim.id} was claimed by another writer (epoch ${current}, this one holds ${claim.epoch})`
-  })
 
 /** The statements the store runs, prepared once per connection. */
 const prepare = (db: DatabaseSync) => {
