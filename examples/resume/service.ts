@@ -26,13 +26,18 @@ export interface ServiceOptions {
   /** `BATON_TOKEN`, shared by the processes of a fleet (it signs the resume tokens). */
   readonly token: string
   readonly resumeSeconds?: number
+  /** `--voice`: `off` (text only, the default here) or `local` (the offline voice pipeline). */
+  readonly voice?: "off" | "local"
+  /** `--agents`: a module of agents (and their model) instead of the front desk demo. */
+  readonly agents?: string
   readonly env?: Record<string, string>
 }
 
 /** Starts `baton serve` and resolves once it listens (its banner printed). */
 export const startService = async (options: ServiceOptions): Promise<Service> => {
   // the sources, as npm runs them (.npmrc), whether or not dist/ is built
-  const child = spawn(process.execPath, ["--conditions=baton-source", "cli/main.ts", "serve", "--voice", "off"], {
+  const args = ["serve", "--voice", options.voice ?? "off", ...(options.agents ? ["--agents", options.agents] : [])]
+  const child = spawn(process.execPath, ["--conditions=baton-source", "cli/main.ts", ...args], {
     cwd: root,
     env: {
       ...process.env,
@@ -74,9 +79,9 @@ export const startService = async (options: ServiceOptions): Promise<Service> =>
   throw new Error(`the service did not start:\n${out}`)
 }
 
-/** An access token for `/ws` (POST /token with the shared secret). */
-export const accessToken = async (service: Service, secret: string): Promise<string> => {
-  const response = await fetch(`${service.url}/token`, { method: "POST", headers: { authorization: `Bearer ${secret}` } })
+/** An access token for `/ws` (or `route`: `twilio`), by POST /token with the shared secret. */
+export const accessToken = async (service: Service, secret: string, route: "ws" | "twilio" = "ws"): Promise<string> => {
+  const response = await fetch(`${service.url}/token?route=${route}`, { method: "POST", headers: { authorization: `Bearer ${secret}` } })
   if (!response.ok) throw new Error(`POST /token: ${response.status} ${await response.text()}`)
   return ((await response.json()) as { token: string }).token
 }
@@ -84,6 +89,8 @@ export const accessToken = async (service: Service, secret: string): Promise<str
 export interface Client {
   readonly socket: WebSocket
   readonly frames: Array<any>
+  /** The binary frames (the agents' audio as PCM16), in order. */
+  readonly binary: Array<Buffer>
   readonly send: (message: unknown) => void
   readonly closed: Promise<{ readonly code: number; readonly reason: string }>
   /** The first frame (received already or to come) that matches. */
@@ -95,9 +102,10 @@ export const connect = (url: string): Promise<Client> =>
   new Promise((resolve, reject) => {
     const socket = new WebSocket(url)
     const frames: Array<any> = []
+    const binary: Array<Buffer> = []
     const waiters = new Set<() => void>()
     socket.on("message", (data, isBinary) => {
-      if (isBinary) return
+      if (isBinary) return void binary.push(data as Buffer)
       frames.push(JSON.parse(String(data)))
       for (const w of [...waiters]) w()
     })
@@ -118,7 +126,7 @@ export const connect = (url: string): Promise<Client> =>
         waiters.add(check)
         check()
       })
-    socket.once("open", () => resolve({ socket, frames, send: (m) => socket.send(JSON.stringify(m)), closed, waitFor }))
+    socket.once("open", () => resolve({ socket, frames, binary, send: (m) => socket.send(JSON.stringify(m)), closed, waitFor }))
     socket.once("unexpected-response", (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)))
     socket.once("error", reject)
   })

@@ -39,7 +39,16 @@ export interface VoiceOptions extends VoiceInput.VoiceInputOptions, VoiceOutput.
  * @since 0.1.0
  * @category models
  */
-export interface StartOptions<U, R = never> extends Omit<AgentSession.StartOptions<U, R>, "textOutput"> {
+export interface StartOptions<U, R = never> extends Omit<AgentSession.StartOptions<U, R>, "textOutput">, VoiceParts {}
+
+/**
+ * What a session needs to listen and speak, whether it starts or resumes: the voice options,
+ * the user's audio and a text copy of the agents' words.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface VoiceParts {
   readonly voice?: VoiceOptions
   /** The user's audio (default: the `AudioInput` of the context); `VoiceInput.audioEnd` in it
    * says the audio stopped there (push-to-talk released): the speech in progress ends. */
@@ -47,6 +56,14 @@ export interface StartOptions<U, R = never> extends Omit<AgentSession.StartOptio
   /** Also sends the agents' words here as text, as they are written (a transcript for a client). */
   readonly alsoText?: TextOutputService
 }
+
+/**
+ * The options of `VoicePipeline.resume`: those of `AgentSession.resume` and the voice parts.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ResumeOptions<U, R = never> = Omit<Parameters<typeof AgentSession.resume<U, R>>[0], "textOutput"> & VoiceParts
 
 /**
  * The three engines of a cascade: VAD, speech to text and text to speech.
@@ -134,20 +151,38 @@ const audioInput = Effect.serviceOption(AudioInput).pipe(
  * @category constructors
  */
 export const start = Effect.fn("VoicePipeline.start")(function*<U = undefined, R = never>(options: StartOptions<U, R>) {
-  // The output is made before the session (which speaks through it): its failures reach the
-  // session once there is one.
-  let report: (error: VoiceError) => Effect.Effect<void> = () => Effect.void
-  const onError = options.voice?.onError ?? ((error: VoiceError, info?: SpeechInfo) =>
-    Effect.andThen(Effect.logWarning(`voice (${info?.agent ?? "input"}): ${error.message}`), report(error)))
-  const voice = { ...options.voice, onError }
-  const output = yield* VoiceOutput.make(voice)
-  const session = yield* AgentSession.start({ ...options, textOutput: tee(output.textOutput, options.alsoText) })
-  report = session.voiceError
-  const frames = options.input ?? (yield* audioInput)
-  const input = yield* VoiceInput.run(session, frames, output, voice).pipe(
-    Effect.tapError((error) => Effect.logError(`voice input stopped: ${error.message}`)),
-    Effect.ignore,
-    Effect.forkScoped
-  )
-  return { session, output, inputDone: Fiber.join(input) } satisfies VoiceSession<U>
+  return yield* withVoice(options, (textOutput) => AgentSession.start({ ...options, textOutput }))
 })
+
+/**
+ * Resumes a durable session from its store (`AgentSession.resume`) with its voice: the same
+ * pipeline a new voice session gets, so the next thing the user says is heard and answered
+ * aloud (docs/durability.md).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const resume = Effect.fn("VoicePipeline.resume")(function*<U = undefined, R = never>(options: ResumeOptions<U, R>) {
+  return yield* withVoice(options, (textOutput) => AgentSession.resume<U, R>({ ...options, textOutput }))
+})
+
+/** The voice output, the session `open` makes with it, and the voice input fed to that session. */
+const withVoice = <U, E, R>(options: VoiceParts, open: (textOutput: TextOutputService) => Effect.Effect<AgentSession.AgentSession<U>, E, R>) =>
+  Effect.gen(function*() {
+    // The output is made before the session (which speaks through it): its failures reach the
+    // session once there is one.
+    let report: (error: VoiceError) => Effect.Effect<void> = () => Effect.void
+    const onError = options.voice?.onError ?? ((error: VoiceError, info?: SpeechInfo) =>
+      Effect.andThen(Effect.logWarning(`voice (${info?.agent ?? "input"}): ${error.message}`), report(error)))
+    const voice = { ...options.voice, onError }
+    const output = yield* VoiceOutput.make(voice)
+    const session = yield* open(tee(output.textOutput, options.alsoText))
+    report = session.voiceError
+    const frames = options.input ?? (yield* audioInput)
+    const input = yield* VoiceInput.run(session, frames, output, voice).pipe(
+      Effect.tapError((error) => Effect.logError(`voice input stopped: ${error.message}`)),
+      Effect.ignore,
+      Effect.forkScoped
+    )
+    return { session, output, inputDone: Fiber.join(input) } satisfies VoiceSession<U>
+  })
