@@ -79,6 +79,8 @@ export class Context {
   ended = false
   pumping = false
   afterCancel = 0
+  /** performance.now() at the context's first input. */
+  readonly startedAt = performance.now()
   private flushId = 0
   private flushes: Array<{ readonly at: number; readonly id: number }> = []
 

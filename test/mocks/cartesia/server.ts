@@ -4,7 +4,8 @@
  * otherwise) and the version as `Cartesia-Version` or `?cartesia_version=` (400 without), and
  * serves contexts as Cartesia streams them: every input on a `context_id` adds its transcript
  * (`continue: true` keeps the context open), audio `chunk`s (base64 PCM16 of a tone, `chunkMs`
- * each, paced by `intervalMs`) follow as text arrives, and one `done` comes once an input with
+ * each, paced by `intervalMs`, the first `firstChunkMs` after the context's first input) follow as
+ * text arrives, and one `done` comes once an input with
  * `continue: false` (the default) has been spoken. `flush: true` answers `flush_done` with the
  * next `flush_id` after the audio so far. Several contexts interleave on one socket; `cancel`
  * stops one. Errors have the current shape (`title`, `message`, `error_code`, `doc_url`,
@@ -27,6 +28,8 @@ export interface CartesiaMockOptions {
   readonly chunkMs?: number
   /** Time between chunk messages. Default 2 ms. */
   readonly intervalMs?: number
+  /** From a context's first input to its first chunk (the provider's time to first byte). Default 0. */
+  readonly firstChunkMs?: number
 }
 
 export interface CartesiaMockFaults {
@@ -44,8 +47,8 @@ export interface CartesiaMockFaults {
 
 export interface CartesiaMock {
   readonly url: string
-  /** Every client message, parsed, with the connection it came on. */
-  readonly messages: Array<{ readonly connection: number; readonly message: Record<string, unknown> }>
+  /** Every client message, parsed, with the connection it came on and when (performance.now()). */
+  readonly messages: Array<{ readonly connection: number; readonly message: Record<string, unknown>; readonly at: number }>
   /** Every message sent, with the connection it went on. */
   readonly sent: Array<{ readonly connection: number; readonly message: ServerMessage }>
   /** How each accepted handshake carried the key. */
@@ -115,7 +118,7 @@ export const make = (options: CartesiaMockOptions = {}) =>
         ws.on("error", () => {})
         ws.on("message", (data) => {
           const message = JSON.parse((data as Buffer).toString("utf8")) as Record<string, unknown>
-          mock.messages.push({ connection, message })
+          mock.messages.push({ connection, message, at: performance.now() })
           const contextId = typeof message["context_id"] === "string" ? message["context_id"] : ""
           if (message["cancel"] === true) return void cancelled.add(contextId)
           const format = message["output_format"] as { container?: string; encoding?: string; sample_rate?: number } | undefined
@@ -160,6 +163,8 @@ export const make = (options: CartesiaMockOptions = {}) =>
               return ws.close(own.closeAfterChunks.code, own.closeAfterChunks.reason)
             }
             if (own.stallAfterChunks !== undefined && context.chunks >= own.stallAfterChunks) return
+            const early = context.chunks === 0 ? context.startedAt + (options.firstChunkMs ?? 0) - performance.now() : 0
+            if (early > 0) return void setTimeout(next, early)
             for (const flushed of context.flushed()) send(flushed)
             if (context.at >= context.audio.length) {
               context.pumping = false

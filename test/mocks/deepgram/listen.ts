@@ -4,7 +4,7 @@
  * the wall clock.
  *
  * - Words of the scripted transcript are revealed as speech audio arrives (`msPerWord` of speech
- *   each), as interim `Results` (`is_final: false`) when `interim_results=true`. One script is one
+ *   each, speech counted in 10 ms windows), as interim `Results` (`is_final: false`) when `interim_results=true`. One script is one
  *   utterance: the next starts after a `Finalize` (the client's end of the utterance).
  * - Endpointing (`endpointing`, default 10 ms; `false` disables it): after that much silence
  *   following speech, the words revealed so far are finalized (`is_final` and `speech_final`
@@ -91,11 +91,20 @@ const numberParam = (query: URLSearchParams, name: string, fallback: number | un
   return Number.isFinite(n) && n >= 0 ? n : fallback
 }
 
-const loud = (encoding: AudioEncoding, bytes: Uint8Array) => {
+/** Milliseconds of speech in a chunk: its 10 ms windows above the threshold. Counted by window, not
+ * by chunk, so that a client sending 100 ms chunks is heard speaking as long as one sending 20 ms
+ * frames of the same audio (a whole chunk counted as speech revealed words early). */
+const loudMs = (encoding: AudioEncoding, bytes: Uint8Array, sampleRate: number) => {
   const samples = decodeToLinear(encoding, bytes)
-  let sum = 0
-  for (const s of samples) sum += s * s
-  return samples.length > 0 && Math.sqrt(sum / samples.length) / 32768 > threshold
+  const window = Math.max(1, Math.round(sampleRate / 100))
+  let ms = 0
+  for (let start = 0; start < samples.length; start += window) {
+    const end = Math.min(samples.length, start + window)
+    let sum = 0
+    for (let i = start; i < end; i++) sum += samples[i]! * samples[i]!
+    if (Math.sqrt(sum / (end - start)) / 32768 > threshold) ms += ((end - start) / sampleRate) * 1000
+  }
+  return ms
 }
 
 export class Listener {
@@ -145,12 +154,13 @@ export class Listener {
     const chunkMs = (bytes.byteLength / 2 / this.sampleRate) * 1000
     const at = this.positionMs
     this.positionMs += chunkMs
-    const speech = loud(this.encoding, bytes)
+    const speechMs = loudMs(this.encoding, bytes, this.sampleRate)
+    const speech = speechMs > 0
     if (speech) {
       if (!this.speaking && this.vadEvents) out.push({ type: "SpeechStarted", channel: [0], timestamp: at / 1000 })
       this.speaking = true
-      this.scriptSpeechMs += chunkMs
-      this.segmentSpeechMs += chunkMs
+      this.scriptSpeechMs += speechMs
+      this.segmentSpeechMs += speechMs
       const due = Math.min(this.words.length, Math.floor(this.scriptSpeechMs / this.settings.msPerWord))
       if (due > this.revealed) {
         this.revealed = due

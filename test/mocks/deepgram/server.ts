@@ -26,6 +26,9 @@ export interface DeepgramMockOptions {
   readonly segmentMs?: number
   /** Default 10 000 ms, as Deepgram. */
   readonly inactivityMs?: number
+  /** Every message goes out this much after the audio or control message that brought it (the
+   * provider's processing time: a final comes this long after the audio's end). Default 0. */
+  readonly latencyMs?: number
 }
 
 export interface DeepgramMockFaults {
@@ -102,11 +105,14 @@ export const make = (options: DeepgramMockOptions = {}) =>
           segmentMs: options.segmentMs ?? 5000,
           requestId: randomUUID()
         })
-        const send = (message: ServerMessage) => {
+        const sendNow = (message: ServerMessage) => {
           if (ws.readyState !== ws.OPEN) return
           record.sent.push(message)
           ws.send(JSON.stringify(message))
         }
+        // One delay for every message keeps their order (timers of equal delay fire in order).
+        const latency = options.latencyMs ?? 0
+        const send = latency > 0 ? (message: ServerMessage) => void setTimeout(() => sendNow(message), latency) : sendNow
         let idle: NodeJS.Timeout | undefined
         let silent = false
         const closeWith = (code: number, reason: string) => {
