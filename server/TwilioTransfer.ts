@@ -132,6 +132,13 @@ export interface CallTransferOptions {
   readonly callSid: string
   /** The session's resume token now (the stream back to the agent carries it). */
   readonly resumeToken: Effect.Effect<Option.Option<string>>
+  /** Run once the caller's TwiML was replaced (its Media Stream is ending): the bridge then
+   * knows the stream's `stop` is not the call's end. */
+  readonly onCallerMoved?: Effect.Effect<void> | undefined
+  /** Waited on before an outcome other than Answered is returned, when the caller was moved and
+   * sent back on a new stream: the agent's next words must reach them (the bridge completes it
+   * when that stream attaches, with a bound of its own). */
+  readonly callerBack?: Effect.Effect<void> | undefined
 }
 
 const HANGUP = "<Response><Hangup/></Response>"
@@ -184,7 +191,7 @@ export const transferer = (options: CallTransferOptions): Transfer.TransfererSer
       ? `<Response><Connect><Stream url="${escapeXml(api.streamUrl.value)}"><Parameter name="resumeToken" value="${escapeXml(token.value)}"/></Stream></Connect></Response>`
       : HANGUP)
 
-  const run = (id: string, request: Transfer.TransferRequest) =>
+  const run = (id: string, request: Transfer.TransferRequest, entry: { lingers: boolean }) =>
     Effect.gen(function*() {
       const url = (kind: string) => `${base}/twilio/transfer/${id}/${kind}`
       const back = yield* backToAgent
@@ -196,13 +203,30 @@ export const transferer = (options: CallTransferOptions): Transfer.TransfererSer
       }
       /** Set once an outcome is settled; until then, an interrupted transfer gives the caller back to the agent. */
       let finished = false
+      /** Set once the caller's TwiML was replaced: its stream ended, and a way back is owed. */
+      let moved = false
       const updateCaller = (twiml: string) => apiRequest(api, `Calls/${encodeURIComponent(options.callSid)}.json`, new URLSearchParams({ Twiml: twiml }))
+      const moveCaller = (twiml: string) =>
+        Effect.andThen(updateCaller(twiml), Effect.suspend(() => ((moved = true), options.onCallerMoved ?? Effect.void)))
       yield* Effect.addFinalizer((exit) => exit._tag === "Failure" && !finished ? Effect.ignore(updateCaller(back)) : Effect.void)
       if (request._tag === "Cold") {
-        callbacks.pending.set(id, { done, step: (kind, params) => kind === "dial" ? settled(dialStatus(params["DialCallStatus"])) : { twiml: EMPTY } })
-        const noun = request.to.startsWith("sip:") ? `<Sip>${escapeXml(request.to)}</Sip>` : `<Number>${escapeXml(request.to)}</Number>`
+        // The dial's action comes when the bridged call ends (after the person and the caller
+        // talked), so "answered" is the person's leg's own status callback; the action then hangs up.
+        callbacks.pending.set(id, {
+          done,
+          step: (kind, params) =>
+            kind === "status" && params["CallStatus"] === "in-progress" && !finished
+              ? ((entry.lingers = true), { ...settled(Transfer.outcome("Answered", "CallStatus=in-progress")), twiml: EMPTY })
+              : kind === "dial"
+              ? (finished ? (callbacks.pending.delete(id), { twiml: HANGUP }) : settled(dialStatus(params["DialCallStatus"])))
+              : { twiml: EMPTY }
+        })
+        const answered = ` statusCallbackEvent="answered" statusCallback="${escapeXml(url("status"))}"`
+        const noun = request.to.startsWith("sip:")
+          ? `<Sip${answered}>${escapeXml(request.to)}</Sip>`
+          : `<Number${answered}>${escapeXml(request.to)}</Number>`
         const twiml = `<Response><Dial action="${escapeXml(url("dial"))}" timeout="${seconds}">${noun}</Dial></Response>`
-        yield* updateCaller(twiml)
+        yield* moveCaller(twiml)
       } else {
         const room = `baton-transfer-${id}`
         const conference = (start: boolean) =>
@@ -246,7 +270,7 @@ export const transferer = (options: CallTransferOptions): Transfer.TransfererSer
         })
         const gather = `<Gather numDigits="1" timeout="10" action="${escapeXml(url("gather"))}"><Say>${escapeXml(request.briefing)}</Say>` +
           `<Say>Press 1 to take the call, or any other key to decline.</Say></Gather><Hangup/>`
-        yield* updateCaller(`<Response>${conference(false)}</Response>`)
+        yield* moveCaller(`<Response>${conference(false)}</Response>`)
         // The caller is on hold now: if the person cannot be called, the caller goes back to the agent.
         const person = yield* apiRequest(api, "Calls.json", new URLSearchParams({
           To: request.to,
@@ -261,7 +285,10 @@ export const transferer = (options: CallTransferOptions): Transfer.TransfererSer
         }))
         personSid = person.sid
       }
-      return yield* Deferred.await(done)
+      const outcome = yield* Deferred.await(done)
+      // Sent back on a new stream: the agent speaks once the caller can hear it.
+      if (outcome._tag !== "Answered" && moved && back !== HANGUP && options.callerBack) yield* options.callerBack
+      return outcome
     }).pipe(Effect.scoped, Effect.catch((message) => Effect.succeed(Transfer.outcome("Failed", message))))
 
   return {
@@ -269,7 +296,10 @@ export const transferer = (options: CallTransferOptions): Transfer.TransfererSer
     transfer: (request) =>
       Effect.suspend(() => {
         const id = randomUUID()
-        return run(id, request).pipe(Effect.ensuring(Effect.sync(() => callbacks.pending.delete(id))))
+        // An answered cold transfer's entry stays for the dial's action (posted when the bridged
+        // call ends), which it answers with a hang-up and then removes.
+        const entry = { lingers: false }
+        return run(id, request, entry).pipe(Effect.ensuring(Effect.sync(() => entry.lingers || callbacks.pending.delete(id))))
       })
   }
 }

@@ -146,13 +146,17 @@ describe("Twilio transfers", () => {
       assert.deepStrictEqual(mock.twiml.get(CALLER)!.slice(1), [backToAgent])
     }).pipe(Effect.scoped))
 
-  it.live("cold transfer answered: <Dial action timeout><Number> on the caller, DialCallStatus=completed is Answered and the action's answer hangs up", () =>
+  it.live("cold transfer answered: <Dial action timeout><Number statusCallbackEvent=answered> on the caller; the person picking up (CallStatus=in-progress) is Answered, before the dial's action, which hangs up once the bridged call ends", () =>
     Effect.gen(function*() {
       const { mock, transferer } = yield* setup
       const result = yield* transferer.transfer(cold("+15550000001"))
-      assert.deepStrictEqual(result, Transfer.outcome("Answered", "DialCallStatus=completed"))
-      assert.match(mock.twiml.get(CALLER)![0]!, /^<Response><Dial action="http:\/\/127\.0\.0\.1:\d+\/twilio\/transfer\/[^/]+\/dial" timeout="20"><Number>\+15550000001<\/Number><\/Dial><\/Response>$/)
-      yield* eventually(() => mock.posted.length > 0)
+      assert.deepStrictEqual(result, Transfer.outcome("Answered", "CallStatus=in-progress"))
+      assert.match(
+        mock.twiml.get(CALLER)![0]!,
+        /^<Response><Dial action="http:\/\/127\.0\.0\.1:\d+\/twilio\/transfer\/([^/]+)\/dial" timeout="20"><Number statusCallbackEvent="answered" statusCallback="http:\/\/127\.0\.0\.1:\d+\/twilio\/transfer\/\1\/status">\+15550000001<\/Number><\/Dial><\/Response>$/
+      )
+      yield* eventually(() => mock.posted.some((p) => p.params["DialCallStatus"] !== undefined))
+      assert.deepStrictEqual(mock.posted.map((p) => p.params["CallStatus"] ?? `DialCallStatus=${p.params["DialCallStatus"]}`), ["in-progress", "DialCallStatus=completed"])
       assert.strictEqual(mock.posted.at(-1)!.answer, "<Response><Hangup/></Response>")
     }).pipe(Effect.scoped))
 

@@ -44,6 +44,11 @@ export interface TransferMock {
   readonly heard: Map<string, Array<string>>
   /** Status=completed updates (hang-ups), by CallSid. */
   readonly hungUp: Array<string>
+  /**
+   * Twilio acting on a call whose TwiML was replaced, before anything else happens to it (a test
+   * plays the Media Stream's part here: `stop`, then the socket closed).
+   */
+  onTwiml: (callSid: string, twiml: string) => Promise<void> | void
 }
 
 const sign = (url: string, params: Record<string, string>) =>
@@ -67,7 +72,7 @@ export const make = (live: ReadonlyArray<string>, people: Record<string, Person>
       new Promise<TransferMock & { close: () => void }>((resolve) => {
         const status = new Map(live.map((sid) => [sid, "in-progress"]))
         const statusCallbacks = new Map<string, string>()
-        const mock = { url: "", twiml: new Map(), posted: [], heard: new Map(), hungUp: [], close: () => server.close() } as
+        const mock = { url: "", twiml: new Map(), posted: [], heard: new Map(), hungUp: [], onTwiml: () => {}, close: () => server.close() } as
           TransferMock & { close: () => void }
 
         const post = async (url: string, params: Record<string, string>) => {
@@ -85,11 +90,16 @@ export const make = (live: ReadonlyArray<string>, people: Record<string, Person>
         /** The caller's `<Dial action><Number|Sip>`: ring the person and post the action. */
         const dial = async (callSid: string, twiml: string) => {
           const dialTag = /<Dial[^>]*>/.exec(twiml)![0]
-          const to = unescape(/<(?:Number|Sip)>([^<]*)</.exec(twiml)![1]!)
+          const to = unescape(/<(?:Number|Sip)[^>]*>([^<]*)</.exec(twiml)![1]!)
           const person: Person = people[to] ?? { answers: "failed" }
-          const DialCallStatus = person.answers === "press" || person.answers === "hangs-up" || person.answers === "machine"
-            ? "completed"
-            : person.answers
+          const picksUp = person.answers === "press" || person.answers === "hangs-up" || person.answers === "machine"
+          const DialCallStatus = picksUp ? "completed" : person.answers
+          // The dialed leg's `statusCallbackEvent="answered"`: posted as the person picks up.
+          const nounTag = /<(?:Number|Sip)[^>]*>/.exec(twiml)![0]
+          const answered = attribute(nounTag, "statusCallback")
+          if (picksUp && answered !== undefined && /answered/.test(attribute(nounTag, "statusCallbackEvent") ?? "")) {
+            await post(unescape(answered), { CallSid: newSid(), ParentCallSid: callSid, CallStatus: "in-progress", To: to })
+          }
           const next = await post(unescape(attribute(dialTag, "action")!), { CallSid: callSid, DialCallStatus, DialCallSid: newSid(), DialCallDuration: "0" })
           record(callSid, next)
         }
@@ -167,7 +177,10 @@ export const make = (live: ReadonlyArray<string>, people: Record<string, Person>
             res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
               sid: callSid, account_sid: ACCOUNT_SID, status: status.get(callSid), api_version: "2010-04-01", uri: `${prefix}/${callSid}.json`
             }))
-            if (twiml !== undefined && /<Dial[^>]*\saction="/.test(twiml) && /<(?:Number|Sip)>/.test(twiml)) void dial(callSid, twiml)
+            if (twiml !== undefined) {
+              const acting = Promise.resolve(mock.onTwiml(callSid, twiml))
+              if (/<Dial[^>]*\saction="/.test(twiml) && /<(?:Number|Sip)[\s>]/.test(twiml)) void acting.then(() => dial(callSid, twiml))
+            }
             const statusCallback = statusCallbacks.get(callSid)
             if (params["Status"] === "completed" && statusCallback !== undefined) {
               // A created leg hung up by the app: Twilio posts its completion.
