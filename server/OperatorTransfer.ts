@@ -10,7 +10,8 @@
  * @packageDocumentation
  */
 import { randomUUID } from "node:crypto"
-import { Deferred, Effect, Queue, type Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Option, Queue, type Scope } from "effect"
+import { CurrentAgent } from "../src/CurrentAgent.ts"
 import * as Transfer from "../src/Transfer.ts"
 
 /**
@@ -24,6 +25,12 @@ export interface Offer {
   readonly id: string
   readonly to: string
   readonly briefing: string | undefined
+  /** The session the caller is on (the desk opens it on accept), when the transfer runs in one. */
+  readonly session: string | undefined
+  readonly kind: "cold" | "warm"
+  /** When it started ringing (ms since the epoch) and for how long it rings. */
+  readonly offeredAt: number
+  readonly ringMs: number
 }
 
 interface Pending {
@@ -88,12 +95,26 @@ export const answer = (
     const pending = line.pending.get(id)
     if (pending === undefined || !isFor(pending.offer, name)) return Effect.succeed(false)
     line.pending.delete(id)
+    // False when the ring timeout settled it first (its NoAnswer stands).
     return Deferred.succeed(
       pending.done,
       accepted
         ? Transfer.outcome("Answered", `${name} accepted`)
         : Transfer.outcome("Declined", reason === undefined || reason === "" ? `${name} declined` : `${name} declined: ${reason}`)
     )
+  })
+
+/**
+ * How offer `id` ended (accepted, declined, unanswered, cancelled), once it has; `undefined` at
+ * once when it is not ringing. The desk uses it to take an offer off the page.
+ *
+ * @since 0.1.0
+ * @category operators
+ */
+export const settled = (line: OperatorLine, id: string): Effect.Effect<Transfer.TransferOutcome | undefined> =>
+  Effect.suspend(() => {
+    const pending = line.pending.get(id)
+    return pending === undefined ? Effect.succeed(undefined) : Deferred.await(pending.done)
   })
 
 /**
@@ -106,16 +127,28 @@ export const transferer = (line: OperatorLine): Transfer.TransfererService => ({
   transport: "operator",
   transfer: (request) =>
     Effect.gen(function*() {
-      const offer: Offer = { id: randomUUID(), to: request.to, briefing: request._tag === "Warm" ? request.briefing : undefined }
+      // Run by the transfer task, whose handle names the caller's session.
+      const current = yield* Effect.serviceOption(CurrentAgent)
+      const offer: Offer = {
+        id: randomUUID(),
+        to: request.to,
+        briefing: request._tag === "Warm" ? request.briefing : undefined,
+        session: Option.isSome(current) ? current.value.session.id : undefined,
+        kind: request._tag === "Warm" ? "warm" : "cold",
+        offeredAt: yield* Clock.currentTimeMillis,
+        ringMs: Duration.toMillis(request.ringTimeout)
+      }
       const done = yield* Deferred.make<Transfer.TransferOutcome>()
       line.pending.set(offer.id, { offer, done })
       for (const [name, offers] of line.online) if (isFor(offer, name)) yield* Queue.offer(offers, offer)
+      // Whichever settles `done` first wins: an answer, the ring timeout, or the transfer cancelled.
+      const unanswered = () => Transfer.outcome("NoAnswer", line.online.size === 0 ? "no operator online" : "no operator answered")
       return yield* Deferred.await(done).pipe(
         Effect.timeoutOrElse({
           duration: request.ringTimeout,
-          orElse: () =>
-            Effect.succeed(Transfer.outcome("NoAnswer", line.online.size === 0 ? "no operator online" : "no operator answered"))
+          orElse: () => Effect.suspend(() => Effect.andThen(Deferred.succeed(done, unanswered()), Deferred.await(done)))
         }),
+        Effect.onInterrupt(() => Deferred.succeed(done, Transfer.outcome("Failed", "the transfer was cancelled"))),
         Effect.ensuring(Effect.sync(() => line.pending.delete(offer.id)))
       )
     })
