@@ -17,11 +17,14 @@
  * ITER_TIMEOUT_MS (10000), SECTIONS (handoff,lifecycle,idleHeap,load,longSession); for load
  * (baton only): SESSIONS (1000), SPREAD_S (10), SATURATE (0), LOAD_SMALL_YOUNG (1: the load again
  * under --max-semi-space-size=4, bench/baton/load-main.ts; 0 skips it); for longSession (in its own process, bench/baton/long-session-main.ts): LONG_TURNS (5000);
- * server: the service with 100 and 1,000 WebSocket clients (bench/server-sessions.ts).
+ * server: the service with 100 and 1,000 WebSocket clients (bench/server-sessions.ts);
+ * voiceSideBySide: voice turns of baton and agents-js on the same mocks (bench/voice-side-by-side.ts:
+ * TURNS (20), STT_LATENCY_MS, LLM_FIRST_TOKEN_MS, TTS_FIRST_BYTE_MS, MIN_ENDPOINTING_MS, ...).
  * Exits with 1 only when a baton measurement failed.
  */
 import { benchLiveKit } from "./livekit.ts"
 import { benchVoicePipeline } from "./voice-pipeline.ts"
+import { benchVoiceSideBySide, settingsFromEnv } from "./voice-side-by-side.ts"
 import { execFileSync, spawnSync } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import os from "node:os"
@@ -47,7 +50,7 @@ const json = jsonAt < 0
   ? args[jsonAt + 1]!
   : "-"
 const withPeer = !args.includes("--no-peer")
-const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap,load,longSession,server,voice,livekit").split(",").map((s) => s.trim()))
+const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap,load,longSession,server,voice,voiceSideBySide,livekit").split(",").map((s) => s.trim()))
 
 /** A bench script run as a child with this Node binary and `flags`: its stdout, or undefined
  * (and the reason under `errors[name]`) when it failed. */
@@ -183,6 +186,16 @@ const voiceTable = sections.has("voice")
   })
   : undefined
 
+// Voice turns of baton and agents-js on the same mocked Deepgram, Cartesia and OpenAI chat (TURNS, default 20).
+const voiceSideBySide = sections.has("voiceSideBySide")
+  ? await benchVoiceSideBySide(settingsFromEnv(), withPeer).catch((e: unknown) => {
+    errors["voiceSideBySide"] = String(e)
+    log(`voice side-by-side benchmark failed: ${String(e)}`)
+    return undefined
+  })
+  : undefined
+for (const side of voiceSideBySide?.raw.sides ?? []) if (side.framework === "baton" && side.error) errors[`voiceSideBySide${side.handoff ? " (handoff)" : ""}`] = side.error
+
 // LiveKit jobs in one worker, next to agents-js's process per job.
 const livekitTable = sections.has("livekit")
   ? await benchLiveKit().catch((e: unknown) => {
@@ -194,8 +207,9 @@ const livekitTable = sections.has("livekit")
 
 const tables = render(machine, baton, peer, rounds) + (serverTable ? `\n### The service: sessions over /ws\n\n${serverTable}\n` : "") +
   (voiceTable ? `\n### Cascaded voice: end of speech to first audio\n\n${voiceTable}\n` : "") +
+  (voiceSideBySide ? `\n### Voice turns side by side with agents-js, on the same mocked providers\n\n${voiceSideBySide.markdown}\n` : "") +
   (livekitTable ? `\n### LiveKit: jobs in one process\n\n${livekitTable}\n` : "") + (realtime ? `\n${realtime.markdown}\n` : "")
-const raw = JSON.stringify({ machine, baton: { ...baton, wallMs: Math.round(batonWallMs) }, agentsJs: peer, handoffRounds: rounds }, null, 2) + "\n"
+const raw = JSON.stringify({ machine, baton: { ...baton, wallMs: Math.round(batonWallMs) }, agentsJs: peer, handoffRounds: rounds, voiceSideBySide: voiceSideBySide?.raw }, null, 2) + "\n"
 if (json === "-") {
   process.stderr.write(`\n${tables}\n`)
   process.stdout.write(raw)
