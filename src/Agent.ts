@@ -117,7 +117,7 @@ export interface AgentOptions<R = never> {
   /** Model steps with tool calls before the agent must answer in words (default 5). */
   readonly maxToolSteps?: number
   /** Checks on what it says and on its tool calls, each with a policy for when it trips (see `Guardrail`). */
-  readonly guardrails?: ReadonlyArray<Guardrail.Guardrail>
+  readonly guardrails?: ReadonlyArray<Guardrail.Guardrail<R>>
 }
 
 /**
@@ -158,7 +158,7 @@ export interface Agent<out R = never> extends Variance<R> {
   readonly onUserAway?: AwayHook<R> | undefined
   readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, R> | undefined
   readonly maxToolSteps: number
-  readonly guardrails?: ReadonlyArray<Guardrail.Guardrail> | undefined
+  readonly guardrails?: ReadonlyArray<Guardrail.Guardrail<R>> | undefined
   /** Present when the agent is an `AgentTask`. */
   readonly task?: TaskSpec | undefined
 }
@@ -177,8 +177,8 @@ export type ToolRequirements<T> = T extends ReadonlyArray<infer Item> ? Tool.Req
  * @since 0.1.0
  * @category models
  */
-export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any | Toolset.Any>, E, X, S, M, H = never>
-  extends Omit<AgentOptions, "tools" | "onEnter" | "onExit" | "onResume" | "onUserTurnCompleted" | "onUserAway" | "model">
+export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any | Toolset.Any>, E, X, S, M, H = never, G = never>
+  extends Omit<AgentOptions, "tools" | "onEnter" | "onExit" | "onResume" | "onUserTurnCompleted" | "onUserAway" | "model" | "guardrails">
 {
   readonly tools?: T
   readonly onEnter?: Effect.Effect<void, unknown, E>
@@ -188,6 +188,8 @@ export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any | Toolset.An
   readonly onUserTurnCompleted?: (turn: Turn.UserTurn) => Effect.Effect<Turn.Decision | void, unknown, H>
   readonly onUserAway?: (away: UserAway) => Effect.Effect<void, unknown, H>
   readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, M>
+  /** `G`: what the agents its guardrails' policies hand the floor to need. */
+  readonly guardrails?: ReadonlyArray<Guardrail.Guardrail<G>>
 }
 
 /**
@@ -234,9 +236,17 @@ export interface WithTools<out T> {
  * @since 0.1.0
  * @category constructors
  */
-export function make<const T extends ReadonlyArray<Tool.Any | Toolset.Any> = [], E = never, X = never, S = never, M = never, H = never>(
-  options: TypedAgentOptions<T, E, X, S, M, H>
-): Agent<ToolRequirements<T> | Exclude<E | X | S | H, CurrentAgent> | M> & WithTools<T>
+export function make<
+  const T extends ReadonlyArray<Tool.Any | Toolset.Any> = [],
+  E = never,
+  X = never,
+  S = never,
+  M = never,
+  H = never,
+  G = never
+>(
+  options: TypedAgentOptions<T, E, X, S, M, H, G>
+): Agent<ToolRequirements<T> | Exclude<E | X | S | H, CurrentAgent> | M | G> & WithTools<T>
 export function make(options: AgentOptions<unknown>): Agent<unknown> {
   const names = new Set<string>()
   const tools: Array<Tool.Tool<unknown, unknown>> = []

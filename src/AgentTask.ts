@@ -68,8 +68,8 @@ export interface AgentTaskOptions<R = never> extends AgentOptions<R> {
  * @since 0.1.0
  * @category models
  */
-export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool.Any | Toolset.Any>, E, X, S, M, H = never>
-  extends TypedAgentOptions<T, E, X, S, M, H>
+export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool.Any | Toolset.Any>, E, X, S, M, H = never, G = never>
+  extends TypedAgentOptions<T, E, X, S, M, H, G>
 {
   readonly includeFunctionCalls?: boolean
   readonly context?: ContextPolicy
@@ -112,9 +112,10 @@ export const make: <
   X = CurrentAgent,
   S = CurrentAgent,
   M = never,
-  H = CurrentAgent
->(options: TypedAgentTaskOptions<T, E, X, S, M, H>) => AgentTask<A, ToolRequirements<T> | Exclude<E | X | S | H, CurrentAgent> | M> = (
-  options: TypedAgentTaskOptions<ReadonlyArray<Tool.Any | Toolset.Any>, unknown, unknown, unknown, unknown, unknown>
+  H = CurrentAgent,
+  G = never
+>(options: TypedAgentTaskOptions<T, E, X, S, M, H, G>) => AgentTask<A, ToolRequirements<T> | Exclude<E | X | S | H, CurrentAgent> | M | G> = (
+  options: TypedAgentTaskOptions<ReadonlyArray<Tool.Any | Toolset.Any>, unknown, unknown, unknown, unknown, unknown, unknown>
 ): AgentTask<never> =>
   // The signature above infers what the task needs from its parts (as `Agent.make` does).
   ({

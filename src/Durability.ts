@@ -26,7 +26,7 @@ export interface DurableOptions<U> {
   readonly id?: string | undefined
   readonly key?: string | undefined
   readonly owner?: string | undefined
-  readonly userdataSchema?: Schema.Codec<U, any> | undefined
+  readonly userdataSchema?: Schema.Codec<U, unknown> | undefined
   readonly endOnClose?: boolean | undefined
 }
 

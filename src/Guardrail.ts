@@ -22,14 +22,15 @@ import { Duration, Effect } from "effect"
 import type { Agent } from "./Agent.ts"
 
 /**
- * What to do when a guardrail trips.
+ * What to do when a guardrail trips. `R`: what the agent a `handoff` policy hands the floor to
+ * needs; the agent (or session) the guardrail is given to needs it too.
  *
  * @since 0.1.0
  * @category models
  */
-export type Policy =
+export type Policy<R = never> =
   | { readonly _tag: "Say"; readonly text: string }
-  | { readonly _tag: "Handoff"; readonly agent: Agent<any> | (() => Agent<any>) }
+  | { readonly _tag: "Handoff"; readonly agent: Agent<R> | (() => Agent<R>) }
   | { readonly _tag: "EndCall"; readonly reason: string }
 
 /**
@@ -41,12 +42,13 @@ export type Policy =
 export const say = (text: string): Policy => ({ _tag: "Say", text })
 
 /**
- * Hand the floor to `agent` (a thunk for agents defined later).
+ * Hand the floor to `agent` (a thunk for agents defined later). What `agent` needs becomes a
+ * requirement of the guardrail, and so of the agent or session it is given to.
  *
  * @since 0.1.0
  * @category policies
  */
-export const handoff = (agent: Agent<any> | (() => Agent<any>)): Policy => ({ _tag: "Handoff", agent })
+export const handoff = <R = never>(agent: Agent<R> | (() => Agent<R>)): Policy<R> => ({ _tag: "Handoff", agent })
 
 /**
  * End the call: hang up through the session's `CallControl` when it has one, else close it.
@@ -83,12 +85,12 @@ export interface ToolCallSeen {
  * @since 0.1.0
  * @category models
  */
-export interface OutputGuardrail {
+export interface OutputGuardrail<out R = never> {
   readonly _tag: "Guardrail"
   readonly kind: "output"
   readonly name: string
   readonly check: (text: string) => Effect.Effect<Verdict>
-  readonly policy: Policy
+  readonly policy: Policy<R>
   /** How long new text waits for a check when no sentence ends (default 250 ms). */
   readonly every: Duration.Duration
 }
@@ -99,12 +101,12 @@ export interface OutputGuardrail {
  * @since 0.1.0
  * @category models
  */
-export interface ToolInputGuardrail {
+export interface ToolInputGuardrail<out R = never> {
   readonly _tag: "Guardrail"
   readonly kind: "tool_input"
   readonly name: string
   readonly check: (call: ToolCallSeen) => Effect.Effect<Verdict>
-  readonly policy: Policy
+  readonly policy: Policy<R>
 }
 
 /**
@@ -113,21 +115,30 @@ export interface ToolInputGuardrail {
  * @since 0.1.0
  * @category models
  */
-export interface ToolOutputGuardrail {
+export interface ToolOutputGuardrail<out R = never> {
   readonly _tag: "Guardrail"
   readonly kind: "tool_output"
   readonly name: string
   readonly check: (call: ToolCallSeen & { readonly output: unknown }) => Effect.Effect<Verdict>
-  readonly policy: Policy
+  readonly policy: Policy<R>
 }
 
 /**
- * Any guardrail.
+ * Any guardrail; `R` is what its policy's handoff target needs.
  *
  * @since 0.1.0
  * @category models
  */
-export type Guardrail = OutputGuardrail | ToolInputGuardrail | ToolOutputGuardrail
+export type Guardrail<R = never> = OutputGuardrail<R> | ToolInputGuardrail<R> | ToolOutputGuardrail<R>
+
+/**
+ * What a list of guardrails needs: the union of their handoff targets' requirements.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export type Requirements<G> = G extends ReadonlyArray<infer Item> ? Item extends { readonly policy: Policy<infer R> } ? R : never
+  : never
 
 /**
  * A guardrail on what the agent says.
@@ -146,10 +157,10 @@ export type Guardrail = OutputGuardrail | ToolInputGuardrail | ToolOutputGuardra
  * @since 0.1.0
  * @category constructors
  */
-export const output = (
+export const output = <R = never>(
   name: string,
-  options: { readonly check: (text: string) => Effect.Effect<Verdict>; readonly policy: Policy; readonly every?: Duration.Input }
-): OutputGuardrail => ({
+  options: { readonly check: (text: string) => Effect.Effect<Verdict>; readonly policy: Policy<R>; readonly every?: Duration.Input }
+): OutputGuardrail<R> => ({
   _tag: "Guardrail",
   kind: "output",
   name,
@@ -164,10 +175,10 @@ export const output = (
  * @since 0.1.0
  * @category constructors
  */
-export const toolInput = (
+export const toolInput = <R = never>(
   name: string,
-  options: { readonly check: (call: ToolCallSeen) => Effect.Effect<Verdict>; readonly policy: Policy }
-): ToolInputGuardrail => ({ _tag: "Guardrail", kind: "tool_input", name, check: options.check, policy: options.policy })
+  options: { readonly check: (call: ToolCallSeen) => Effect.Effect<Verdict>; readonly policy: Policy<R> }
+): ToolInputGuardrail<R> => ({ _tag: "Guardrail", kind: "tool_input", name, check: options.check, policy: options.policy })
 
 /**
  * A guardrail on a tool call's result, before the model reads it.
@@ -175,10 +186,10 @@ export const toolInput = (
  * @since 0.1.0
  * @category constructors
  */
-export const toolOutput = (
+export const toolOutput = <R = never>(
   name: string,
-  options: { readonly check: (call: ToolCallSeen & { readonly output: unknown }) => Effect.Effect<Verdict>; readonly policy: Policy }
-): ToolOutputGuardrail => ({ _tag: "Guardrail", kind: "tool_output", name, check: options.check, policy: options.policy })
+  options: { readonly check: (call: ToolCallSeen & { readonly output: unknown }) => Effect.Effect<Verdict>; readonly policy: Policy<R> }
+): ToolOutputGuardrail<R> => ({ _tag: "Guardrail", kind: "tool_output", name, check: options.check, policy: options.policy })
 
 const everyOf = (name: string, input: Duration.Input): Duration.Duration => {
   const duration = Duration.fromInput(input)

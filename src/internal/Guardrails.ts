@@ -52,8 +52,9 @@ export interface Guardrails {
 
 const bySession = new WeakMap<SessionCore, Guardrails>()
 
-export const make = (session: ReadonlyArray<Guardrail.Guardrail>): Guardrails => ({
-  session: session.filter((g): g is Guardrail.OutputGuardrail => g.kind === "output"),
+/** `session`: the session's own; what their handoff targets need is in `start`'s requirements. */
+export const make = (session: ReadonlyArray<Guardrail.Guardrail<unknown>>): Guardrails => ({
+  session: (session as ReadonlyArray<Guardrail.Guardrail>).filter((g): g is Guardrail.OutputGuardrail => g.kind === "output"),
   state: { core: undefined, callControl: undefined, speeches: new Map(), lines: new Set() }
 })
 

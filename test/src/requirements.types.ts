@@ -5,7 +5,8 @@
  * defaults to `any`: `Agent.Agent` alone is an agent that needs nothing, and is checked as such.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { Agent, AgentSession, AgentTask, Handoff, TaskGroup, Tool } from "../../src/index.ts"
+import { Agent, AgentSession, AgentTask, Guardrail, Handoff, TaskGroup, Tool } from "../../src/index.ts"
+import type { SessionStoreService } from "../../services/SessionStore.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 
 class WeatherApi extends Context.Service<WeatherApi, { readonly today: (city: string) => Effect.Effect<string> }>()("test/WeatherApi") {}
@@ -270,3 +271,57 @@ export const throwingType: Agent.Agent<Db> = throwing
 // a task completes with a value of its result type
 // @ts-expect-error askName's result is a string
 export const wrongResult = AgentTask.complete(askName, 42)
+
+// a guardrail's handoff target needs what it needs, and so does the agent the guardrail is on
+const escalation = Agent.make({ name: "escalation", instructions: "Escalate.", tools: [balance] })
+const quiet = () => Effect.succeed(undefined)
+const guarded = Agent.make({
+  name: "guarded",
+  instructions: "Guarded.",
+  guardrails: [
+    Guardrail.output("no_prices", { check: quiet, policy: Guardrail.handoff(() => escalation) }),
+    Guardrail.toolInput("no_refunds", { check: quiet, policy: Guardrail.say("I can't do that.") })
+  ]
+})
+export const guardedType: Agent.Agent<Db> = guarded
+// @ts-expect-error the escalation agent the output guardrail hands the floor to needs Db
+export const guardedUnderstated: Agent.Agent = guarded
+// @ts-expect-error Db, which the guardrail's handoff target needs, is not provided
+export const guardrailDbMissing: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: guarded }).pipe(Effect.scoped, Effect.provide(model))
+export const guardrailDbProvided: Effect.Effect<unknown, unknown, never> = AgentSession.start({ agent: guarded }).pipe(
+  Effect.scoped,
+  Effect.provide([model, db])
+)
+// a tool guardrail's target too, and a policy that only speaks or ends the call needs nothing
+export const toolGuardrailType: Agent.Agent<Db> = Agent.make({
+  name: "tool_guarded",
+  instructions: "Guarded.",
+  guardrails: [Guardrail.toolOutput("no_secrets", { check: quiet, policy: Guardrail.handoff(escalation) })]
+})
+export const sayOnly: Agent.Agent = Agent.make({
+  name: "say_only",
+  instructions: "Guarded.",
+  guardrails: [Guardrail.output("calm", { check: quiet, policy: Guardrail.say("Let's keep it calm.") }), Guardrail.toolInput("stop", { check: quiet, policy: Guardrail.endCall() })]
+})
+// a task's guardrails count for the task
+// @ts-expect-error the guardrail's handoff target needs Db, and the annotation says nothing
+export const guardedTask: AgentTask.AgentTask<string> = AgentTask.make({
+  name: "guarded_task",
+  instructions: "T.",
+  guardrails: [Guardrail.output("no_prices", { check: quiet, policy: Guardrail.handoff(escalation) })]
+})
+// resuming needs what every agent it may find again needs
+declare const store: SessionStoreService
+const resumed = AgentSession.resume({ id: "s", store, agents: [plain, accounts] }).pipe(Effect.scoped)
+// @ts-expect-error accounts, one of the agents the session may resume, needs Db
+export const resumeDbMissing: Effect.Effect<unknown, unknown, never> = resumed.pipe(Effect.provide(model))
+export const resumeDbProvided: Effect.Effect<unknown, unknown, never> = resumed.pipe(Effect.provide([model, db]))
+
+// a durable session's userdata Schema is checked against its userdata, and needs no service
+const Caller = Schema.Struct({ name: Schema.String })
+export const durableTyped = AgentSession.start({ agent: plain, store, userdata: { name: "Ada" }, userdataSchema: Caller })
+// @ts-expect-error the userdata is not what the Schema describes
+export const durableMismatch = AgentSession.start({ agent: plain, store, userdata: { name: 42 }, userdataSchema: Caller })
+declare const needsDb: Schema.Codec<{ readonly name: string }, unknown, Db>
+// @ts-expect-error a Schema whose decoding needs a service cannot be journaled
+export const durableServiceSchema = AgentSession.start({ agent: plain, store, userdata: { name: "Ada" }, userdataSchema: needsDb })
