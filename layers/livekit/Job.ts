@@ -19,9 +19,12 @@ import { CallControl, CallControlError, type CallControlService, noDtmf } from "
 import { RealtimeModel } from "../../services/RealtimeModel.ts"
 import type { SessionStoreService } from "../../services/SessionStore.ts"
 import { type Agent, AgentSession } from "../../src/index.ts"
+import * as Transfer from "../../src/Transfer.ts"
 import * as Dtmf from "../../src/voice/Dtmf.ts"
 import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
 import { Room, type RoomConnection, type RoomParticipant } from "./Room.ts"
+import * as SipTransfer from "./SipTransfer.ts"
+import * as Supervisor from "./Supervisor.ts"
 
 /**
  * A job from LiveKit's dispatch: its id, the room, the server URL and the participant token.
@@ -36,6 +39,8 @@ export interface JobSpec {
   readonly agentName?: string | undefined
   readonly url: string
   readonly token: Redacted.Redacted<string>
+  /** The server's API key and secret (the worker's): what a LiveKit SIP transfer is made with. */
+  readonly api?: { readonly apiKey: string; readonly apiSecret: Redacted.Redacted<string> } | undefined
 }
 
 /**
@@ -45,8 +50,9 @@ export interface JobSpec {
  * @category models
  */
 export interface JobOptions {
-  /** The entry agent; its tools may hang up or press keys in the room (`CallControl`). */
-  readonly agent: Agent.Agent<CallControl>
+  /** The entry agent; its tools may hang up or press keys in the room (`CallControl`) and
+   * transfer a SIP caller (`Transfer.cold`/`warm`: the job's `Transferer`). */
+  readonly agent: Agent.Agent<CallControl | Transfer.Transferer>
   readonly userdata?: () => unknown
   /** The rate a realtime model takes the user's audio at (OpenAI 24 kHz, Gemini 16 kHz). */
   readonly realtimeInputRate?: number
@@ -56,6 +62,13 @@ export interface JobOptions {
    * realtime sessions (a cascaded voice pipeline starts a new session, not journaled).
    */
   readonly durable?: JobDurability | undefined
+  /** LiveKit SIP transfers of a SIP caller: the API's host (default: the job's server URL over
+   * http(s)), the outbound trunk a warm transfer dials through, the dial tone. */
+  readonly sip?: { readonly host?: string; readonly outboundTrunkId?: string; readonly playDialtone?: boolean } | undefined
+  /** The app's own transferer for the job's caller, instead of LiveKit SIP. */
+  readonly transferer?: ((room: string, caller: RoomParticipant) => Transfer.TransfererService) | undefined
+  /** A supervisor may take the call over and hand it back (Supervisor.ts); none unless given. */
+  readonly supervisors?: Supervisor.SupervisorOptions | undefined
 }
 
 /**
@@ -69,7 +82,7 @@ export interface JobDurability {
   /** Every agent and task a session may run (found again by name; default: the entry agent). */
   readonly agents?: ReadonlyArray<Agent.Agent> | undefined
   /** The userdata's Schema, needed when `userdata` makes any. */
-  readonly userdataSchema?: Schema.Codec<any, any> | undefined
+  readonly userdataSchema?: Schema.Codec<unknown, unknown> | undefined
   /** This worker as the sessions' writer (default: its process id). */
   readonly owner?: string | undefined
 }
@@ -107,6 +120,31 @@ const durableSession = (job: JobSpec, options: JobOptions, durable: JobDurabilit
   })
 
 const REALTIME_OUTPUT_RATE = 24_000
+
+/** The LiveKit server's API over http(s), from the job's ws(s):// URL. */
+const apiHost = (url: string) => url.replace(/^ws(s?):\/\//, "http$1://")
+
+/**
+ * The job's `Transferer`: the app's, else LiveKit SIP for a SIP caller when the API's credentials
+ * are known, else a `Failed` outcome saying what is missing.
+ */
+const transfererFor = (job: JobSpec, options: JobOptions, room: string, caller: RoomParticipant): Transfer.TransfererService => {
+  if (options.transferer) return options.transferer(room, caller)
+  const failed = (reason: string): Transfer.TransfererService => ({ transport: "livekit", transfer: () => Effect.succeed(Transfer.outcome("Failed", reason)) })
+  if (!caller.sip) {
+    return failed(`the caller ${caller.identity} did not join through LiveKit SIP: only a phone call can be transferred (give JobOptions.transferer for others)`)
+  }
+  if (!job.api) return failed("LiveKit SIP transfers use the server's API: set LIVEKIT_API_KEY and LIVEKIT_API_SECRET (the worker passes them to its jobs)")
+  return SipTransfer.transferer({
+    host: options.sip?.host ?? apiHost(job.url),
+    apiKey: job.api.apiKey,
+    apiSecret: job.api.apiSecret,
+    roomName: room,
+    participantIdentity: caller.identity,
+    ...(options.sip?.outboundTrunkId !== undefined ? { outboundTrunkId: options.sip.outboundTrunkId } : {}),
+    ...(options.sip?.playDialtone !== undefined ? { playDialtone: options.sip.playDialtone } : {})
+  })
+}
 
 /** What the session says and does, as the room's clients read it. */
 /**
@@ -166,19 +204,22 @@ export const run = Effect.fn("LiveKit.job")(function*(job: JobSpec, options: Job
 
   let session: AgentSession.AgentSession | undefined
   const control = callControl(conn, () => session)
+  const transferer = transfererFor(job, options, conn.name || job.roomName, user)
   if (Option.isSome(engines)) {
     const output = yield* conn.publishAudio(engines.value.tts.sampleRate)
     const voice = yield* VoicePipeline.start({ ...start, input: conn.audioOf(user, engines.value.stt.sampleRate) }).pipe(
       VoicePipeline.provideEngines(engines.value),
       Effect.provideService(AudioOutput, output),
-      Effect.provideService(CallControl, control)
+      Effect.provideService(CallControl, control),
+      Effect.provideService(Transfer.Transferer, transferer)
     )
     session = voice.session
   } else if (Option.isSome(realtime)) {
     const output = yield* conn.publishAudio(REALTIME_OUTPUT_RATE)
     session = yield* (options.durable ? durableSession(job, options, options.durable) : AgentSession.start(start)).pipe(
       Effect.provideService(AudioOutput, output),
-      Effect.provideService(CallControl, control)
+      Effect.provideService(CallControl, control),
+      Effect.provideService(Transfer.Transferer, transferer)
     )
     const live = session
     yield* conn.audioOf(user, options.realtimeInputRate ?? REALTIME_OUTPUT_RATE).pipe(
@@ -187,7 +228,8 @@ export const run = Effect.fn("LiveKit.job")(function*(job: JobSpec, options: Job
     )
   } else {
     session = yield* (options.durable ? durableSession(job, options, options.durable) : AgentSession.start(start)).pipe(
-      Effect.provideService(CallControl, control)
+      Effect.provideService(CallControl, control),
+      Effect.provideService(Transfer.Transferer, transferer)
     )
   }
   const live = session
@@ -196,6 +238,7 @@ export const run = Effect.fn("LiveKit.job")(function*(job: JobSpec, options: Job
   const keypad = yield* Dtmf.collector((text) => live.send(text).pipe(Effect.ignore))
   yield* conn.keypadOf(user).pipe(Stream.runForEach(keypad.press), Effect.forkScoped)
   yield* mirror(live, conn, user).pipe(Effect.forkScoped)
+  if (options.supervisors) yield* Supervisor.serve(conn, live, options.agent, options.supervisors)
   // the user leaving ends the session; the job's Scope closing (termination) ends it too; the
   // room failing under it (an rtc-node call rejected) ends it with that RoomError
   yield* Effect.raceFirst(Effect.raceFirst(conn.left(user), live.awaitClosed), conn.failure).pipe(Effect.ensuring(live.close))

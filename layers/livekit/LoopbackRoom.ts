@@ -15,7 +15,7 @@
 import { Deferred, Effect, Layer, Queue, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import { RtcNode } from "../rtc/RtcNode.ts"
-import { Room, type RoomConnection, type RoomError, type RoomParticipant } from "./Room.ts"
+import { Room, type RoomConnection, type RoomData, type RoomError, type RoomParticipant } from "./Room.ts"
 import * as RtcAudio from "./RtcAudio.ts"
 
 /**
@@ -43,10 +43,24 @@ export interface Loopback {
   readonly attributes: Readonly<Record<string, string>>
   /** The keypad tones the agent sent (`CallTools.sendDtmf`), in order. */
   readonly tones: ReadonlyArray<string>
+  /** Another participant (a supervisor) sends a data message on a topic. */
+  readonly sendData: (from: RoomParticipant, topic: string, payload: string) => Effect.Effect<void>
+  /** The data messages the agent sent, in order. */
+  readonly data: ReadonlyArray<{ readonly topic: string; readonly payload: string; readonly to: ReadonlyArray<string> }>
+}
+
+/**
+ * Options of `make`: who the participant is (default `user`, not a SIP caller).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LoopbackOptions {
+  readonly participant?: RoomParticipant | undefined
 }
 
 const RATE = 16000
-const user: RoomParticipant = { identity: "user", name: "User" }
+const defaultUser: RoomParticipant = { identity: "user", name: "User" }
 
 /**
  * Makes a loopback room over rtc-node (no LiveKit server): the agent's side joins it as it would a
@@ -55,8 +69,16 @@ const user: RoomParticipant = { identity: "user", name: "User" }
  * @since 0.1.0
  * @category constructors
  */
-export const make = Effect.fn("LoopbackRoom.make")(function*() {
+export const make = Effect.fn("LoopbackRoom.make")(function*(options: LoopbackOptions = {}) {
   const rtc = yield* RtcNode
+  const user = options.participant ?? defaultUser
+  const dataIn = new Map<string, Queue.Queue<RoomData>>()
+  const dataQueue = (topic: string) => {
+    let q = dataIn.get(topic)
+    if (!q) dataIn.set(topic, q = Effect.runSync(Queue.unbounded<RoomData>()))
+    return q
+  }
+  const data: Array<{ topic: string; payload: string; to: ReadonlyArray<string> }> = []
   const failed = yield* Deferred.make<never, RoomError>()
   const mic = RtcAudio.source(rtc, RATE, failed)
   const micTrack = rtc.LocalAudioTrack.createAudioTrack("user-mic", mic.audioSource)
@@ -87,6 +109,8 @@ export const make = Effect.fn("LoopbackRoom.make")(function*() {
     setAttributes: (next) => Effect.sync(() => void Object.assign(attributes, next)),
     left: () => Deferred.await(gone),
     publishDtmf: (digit) => Effect.sync(() => void tones.push(digit)),
+    dataOf: (topic) => Stream.fromQueue(dataQueue(topic)),
+    sendData: (payload, options) => Effect.sync(() => void data.push({ topic: options.topic, payload, to: options.to })),
     failure: Deferred.await(failed)
   }
 
@@ -105,7 +129,9 @@ export const make = Effect.fn("LoopbackRoom.make")(function*() {
     agentAudio: Deferred.await(published).pipe(Effect.map((track) => RtcAudio.framesOf(rtc, track, RATE, failed))),
     texts,
     attributes,
-    tones
+    tones,
+    sendData: (from, topic, payload) => Queue.offer(dataQueue(topic), { from, payload }).pipe(Effect.asVoid),
+    data
   } satisfies Loopback
 })
 

@@ -19,7 +19,8 @@ import type { AudioOutputService } from "../../services/AudioOutput.ts"
 export class RoomError extends Data.TaggedError("RoomError")<{ readonly message: string }> {}
 
 /**
- * A participant in a room: identity and name.
+ * A participant in a room: identity and name, whether they joined through LiveKit SIP (a phone
+ * caller), and their attributes when they sent what is being handled.
  *
  * @since 0.1.0
  * @category models
@@ -27,6 +28,20 @@ export class RoomError extends Data.TaggedError("RoomError")<{ readonly message:
 export interface RoomParticipant {
   readonly identity: string
   readonly name: string
+  /** Joined through LiveKit SIP: a phone call, which `SipTransfer` can transfer. */
+  readonly sip?: boolean | undefined
+  readonly attributes?: Readonly<Record<string, string>> | undefined
+}
+
+/**
+ * A data message of a participant on a topic.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RoomData {
+  readonly from: RoomParticipant
+  readonly payload: string
 }
 
 /**
@@ -55,6 +70,10 @@ export interface RoomConnection {
   readonly left: (participant: RoomParticipant) => Effect.Effect<void>
   /** Sends one keypad tone (`0`-`9`, `*`, `#`) into the room: a SIP participant's line hears it. */
   readonly publishDtmf?: ((digit: string) => Effect.Effect<void, RoomError>) | undefined
+  /** Data messages on `topic` from any participant (a supervisor's commands, Supervisor.ts). */
+  readonly dataOf?: ((topic: string) => Stream.Stream<RoomData>) | undefined
+  /** Sends a data message on `topic` to the participants named (reliable). */
+  readonly sendData?: ((payload: string, options: { readonly topic: string; readonly to: ReadonlyArray<string> }) => Effect.Effect<void>) | undefined
   /**
    * Fails when the room can no longer carry the job's audio (an rtc-node call rejected: the
    * agent's frames could not be played, the user's could not be read). The job ends with this

@@ -10,7 +10,7 @@
  */
 import { Deferred, Effect, Layer, Queue, Redacted, Stream } from "effect"
 import { RtcNode } from "../rtc/RtcNode.ts"
-import { Room, type RoomConnection, RoomError, type RoomParticipant } from "./Room.ts"
+import { Room, type RoomConnection, type RoomData, RoomError, type RoomParticipant } from "./Room.ts"
 import * as RtcAudio from "./RtcAudio.ts"
 
 /**
@@ -56,8 +56,13 @@ export const layer: Layer.Layer<Room, never, RtcNode> = Layer.effect(
         const keys = yield* Queue.unbounded<{ readonly identity: string; readonly digit: string }>()
         // the user is the first participant that is not an agent (other workers may share the room)
         const isUser = (p: { readonly kind: unknown }) => p.kind !== rtc.ParticipantKind.AGENT
-        const found = (p: { readonly identity: string; readonly name?: string | undefined }) =>
-          Deferred.doneUnsafe(user, Effect.succeed({ identity: p.identity, name: p.name ?? p.identity }))
+        const participantOf = (p: { readonly identity: string; readonly name?: string | undefined; readonly kind: unknown; readonly attributes: Record<string, string> }): RoomParticipant => ({
+          identity: p.identity,
+          name: p.name ?? p.identity,
+          sip: p.kind === rtc.ParticipantKind.SIP,
+          attributes: { ...p.attributes }
+        })
+        const found = (p: Parameters<typeof participantOf>[0]) => Deferred.doneUnsafe(user, Effect.succeed(participantOf(p)))
         for (const p of room.remoteParticipants.values()) if (isUser(p)) found(p)
         room.on(rtc.RoomEvent.ParticipantConnected, (p) => isUser(p) && found(p))
         room.on(rtc.RoomEvent.ParticipantDisconnected, (p) => Deferred.doneUnsafe(goneOf(p.identity), Effect.void))
@@ -68,6 +73,17 @@ export const layer: Layer.Layer<Room, never, RtcNode> = Layer.effect(
           if (track.kind === rtc.TrackKind.KIND_AUDIO) Deferred.doneUnsafe(trackOf(p.identity), Effect.succeed(track as InstanceType<typeof rtc.RemoteAudioTrack>))
         })
         room.on(rtc.RoomEvent.DtmfReceived, (_code, digit, p) => Queue.offerUnsafe(keys, { identity: p.identity, digit }))
+        // Data messages by topic, each with its sender as it is when it arrives (its attributes now).
+        const data = new Map<string, Queue.Queue<RoomData>>()
+        const dataQueue = (topic: string) => {
+          let q = data.get(topic)
+          if (!q) data.set(topic, q = Effect.runSync(Queue.unbounded<RoomData>()))
+          return q
+        }
+        room.on(rtc.RoomEvent.DataReceived, (payload, p, _kind, topic) => {
+          if (p === undefined || topic === undefined || !data.has(topic)) return
+          Queue.offerUnsafe(dataQueue(topic), { from: participantOf(p), payload: new TextDecoder().decode(payload) })
+        })
         // a chat message that does not arrive whole is dropped (a rejection here would be unhandled)
         room.registerTextStreamHandler("lk.chat", (reader) => void reader.readAll().then((text) => Queue.offerUnsafe(chat, text), () => undefined))
 
@@ -86,6 +102,12 @@ export const layer: Layer.Layer<Room, never, RtcNode> = Layer.effect(
               try: () => local().publishDtmf(digit === "*" ? 10 : digit === "#" ? 11 : Number(digit), digit),
               catch: (e) => RtcAudio.rtcError(`cannot send the DTMF tone ${digit}`, e)
             }),
+          dataOf: (topic) => Stream.fromQueue(dataQueue(topic)),
+          sendData: (payload, options) =>
+            Effect.tryPromise({
+              try: () => local().publishData(new TextEncoder().encode(payload), { reliable: true, topic: options.topic, destination_identities: [...options.to] }),
+              catch: (e) => RtcAudio.rtcError(`cannot send data on ${options.topic}`, e)
+            }).pipe(Effect.catch((error) => Effect.logWarning(error.message))),
           keypadOf: (p) => Stream.fromQueue(keys).pipe(Stream.filter((key) => key.identity === p.identity), Stream.map((key) => key.digit)),
           publishAudio: (sampleRate) =>
             Effect.gen(function*() {

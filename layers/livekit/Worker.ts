@@ -157,7 +157,8 @@ const refuseAssignment = (ctx: Ctx, jobId: string, why: string) =>
 
 const startJob = (ctx: Ctx, spec: Job.JobSpec) =>
   Effect.gen(function*() {
-    const fiber = yield* Job.run(spec, ctx.options.job).pipe(
+    // The worker's credentials: what a job's LiveKit SIP transfer is made with.
+    const fiber = yield* Job.run({ ...spec, api: spec.api ?? { apiKey: ctx.options.apiKey, apiSecret: ctx.options.apiSecret } }, ctx.options.job).pipe(
       Effect.scoped,
       Effect.provideService(Room, ctx.room),
       // also when the job is interrupted (terminated, drained): the server hears how it ended

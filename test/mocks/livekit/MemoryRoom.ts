@@ -26,7 +26,9 @@ const roomOf = (token: string): string => {
   return payload.video?.room ?? "?"
 }
 
-export const make = Effect.gen(function*() {
+/** Rooms whose user is `participant` (a SIP caller, for transfers). */
+export const makeWith = (options: { readonly participant?: RoomParticipant }) => Effect.gen(function*() {
+  const caller = options.participant ?? user
   const rooms = new Map<string, MemoryRoomState>()
   const join = (_url: string, token: Redacted.Redacted<string>) =>
     Effect.gen(function*() {
@@ -47,7 +49,7 @@ export const make = Effect.gen(function*() {
       yield* Effect.addFinalizer(() => Effect.sync(() => void (state.joined = false)))
       const connection: RoomConnection = {
         name,
-        participant: Effect.succeed(user),
+        participant: Effect.succeed(caller),
         audioOf: () => Stream.never,
         textOf: () => Stream.fromQueue(chat),
         keypadOf: () => Stream.fromQueue(keys),
@@ -61,3 +63,5 @@ export const make = Effect.gen(function*() {
     })
   return { layer: Layer.succeed(Room, { join }), rooms }
 })
+
+export const make = makeWith({})
