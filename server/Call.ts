@@ -85,10 +85,17 @@ export const open = (ctx: ConnectionContext, secret: Redacted.Redacted<string>, 
 
 /**
  * Resumes session `id` from the durable store as a call in the current Scope (its process died,
- * drained, or is another node), waiting for a client as after any cut.
+ * drained, or is another node), waiting for a client as after any cut. Set up for the route its
+ * client came back on, as a new call there is: a phone line (`twilio`) gets no text and is not
+ * moved by a drain; its hang-up, keys and transfers go the phone's way.
  */
-export const restore = (ctx: ConnectionContext, secret: Redacted.Redacted<string>, id: string): Effect.Effect<Call, Line.ResumeFailure, Scope.Scope> =>
-  openWith(ctx, secret, true, (audio, text, control) => Line.resume(ctx, id, audio, text, control))
+export const restore = (
+  ctx: ConnectionContext,
+  secret: Redacted.Redacted<string>,
+  id: string,
+  transport: "ws" | "twilio"
+): Effect.Effect<Call, Line.ResumeFailure, Scope.Scope> =>
+  openWith(ctx, secret, transport === "ws", (audio, text, control) => Line.resume(ctx, id, audio, text, control))
 
 const openWith = <E>(
   ctx: ConnectionContext,

@@ -68,7 +68,7 @@ export const serve = Effect.fn("Server.connection")(function*(socket: Socket.Soc
  */
 export const resume = (token: string) =>
   Effect.fn("Server.resume")(function*(socket: Socket.Socket, ctx: ConnectionContext) {
-    const found = yield* ctx.resumer.reattach(token)
+    const found = yield* ctx.resumer.reattach(token, "ws")
     if (found._tag === "Refused") {
       yield* socket.reader
       const writer = yield* socket.writer

@@ -67,6 +67,13 @@ export const turnRefusal = (verdict: Exclude<TurnVerdict, "ok">, limits: TurnLim
     ? `${limits.maxPendingTurns} turns are already waiting for the agent: this one is dropped (BATON_MAX_PENDING_TURNS)`
     : `more than ${limits.turnsPerSecond} turns a second: this one is dropped (BATON_TURNS_PER_S)`
 
+/** Why a call is refused at `BATON_MAX_SESSIONS`: a new one (503 before its upgrade) and one
+ * that would be restored from the store (a resume, or a phone stream's `start`) alike. */
+export const sessionLimitReason = (maxSessions: number): string => `the service holds ${maxSessions} sessions, its limit`
+
+/** Why a call is refused while the service drains. */
+export const drainingReason = "the service is shutting down"
+
 /** Why a new session is refused at this lag (milliseconds), or undefined; `maxLagMs` 0: never. */
 export const lagRefusal = (lagMs: number, maxLagMs: number): string | undefined =>
   maxLagMs > 0 && lagMs > maxLagMs

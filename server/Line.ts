@@ -107,8 +107,8 @@ export const start = (
 ): Effect.Effect<Line, never, Scope.Scope> => open(ctx, output, text, control, undefined) as Effect.Effect<Line, never, Scope.Scope>
 
 /** Resumes session `id` from the store (claimed: the process that wrote it last is fenced) in
- * the current Scope. Text and a realtime model's audio only: a cascaded voice pipeline is not
- * resumed (its engines start with a new session). */
+ * the current Scope, with the voice a new line gets on this service: a realtime model's audio, or
+ * the cascaded pipeline built from the same engines. */
 export const resume = (
   ctx: ConnectionContext,
   id: string,
@@ -128,7 +128,7 @@ const open = (
     const recorder = yield* record(ctx)
     const realtime = Option.isSome(yield* Effect.serviceOption(RealtimeModel))
     // Without a realtime model, VAD + STT + TTS engines in the context make a cascaded voice session.
-    const voiceEngines = realtime || resumeId !== undefined ? Option.none() : yield* VoicePipeline.engines
+    const voiceEngines = realtime ? Option.none() : yield* VoicePipeline.engines
     const pipeline = Option.isSome(voiceEngines) ? yield* Queue.unbounded<VoiceInput.Input, Cause.Done>() : undefined
     const durable = ctx.durable
     // Runs after the session's own finalizers (registered before them): its journal is flushed.
@@ -146,23 +146,26 @@ const open = (
         // The agents' tools that hang up or press keys (CallTools) reach the transport through it.
         Effect.provideService(CallControl, control)
       )
-    const session: AgentSession.AgentSession = durable && resumeId !== undefined
-      ? yield* provide(AgentSession.resume({
-        id: resumeId,
-        store: durable.store,
-        agents: durable.agents,
-        owner: durable.owner,
-        userdataSchema: durable.userdataSchema,
-        endOnClose: false,
-        ...(text ? { textOutput: text } : {})
-      }))
-      : yield* (pipeline && Option.isSome(voiceEngines)
-        ? VoicePipeline.start({ ...startOptions, input: Stream.fromQueue(pipeline), ...(text ? { alsoText: text } : {}) }).pipe(
-          Effect.map((voice) => voice.session),
-          VoicePipeline.provideEngines(voiceEngines.value),
-          Effect.provideService(Resampler, ctx.resampler)
-        )
-        : AgentSession.start({ ...startOptions, ...(text ? { textOutput: text } : {}) })).pipe(
+    // A resumed session listens and speaks as a new one would: the same pipeline, the same engines.
+    const resumeOptions = durable && resumeId !== undefined
+      ? { id: resumeId, store: durable.store, agents: durable.agents, owner: durable.owner, userdataSchema: durable.userdataSchema, endOnClose: false }
+      : undefined
+    // With engines, the session is a voice pipeline's: built from them, fed the caller's audio.
+    const voice = pipeline && Option.isSome(voiceEngines)
+      ? {
+        parts: { input: Stream.fromQueue(pipeline), ...(text ? { alsoText: text } : {}) },
+        provide: <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+          effect.pipe(VoicePipeline.provideEngines(voiceEngines.value), Effect.provideService(Resampler, ctx.resampler))
+      }
+      : undefined
+    const textOnly = text ? { textOutput: text } : {}
+    const session: AgentSession.AgentSession = resumeOptions
+      ? yield* (voice
+        ? voice.provide(VoicePipeline.resume({ ...resumeOptions, ...voice.parts })).pipe(Effect.map((started) => started.session))
+        : AgentSession.resume({ ...resumeOptions, ...textOnly })).pipe(provide)
+      : yield* (voice
+        ? voice.provide(VoicePipeline.start({ ...startOptions, ...voice.parts })).pipe(Effect.map((started) => started.session))
+        : AgentSession.start({ ...startOptions, ...textOnly })).pipe(
           provide,
           // The service is served with its agents' model (Run.ts): a MissingModel (or a store
           // that refuses a new session) is a defect of its setup, reported with its message.

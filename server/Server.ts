@@ -98,14 +98,21 @@ const checkAccess = (options: ServerOptions, request: HttpServerRequest.HttpServ
 
 /**
  * A session not live here, resumed from the store as a call of this process: it lives in the
- * server's Scope until it ends (like a new session, it waits for its client after a cut).
+ * server's Scope until it ends (like a new session, it waits for its client after a cut), and
+ * holds a slot of `BATON_MAX_SESSIONS` as a new call does; with none free it is refused.
  */
 const RESTORE_TIMEOUT = "10 seconds"
 
-const restoreFromStore = (ctx: Connection.ConnectionContext, resumer: Resumer.Resumer, serverScope: Scope.Scope): Resumer.Restore => (id) =>
+const restoreFromStore = (ctx: Connection.ConnectionContext, resumer: Resumer.Resumer, serverScope: Scope.Scope): Resumer.Restore => (id, transport) =>
   Effect.gen(function*() {
+    const admission = ctx.registry.admit()
+    if (admission !== "ok") {
+      yield* ServiceMetrics.refuse(admission)
+      return Resumer.unadmitted(admission, ctx.options.maxSessions)
+    }
     const scope = yield* Scope.fork(serverScope)
-    const restored = yield* Call.restore(ctx, ctx.resumeSecret, id).pipe(
+    yield* Scope.addFinalizer(scope, Effect.sync(() => ctx.registry.release()))
+    const restored = yield* Call.restore(ctx, ctx.resumeSecret, id, transport).pipe(
       Scope.provide(scope),
       // A resume that does not come back is refused (and what it started is closed), not waited on.
       Effect.timeoutOrElse({ duration: RESTORE_TIMEOUT, orElse: () => Effect.die(new Error(`resuming ${id} took over ${RESTORE_TIMEOUT}`)) }),
@@ -160,20 +167,31 @@ const routes = (
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const resumeToken = route === "ws" ? new URL(request.url, "http://local").searchParams.get("resume") : null
-        const denied = checkAccess(options, request, route, yield* Clock.currentTimeMillis, resumeToken !== null)
+        const now = yield* Clock.currentTimeMillis
+        const denied = checkAccess(options, request, route, now, resumeToken !== null)
         if (denied) return yield* refuse(denied.status, denied.reason, denied.message)
-        // A resume takes no slot: the session it resumes holds one until it ends.
+        // A resume of a call live here takes no slot: the call holds one until it ends. One that
+        // restores its session from the store takes one, and is refused at the limit as a new call is.
         if (resumeToken !== null) {
-          if (registry.draining()) return yield* refuse(503, "draining", "the service is shutting down")
+          if (registry.draining()) return yield* refuse(503, "draining", Limits.drainingReason)
+          if (registry.open() >= options.maxSessions && resumer.wouldRestore(resumeToken, now)) {
+            return yield* refuse(503, "full", Limits.sessionLimitReason(options.maxSessions))
+          }
           return yield* Effect.flatMap(request.upgrade, (socket) => Connection.resume(resumeToken)(socket, ctx)).pipe(Effect.as(HttpServerResponse.empty()))
         }
         const overloaded = Limits.lagRefusal(lagMs(), options.maxLagMs)
         if (overloaded) return yield* refuse(503, "overloaded", overloaded)
+        // A phone stream names its call (a new one, or one it reconnects) only in its `start`
+        // message: Twilio.ts takes the call's slot there, or closes the stream at the limit.
+        if (route === "twilio") {
+          if (registry.draining()) return yield* refuse(503, "draining", Limits.drainingReason)
+          return yield* Effect.flatMap(request.upgrade, (socket) => serveSocket(socket, ctx)).pipe(Effect.as(HttpServerResponse.empty()))
+        }
         return yield* Registry.session(registry, {
           refused: (why) =>
             why === "full"
-              ? refuse(503, "full", `the service holds ${options.maxSessions} sessions, its limit`)
-              : refuse(503, "draining", "the service is shutting down"),
+              ? refuse(503, "full", Limits.sessionLimitReason(options.maxSessions))
+              : refuse(503, "draining", Limits.drainingReason),
           upgrade: request.upgrade,
           serve: (socket) => serveSocket(socket, ctx).pipe(Effect.as(HttpServerResponse.empty()))
         })

@@ -22,6 +22,7 @@ import type { ResamplerStage } from "../services/Resampler.ts"
 import type { ConnectionContext } from "./Connection.ts"
 import * as Call from "./Call.ts"
 import { supersededReason } from "./Connection.ts"
+import * as Resumer from "./Resumer.ts"
 import { idleReason, pullWithin } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 import { dtmfTwiml, updateCall } from "./TwilioCallControl.ts"
@@ -171,11 +172,21 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
       streamSid = message.streamSid
       callSid = message.start?.callSid
       const resumeToken = message.start?.customParameters?.["resumeToken"]
+      // The call's slot of BATON_MAX_SESSIONS is taken here, not at the upgrade: only `start` says
+      // whether the stream carries a call that holds one already (a reconnect to a live call).
       if (resumeToken !== undefined) {
-        const found = yield* ctx.resumer.reattach(resumeToken)
+        const found = yield* ctx.resumer.reattach(resumeToken, "twilio")
         if (found._tag === "Refused") return found
         call = found.call
       } else {
+        const admitted = yield* Effect.acquireRelease(
+          Effect.sync(() => ctx.registry.admit()),
+          (admission) => (admission === "ok" ? Effect.sync(() => ctx.registry.release()) : Effect.void)
+        )
+        if (admitted !== "ok") {
+          yield* ServiceMetrics.refuse(admitted)
+          return Resumer.unadmitted(admitted, ctx.options.maxSessions)
+        }
         call = yield* Call.open(ctx, ctx.resumeSecret, false)
         owner = true
         const opened = call
@@ -240,7 +251,7 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
   if (call && outcome._tag === "gone") yield* call.detach(client)
   else if (call && call.holds(client)) yield* call.end(outcome.reason)
   if (outcome._tag !== "gone") {
-    if (outcome._tag === "refused") yield* Effect.logWarning(`twilio: a stream's resumeToken was refused: ${outcome.reason}`)
+    if (outcome._tag === "refused") yield* Effect.logWarning(`twilio: a stream was refused: ${outcome.reason}`)
     const code = outcome.code ?? (outcome.reason === supersededReason ? 4409 : 1000)
     yield* writer.write(new Socket.CloseEvent(code, outcome.reason.slice(0, 100))).pipe(Effect.ignore)
   }
