@@ -54,9 +54,14 @@ export const makeSmoother = (options: VadOptions = {}): Smoother => {
 export interface Windower {
   /** The rate, once the first frame fixed it. */
   readonly rate: () => number | undefined
-  /** Whole windows ready after adding `frame` (the rest waits for the next push). */
+  /**
+   * Whole windows ready after adding `frame` (the rest waits for the next push). A window may be
+   * a view of the frame's own samples: read it before the frame is reused.
+   */
   readonly add: (frame: AudioFrame.AudioFrame) => ReadonlyArray<Int16Array> | VoiceError
 }
+
+const none: ReadonlyArray<Int16Array> = []
 
 export const makeWindower = (
   rates: ReadonlyArray<number>,
@@ -64,7 +69,9 @@ export const makeWindower = (
   engine: string
 ): Windower => {
   let rate: number | undefined
-  let pending = new Int16Array(0)
+  /** Samples of the next window gathered so far (the first `filled`). */
+  let partial = new Int16Array(0)
+  let filled = 0
   const refuse = (description: string) => new VoiceError({ source: "vad", reason: "InvalidAudio", description })
   return {
     rate: () => rate,
@@ -75,17 +82,36 @@ export const makeWindower = (
           return refuse(`${engine} takes ${rates.join(", ")} Hz, got ${frame.sampleRate} Hz (resample first)`)
         }
         rate = frame.sampleRate
+        partial = new Int16Array(windowOf(rate))
       } else if (frame.sampleRate !== rate) {
         return refuse(`this ${engine} stream is at ${rate} Hz, got a frame at ${frame.sampleRate} Hz`)
       }
-      const size = windowOf(rate)
-      const all = new Int16Array(pending.length + frame.data.length)
-      all.set(pending)
-      all.set(frame.data, pending.length)
+      const size = partial.length
+      const data = frame.data
+      // Per frame, no copy: nothing is waiting and the frame holds whole windows (a 20 ms frame
+      // for WebRTC VAD).
+      if (filled === 0 && data.length === size) return [data]
+      if (filled + data.length < size) {
+        partial.set(data, filled)
+        filled += data.length
+        return none
+      }
       const out: Array<Int16Array> = []
       let at = 0
-      for (; at + size <= all.length; at += size) out.push(all.subarray(at, at + size))
-      pending = all.slice(at)
+      while (data.length - at >= size - filled) {
+        const take = size - filled
+        if (filled === 0) out.push(data.subarray(at, at + take))
+        else {
+          const window = new Int16Array(size)
+          window.set(partial.subarray(0, filled))
+          window.set(data.subarray(at, at + take), filled)
+          out.push(window)
+        }
+        at += take
+        filled = 0
+      }
+      partial.set(data.subarray(at), 0)
+      filled = data.length - at
       return out
     }
   }

@@ -36,4 +36,23 @@ describe("VadSmoothing", () => {
     assert.deepStrictEqual(sizes.map((w) => (w as ReadonlyArray<Int16Array>).length), [0, 1, 1, 1]) // 100 | 600 -> 1 + 280 | 330 -> 1 + 10 | 320 -> 1
     assert.instanceOf(windower.add(AudioFrame.silence(10, 16000, 2)), VoiceError)
   })
+
+  it("a window spanning pushes has their samples in order, whatever the push sizes", () => {
+    const samples = Int16Array.from({ length: 2000 }, (_, i) => i)
+    for (const sizes of [[320, 320, 320, 320, 320, 400], [100, 700, 1, 319, 880], [512, 512, 976], [2000]]) {
+      const windower = makeWindower([16000], () => 512, "test")
+      const got: Array<number> = []
+      let at = 0
+      for (const n of sizes) {
+        const windows = windower.add(AudioFrame.make(samples.slice(at, at + n), 16000)) as ReadonlyArray<Int16Array>
+        for (const w of windows) {
+          assert.strictEqual(w.length, 512)
+          got.push(...w)
+        }
+        at += n
+      }
+      // three whole windows of 2000 samples; the 464 left wait for more
+      assert.deepStrictEqual(got, Array.from({ length: 1536 }, (_, i) => i), JSON.stringify(sizes))
+    }
+  })
 })

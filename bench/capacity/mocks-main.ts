@@ -1,0 +1,55 @@
+/**
+ * The providers of the capacity bench in a process of their own (so their CPU is not counted as
+ * the framework's): the Deepgram, Cartesia and OpenAI chat mocks of test/mocks on 127.0.0.1.
+ * Prints one JSON line `{ deepgram, cartesia, openai }` (their URLs) on stdout once listening,
+ * then serves until stdin closes or SIGTERM.
+ *
+ * The chat mock answers every request with the same short reply (`REPLY`); the Deepgram mock
+ * hears the caller's words (`TRANSCRIPT`). No latency is injected: the bench measures the latency
+ * added over one call, so a constant provider latency would cancel out.
+ *
+ * The mocks record what they hear for tests; here those records are emptied every few seconds so
+ * a long run does not grow them.
+ */
+import { Effect, Layer } from "effect"
+import * as CartesiaMock from "../../test/mocks/cartesia/server.ts"
+import * as DeepgramMock from "../../test/mocks/deepgram/server.ts"
+import * as Chat from "../../test/layers/openai/MockChatServer.ts"
+
+export const REPLY = "It will be sunny and warm all day."
+export const TRANSCRIPT = "what is the weather in paris"
+
+const reply = Chat.sse([
+  Chat.delta({ role: "assistant", content: "" }),
+  ...REPLY.split(/(?<= )/).map((word) => Chat.delta({ content: word })),
+  Chat.delta({}, "stop")
+])
+
+const program = Effect.gen(function*() {
+  const deepgram = yield* DeepgramMock.make({ transcripts: [TRANSCRIPT], msPerWord: 150 })
+  const cartesia = yield* CartesiaMock.make()
+  const chat = yield* Chat.make
+  // Keep a reply scripted ahead of every request; forget what was recorded.
+  for (let i = 0; i < 64; i++) chat.reply(reply)
+  yield* Effect.forever(Effect.andThen(chat.nextRequest, Effect.sync(() => chat.reply(reply)))).pipe(Effect.forkScoped)
+  const forget = setInterval(() => {
+    ;(chat.requests as Array<unknown>).length = 0
+    for (const c of deepgram.connections) (c.sent as Array<unknown>).length = 0, (c.control as Array<unknown>).length = 0
+    deepgram.connections.length = 0
+    cartesia.messages.length = 0
+    cartesia.sent.length = 0
+  }, 5000)
+  yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(forget)))
+  process.stdout.write(JSON.stringify({ deepgram: deepgram.url, cartesia: cartesia.url, openai: chat.baseUrl }) + "\n")
+  yield* Effect.callback<void>((resume) => {
+    process.stdin.on("end", () => resume(Effect.void))
+    process.stdin.on("close", () => resume(Effect.void))
+    process.on("SIGTERM", () => resume(Effect.void))
+    process.stdin.resume()
+  })
+}).pipe(Effect.scoped)
+
+if (import.meta.main) {
+  await Effect.runPromise(program.pipe(Effect.provide(Layer.empty)))
+  process.exit(0)
+}
