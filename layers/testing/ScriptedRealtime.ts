@@ -1,8 +1,9 @@
 /**
  * An in-memory `RealtimeModel` for tests: scripted responses (the same rules as
  * `ScriptedModel`, matched on the last item the server holds or the response's instructions),
- * configurable capabilities, acknowledgement delays and rejected updates, all on the Effect
- * clock so `TestClock` drives it. It records every operation of every connection.
+ * configurable capabilities, acknowledgement delays and injected faults (`RealtimeFaults.ts`),
+ * all on the Effect clock so `TestClock` drives it. It records every operation of every
+ * connection (`RealtimeRecorder.ts`).
  *
  * @since 0.1.0
  * @packageDocumentation
@@ -19,60 +20,14 @@ import {
   type RealtimeSessionConfig,
   type RealtimeToolChoice
 } from "../../services/RealtimeModel.ts"
-import { ChatContext, type ChatItem } from "../../src/ChatContext.ts"
+import { ChatContext } from "../../src/ChatContext.ts"
 import { toPrompt } from "../../src/ChatPrompt.ts"
+import * as RealtimeFaults from "./RealtimeFaults.ts"
+import { type ConnectionRecord, ScriptedRealtime } from "./RealtimeRecorder.ts"
 import * as ScriptedModel from "./ScriptedModel.ts"
 
-/**
- * One operation a scripted realtime connection received (an update, a response request, audio...),
- * with the test time it came.
- *
- * @since 0.1.0
- * @category models
- */
-export interface Op {
-  readonly op: string
-  readonly at: number
-  readonly detail?: unknown
-}
-
-/**
- * What a scripted realtime connection received and what its server side holds: the operations, the
- * conversation items, instructions and tools, and whether it closed.
- *
- * @since 0.1.0
- * @category models
- */
-export interface ConnectionRecord {
-  readonly id: string
-  readonly ops: Array<Op>
-  /** What the server holds. */
-  items: Array<ChatItem>
-  instructions: string
-  tools: ReadonlyArray<string>
-  closed: boolean
-  /** Responses created on it, by the agent that asked (ModelCall). */
-  readonly responses: Array<{ readonly agent: string | undefined; readonly instructions: string }>
-}
-
-/**
- * What the `ScriptedRealtime` service gives a test: every connection opened, with its record.
- *
- * @since 0.1.0
- * @category models
- */
-export interface ScriptedRealtimeService {
-  readonly connections: ReadonlyArray<ConnectionRecord>
-}
-
-/**
- * The recorder of a scripted realtime model's connections, provided by `layer` beside the
- * `RealtimeModel` it serves.
- *
- * @since 0.1.0
- * @category services
- */
-export class ScriptedRealtime extends Context.Service<ScriptedRealtime, ScriptedRealtimeService>()("baton/testing/ScriptedRealtime") {}
+export type { Faults } from "./RealtimeFaults.ts"
+export { type ConnectionRecord, type Op, ScriptedRealtime, type ScriptedRealtimeService } from "./RealtimeRecorder.ts"
 
 /**
  * The capabilities of an OpenAI Realtime-like model: instructions, tools and the conversation
@@ -112,12 +67,13 @@ export const geminiLike: RealtimeCapabilities = {
 
 /**
  * Options of the scripted realtime model: its rules (as for `ScriptedModel`), capabilities, names,
- * delays, and the faults to inject (dropped connections, failed or stalled responses).
+ * delays, and the faults to inject (`Faults`: rejected updates, dropped connections, failed or
+ * stalled responses, turns it cannot transcribe).
  *
  * @since 0.1.0
  * @category models
  */
-export interface Options {
+export interface Options extends RealtimeFaults.Faults {
   /** Server item ids start after this number (default 0): a second server in one test (a
    * resumed session's) does not give ids the first one gave, as a real server never does. */
   readonly firstId?: number
@@ -132,8 +88,6 @@ export interface Options {
   readonly responseDelay?: Duration.Input
   /** Emit audio (PCM16 at 24 kHz, 10 ms per text delta) besides the transcript. */
   readonly audio?: boolean
-  /** The nth update (counted over the model's life, from 1) gets an error answer. */
-  readonly rejectUpdate?: (n: number, kind: "session" | "context") => boolean
   /** How long an {@link utterance} takes to say (from speech start to speech stop). Default 200 ms. */
   readonly speechDuration?: Duration.Input
   /**
@@ -142,30 +96,6 @@ export interface Options {
    * Default: the transcript comes first.
    */
   readonly transcriptDelay?: Duration.Input
-  /**
-   * Turns of the user the server fails to transcribe (OpenAI's
-   * `input_audio_transcription.failed`): their transcript comes without words. The server still
-   * hears them, and answers them by itself.
-   */
-  readonly untranscribable?: (text: string) => boolean
-  /**
-   * The nth response (counted over the model's life, from 1) loses its connection after its
-   * first text (or as it starts, without text), as a dropped socket does: the events end with a
-   * `closed` error and every later operation on that connection fails `closed`.
-   */
-  readonly dropConnection?: (n: number) => boolean
-  /**
-   * The nth response (counted as for `dropConnection`) fails on the server after its first text
-   * (or as it starts, without text): it ends with status `failed`, as OpenAI's do on a server
-   * error. The connection stays usable.
-   */
-  readonly failResponse?: (n: number) => boolean
-  /**
-   * The nth response request (counted over the model's life, from 1) is never answered: the
-   * server stays busy with it for ever, as a hung one does (a later request on that connection
-   * is taken for it, and never answered either).
-   */
-  readonly stallResponse?: (n: number) => boolean
   /**
    * Whether the server reports the user's speech start and stop (OpenAI does; Gemini only says
    * `interrupted` when the user talks over an answer). Default true.
@@ -204,9 +134,7 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
     Effect.gen(function*() {
       const capabilities = options.capabilities ?? openAiLike
       const connections: Array<ConnectionRecord> = []
-      let updates = 0
-      let responsesStarted = 0
-      let requests = 0
+      const faults = RealtimeFaults.make(options)
       let ids = options.firstId ?? 0
       const nextId = (prefix: string) => `${prefix}_${++ids}`
 
@@ -243,15 +171,14 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
 
           const ack = (kind: "session" | "context"): Effect.Effect<Ack> =>
             Effect.gen(function*() {
-              const n = ++updates
+              const { n, rejected } = RealtimeFaults.nextUpdate(faults, kind)
               const done = yield* Deferred.make<void, RealtimeError>()
               yield* sleep(options.ackDelay).pipe(
                 Effect.andThen(Effect.suspend(() => {
-                  if (options.rejectUpdate?.(n, kind)) {
+                  if (rejected) {
                     log("reject", { n, kind })
-                    return emit({ _tag: "Error", message: `update ${n} rejected`, fatal: false }).pipe(
-                      Effect.andThen(Deferred.fail(done, new RealtimeError({ reason: "rejected", message: `update ${n} rejected` })))
-                    )
+                    const { error, event } = RealtimeFaults.rejection(n)
+                    return emit(event).pipe(Effect.andThen(Deferred.fail(done, error)))
                   }
                   return Deferred.succeed(done, undefined)
                 })),
@@ -285,23 +212,17 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
             Effect.sync(() => {
               log("dropped", responseId)
               record.closed = true
-              Queue.failCauseUnsafe(events, Cause.fail(new RealtimeError({ reason: "closed", message: `${record.id}: the connection dropped` })))
+              RealtimeFaults.dropEvents(events, record.id)
             })
           const stream = (responseId: string, answer: { readonly rule: unknown; readonly reply: ScriptedModel.ScriptedResponse | undefined }) =>
             Effect.gen(function*() {
               yield* sleep(options.responseDelay)
               current!.started = true
               yield* emit({ _tag: "ResponseStarted", responseId })
-              const n = ++responsesStarted
-              const drops = options.dropConnection?.(n) ?? false
-              const fails = !drops && (options.failResponse?.(n) ?? false)
-              const failed = emit({
-                _tag: "ResponseDone",
-                responseId,
-                status: "failed",
-                error: "The server had an error while processing your request.",
-                errorCode: "server_error"
-              })
+              const fate = RealtimeFaults.nextResponse(faults)
+              const drops = fate === "drops"
+              const fails = fate === "fails"
+              const failed = emit(RealtimeFaults.failedResponse(responseId))
               const reply = answer.reply
               if (!reply) {
                 return yield* emit({ _tag: "ResponseDone", responseId, status: "failed", error: "no scripted response" })
@@ -352,7 +273,7 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
               const itemId = nextId("item")
               log("heard", text)
               record.items.push({ _tag: "Message", id: itemId, role: "user", text, interrupted: false })
-              const transcript = options.untranscribable?.(text)
+              const transcript = RealtimeFaults.untranscribable(faults, text)
                 ? emit({ _tag: "InputTranscript", itemId, text: "", final: true, failed: { message: "The audio could not be transcribed.", code: "audio_unintelligible" } })
                 : Effect.suspend(() => {
                   // What came after the turn by the time it is transcribed (its answer, for a
@@ -417,7 +338,7 @@ export const layer = (options: Options): Layer.Layer<RealtimeModel | ScriptedRea
                   }
                   const id = nextId("resp")
                   current = { id, started: false }
-                  if (options.stallResponse?.(++requests)) {
+                  if (RealtimeFaults.nextRequestStalls(faults)) {
                     log("stalled", id)
                     response = yield* Effect.never.pipe(Effect.forkIn(scope))
                     return
