@@ -2,7 +2,9 @@
  * The sessions a process holds: how many are open, the limit, and the drain. Admission reserves a
  * slot before the WebSocket upgrade (so the limit answers 503, not a half-open socket), held as
  * one resource until the session ends (`session`); each connection registers a closer the drain
- * completes when its deadline passes.
+ * completes when its deadline passes. Two calls are admitted elsewhere, each once for its life: a
+ * /twilio stream's call at its `start` message, which alone says whether it is new (Twilio.ts),
+ * and a call restored from the store (Server.ts); a client back to a live call takes no slot.
  */
 import { Deferred, Effect, Option } from "effect"
 

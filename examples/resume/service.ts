@@ -1,7 +1,8 @@
 /**
- * The real service as a child process (`node cli/main.ts serve`, the demo model, text only) and a
- * `/ws` client for it: what the resume example, its test and its benchmark drive. Each service
- * listens on a free port of 127.0.0.1 and journals to the store it is given.
+ * The real service as a child process (`node cli/main.ts serve`: the demo model, or the `agents`
+ * module given; text only unless `voice` says otherwise) and a `/ws` client for it: what the
+ * resume example, its tests and its benchmark drive. Each service listens on a free port of
+ * 127.0.0.1 and journals to the store it is given.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
