@@ -167,7 +167,7 @@ const peerInstalled = () => existsSync(here("./agents-js/node_modules/@livekit/a
  * together. CPU and RSS are read from /proc from the moment every job is past its warm-up turn
  * until the first one finishes; the latencies are every job's measured turns.
  */
-const peerStep = async (mocks: Mocks, caller: string, calls: number, turns: number, lagDir: string): Promise<StepResult> => {
+const peerStep = async (mocks: Mocks, caller: string, callerMs: number, calls: number, turns: number, lagDir: string): Promise<StepResult> => {
   const deepgram = mocks.urls.deepgram.replace(/\/v1\/listen$/, "")
   const cartesia = mocks.urls.cartesia.replace(/^ws/, "http").replace(/\/tts\/websocket$/, "")
   const children: Array<ChildProcess> = []
@@ -195,8 +195,9 @@ const peerStep = async (mocks: Mocks, caller: string, calls: number, turns: numb
         String(turns),
         "--warmup",
         "1",
+        // voice.mjs's turn: 500 ms of silence, the question, then the gap: the same cycle as baton's calls
         "--gap-ms",
-        String(Math.max(0, cycleMs - 3500)),
+        String(Math.max(0, cycleMs - 500 - callerMs)),
         "--min-endpointing-ms",
         "500"
       ], { stdio: ["ignore", "pipe", "ignore"], env: { ...process.env, LAG_PROBE_DIR: lagDir } })
@@ -389,7 +390,7 @@ export const benchCapacity = async (): Promise<string> => {
         const turnsOf = (s: number) => Math.max(2, Math.round(s / (cycleMs / 1000)))
         all.push(
           await series("agents-js 1.9, Silero VAD, a job process per call", peerSteps, (calls, baseline) =>
-            peerStep(mocks, caller, calls, turnsOf(baseline ? baselineS : windowS), lagDir))
+            peerStep(mocks, caller, question.durationMs, calls, turnsOf(baseline ? baselineS : windowS), lagDir))
         )
       }
     } finally {

@@ -4,36 +4,29 @@
  * Prints one JSON line `{ deepgram, cartesia, openai }` (their URLs) on stdout once listening,
  * then serves until stdin closes or SIGTERM.
  *
- * The chat mock answers every request with the same short reply (`REPLY`); the Deepgram mock
- * hears the caller's words (`TRANSCRIPT`). No latency is injected: the bench measures the latency
- * added over one call, so a constant provider latency would cancel out.
+ * The chat mock answers every request with the same sentence (`REPLY`); the Deepgram mock hears
+ * the caller's words (`TRANSCRIPT`). Latency injection, as bench/voice-side-by-side.ts has it:
+ * STT_LATENCY_MS, LLM_FIRST_TOKEN_MS, TTS_FIRST_BYTE_MS (default 0: the bench measures the
+ * latency added over one call, so a constant provider latency cancels out).
  *
  * The mocks record what they hear for tests; here those records are emptied every few seconds so
  * a long run does not grow them.
  */
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import * as CartesiaMock from "../../test/mocks/cartesia/server.ts"
 import * as DeepgramMock from "../../test/mocks/deepgram/server.ts"
-import * as Chat from "../../test/layers/openai/MockChatServer.ts"
+import * as ChatMock from "../../test/mocks/openai-chat/server.ts"
 
 export const REPLY = "It will be sunny and warm all day."
 export const TRANSCRIPT = "what is the weather in paris"
-
-const reply = Chat.sse([
-  Chat.delta({ role: "assistant", content: "" }),
-  ...REPLY.split(/(?<= )/).map((word) => Chat.delta({ content: word })),
-  Chat.delta({}, "stop")
-])
+const ms = (name: string) => Number(process.env[name] ?? 0)
 
 const program = Effect.gen(function*() {
-  const deepgram = yield* DeepgramMock.make({ transcripts: [TRANSCRIPT], msPerWord: 150 })
-  const cartesia = yield* CartesiaMock.make()
-  const chat = yield* Chat.make
-  // Keep a reply scripted ahead of every request; forget what was recorded.
-  for (let i = 0; i < 64; i++) chat.reply(reply)
-  yield* Effect.forever(Effect.andThen(chat.nextRequest, Effect.sync(() => chat.reply(reply)))).pipe(Effect.forkScoped)
+  const deepgram = yield* DeepgramMock.make({ transcripts: [TRANSCRIPT], msPerWord: 150, latencyMs: ms("STT_LATENCY_MS") })
+  const cartesia = yield* CartesiaMock.make({ firstChunkMs: ms("TTS_FIRST_BYTE_MS") })
+  const chat = yield* ChatMock.make({ respond: () => ({ text: REPLY }), firstTokenMs: ms("LLM_FIRST_TOKEN_MS") })
   const forget = setInterval(() => {
-    ;(chat.requests as Array<unknown>).length = 0
+    chat.requests.length = 0
     for (const c of deepgram.connections) (c.sent as Array<unknown>).length = 0, (c.control as Array<unknown>).length = 0
     deepgram.connections.length = 0
     cartesia.messages.length = 0
@@ -50,6 +43,6 @@ const program = Effect.gen(function*() {
 }).pipe(Effect.scoped)
 
 if (import.meta.main) {
-  await Effect.runPromise(program.pipe(Effect.provide(Layer.empty)))
+  await Effect.runPromise(program)
   process.exit(0)
 }

@@ -5,7 +5,9 @@
  *
  * - Words of the scripted transcript are revealed as speech audio arrives (`msPerWord` of speech
  *   each, speech counted in 10 ms windows), as interim `Results` (`is_final: false`) when `interim_results=true`. One script is one
- *   utterance: the next starts after a `Finalize` (the client's end of the utterance).
+ *   utterance: the next starts after a `Finalize` (the client's end of the utterance), or, for a
+ *   client that never sends one, with speech after a second of silence once every word of the
+ *   script was said and finalized (Deepgram keeps transcribing a stream without `Finalize`).
  * - Endpointing (`endpointing`, default 10 ms; `false` disables it): after that much silence
  *   following speech, the words revealed so far are finalized (`is_final` and `speech_final`
  *   true); the transcript of such a final may be empty. Long speech without a pause is
@@ -80,6 +82,9 @@ export interface ListenSettings {
   readonly requestId: string
 }
 
+/** Silence after a script said in full before speech is the next script's, without a Finalize. */
+const NEXT_UTTERANCE_SILENCE_MS = 1000
+
 /** RMS (fraction of full scale) above which audio counts as speech. */
 const threshold = 0.01
 
@@ -128,6 +133,8 @@ export class Listener {
   private wordsSinceUtteranceEnd = false
   private lastWordEndMs = 0
   private speaking = false
+  /** Where the last loud audio ended (ms of the stream). */
+  private lastLoudMs = 0
 
   private readonly settings: ListenSettings
 
@@ -156,6 +163,13 @@ export class Listener {
     this.positionMs += chunkMs
     const speechMs = loudMs(this.encoding, bytes, this.sampleRate)
     const speech = speechMs > 0
+    // A new utterance without Finalize (agents-js's plugin sends none): the script was all said
+    // and finalized, and a second of silence came before this speech.
+    if (speech && this.scriptSpeechMs > 0 && this.finalized === this.words.length && at - this.lastLoudMs >= NEXT_UTTERANCE_SILENCE_MS) {
+      this.script++
+      this.finalized = this.revealed = this.scriptSpeechMs = 0
+    }
+    if (speech) this.lastLoudMs = this.positionMs
     if (speech) {
       if (!this.speaking && this.vadEvents) out.push({ type: "SpeechStarted", channel: [0], timestamp: at / 1000 })
       this.speaking = true
