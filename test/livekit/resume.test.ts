@@ -7,22 +7,16 @@
  * after reaches the store, as nothing a killed process does would.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import { Effect, Exit, Layer, Option, Scope } from "effect"
 import * as Job from "../../layers/livekit/Job.ts"
 import type { Room } from "../../layers/livekit/Room.ts"
-import * as Worker from "../../layers/livekit/Worker.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { makeMemory, type SessionStoreService, StoreError } from "../../services/SessionStore.ts"
-import { Agent, Tool } from "../../src/index.ts"
 import { until } from "../helpers.ts"
 import * as FakeServer from "../mocks/livekit/FakeServer.ts"
 import * as MemoryRoom from "../mocks/livekit/MemoryRoom.ts"
+import { greeter, KEY, SECRET, startWorker, weather } from "./front-desk.ts"
 
-const KEY = "APIkey123"
-const SECRET = "secret-of-at-least-thirty-two-characters"
-
-const weather = Agent.make({ name: "weather", instructions: "Weather.", onEnter: Agent.say("Sunny in Paris.").pipe(Effect.asVoid) })
-const greeter = Agent.make({ name: "greeter", instructions: "Greet.", tools: [Tool.handoff("transfer_to_weather", () => weather)] })
 const model = ScriptedModel.layer([
   { when: { user: /weather/, agent: "greeter" }, reply: { toolCalls: [{ name: "transfer_to_weather" }] } },
   { when: { user: /Oslo/, agent: "weather" }, reply: { text: "Cloudy in Oslo." } },
@@ -44,23 +38,11 @@ const dying = (store: SessionStoreService) => {
   return { service, die: () => void (dead = true) }
 }
 
-const startWorker = (server: FakeServer.FakeServer, rooms: Layer.Layer<Room>, store: SessionStoreService) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const worker = yield* Worker.make({
-      url: server.url,
-      apiKey: KEY,
-      apiSecret: Redacted.make(SECRET),
-      agentName: "front-desk",
-      statusIntervalMs: 100,
-      pingIntervalMs: 100,
-      reconnect: { firstMs: 50, maxMs: 200 },
-      drainSeconds: 1,
-      job: { agent: greeter, durable: { store, agents: [greeter, weather] } }
-    }).pipe(Scope.provide(scope), Effect.provide(rooms))
-    yield* worker.registered
-    return { worker, scope }
-  })
+/** A registered front-desk worker journaling its rooms' sessions in `store`. */
+const startDurableWorker = (server: FakeServer.FakeServer, rooms: Layer.Layer<Room>, store: SessionStoreService) =>
+  startWorker(server, rooms, { job: { agent: greeter, durable: { store, agents: [greeter, weather] } } }).pipe(
+    Effect.tap(({ worker }) => worker.registered)
+  )
 
 const said = (room: MemoryRoom.MemoryRoomState, text: string) => room.texts.some((t) => t.topic === "lk.transcription" && t.text === text)
 
@@ -71,7 +53,7 @@ describe("LiveKit: a room's session outlives its worker (issue 34)", () => {
       const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })
       const rooms = yield* MemoryRoom.make
       const first = dying(store)
-      const one = yield* startWorker(server, rooms.layer, first.service)
+      const one = yield* startDurableWorker(server, rooms.layer, first.service)
       yield* Effect.promise(() => server.offer("J_1", "room-a"))
       yield* Effect.promise(() => server.assign("J_1", "room-a"))
       yield* until("room-a joined", () => rooms.rooms.get("room-a")?.joined === true)
@@ -85,7 +67,7 @@ describe("LiveKit: a room's session outlives its worker (issue 34)", () => {
       first.die()
       yield* Scope.close(one.scope, Exit.void)
 
-      const two = yield* startWorker(server, rooms.layer, store)
+      const two = yield* startDurableWorker(server, rooms.layer, store)
       yield* Effect.promise(() => server.offer("J_2", "room-a"))
       yield* Effect.promise(() => server.assign("J_2", "room-a"))
       yield* until("room-a joined again", () => rooms.rooms.get("room-a")?.joined === true)
@@ -112,7 +94,7 @@ describe("LiveKit: a room's session outlives its worker (issue 34)", () => {
       const store = makeMemory()
       const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })
       const rooms = yield* MemoryRoom.make
-      const { scope } = yield* startWorker(server, rooms.layer, store)
+      const { scope } = yield* startDurableWorker(server, rooms.layer, store)
       yield* Effect.promise(() => server.offer("J_1", "room-a"))
       yield* Effect.promise(() => server.assign("J_1", "room-a"))
       yield* until("room-a joined", () => rooms.rooms.get("room-a")?.joined === true)

@@ -6,20 +6,13 @@
  */
 import { JobStatus, JobType, WorkerStatus } from "@livekit/protocol"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, Redacted, Scope } from "effect"
-import type { Room } from "../../layers/livekit/Room.ts"
-import * as Worker from "../../layers/livekit/Worker.ts"
+import { Effect, Exit, Fiber, Redacted, Scope } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
-import { Agent, Tool } from "../../src/index.ts"
 import * as FakeServer from "../mocks/livekit/FakeServer.ts"
+import { KEY, SECRET, startWorker } from "./front-desk.ts"
 import * as MemoryRoom from "../mocks/livekit/MemoryRoom.ts"
 import { until } from "../helpers.ts"
 
-const KEY = "APIkey123"
-const SECRET = "secret-of-at-least-thirty-two-characters"
-
-const weather = Agent.make({ name: "weather", instructions: "Weather.", onEnter: Agent.say("Sunny in Paris.").pipe(Effect.asVoid) })
-const greeter = Agent.make({ name: "greeter", instructions: "Greet.", tools: [Tool.handoff("transfer_to_weather", () => weather)] })
 const model = ScriptedModel.layer([
   { when: { user: /weather/ }, reply: { toolCalls: [{ name: "transfer_to_weather" }] } },
   { when: { user: "DTMF: 12" }, reply: { text: "Account 12, found." } }
@@ -27,25 +20,6 @@ const model = ScriptedModel.layer([
 
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
-
-/** A worker on the fake server, in its own Scope (closing it drains the worker). */
-const startWorker = (server: FakeServer.FakeServer, rooms: Layer.Layer<Room>, extra: Partial<Worker.WorkerOptions> = {}) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const worker = yield* Worker.make({
-      url: server.url,
-      apiKey: KEY,
-      apiSecret: Redacted.make(SECRET),
-      agentName: "front-desk",
-      statusIntervalMs: 100,
-      pingIntervalMs: 100,
-      reconnect: { firstMs: 50, maxMs: 200 },
-      drainSeconds: 1,
-      job: { agent: greeter },
-      ...extra
-    }).pipe(Scope.provide(scope), Effect.provide(rooms))
-    return { worker, scope }
-  })
 
 /** A registered worker running job J_1, its room joined. */
 const runningJob = Effect.gen(function*() {
