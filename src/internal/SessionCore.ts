@@ -21,6 +21,7 @@ import type { HandBackOptions } from "./HumanFloor.ts"
 import type { SpeechHandle } from "../Speech.ts"
 import type { Tool } from "../Tool.ts"
 import type { Work } from "./Work.ts"
+import type { FlowObserver } from "../FlowObserver.ts"
 
 /** A work token given up by a flow waiting for a task; returned exactly once. */
 export interface Handover {
@@ -86,7 +87,7 @@ export type SessionMessage =
   /** The person holding the floor hands it back to `agent`. */
   | { readonly _tag: "HandBack"; readonly agent: Agent; readonly options: HandBackOptions; readonly reply: Deferred.Deferred<HandoffOutcome> }
   /** The person holding the floor says `text` to the caller. */
-  | { readonly _tag: "HumanSay"; readonly human: Human; readonly text: string; readonly reply: Deferred.Deferred<void, FloorError> }
+  | { readonly _tag: "HumanSay"; readonly human: Human; readonly text: string; readonly voiced?: boolean; readonly reply: Deferred.Deferred<void, FloorError> }
   /** Text only the agent holding the floor sees, for its next reply (Whispers.ts). */
   | { readonly _tag: "Whisper"; readonly text: string; readonly reply: Deferred.Deferred<void, FloorError> }
 
@@ -115,6 +116,8 @@ export interface SessionCore {
   readonly userdata: unknown
   readonly textOutput: TextOutputService
   readonly defaultModel: LanguageModel.LanguageModel | undefined
+  /** Told about the user's hooks, task results and background handlers as they run (FlowObserver.ts). */
+  readonly observer: FlowObserver | undefined
   /** The public session, for tool and hook contexts. */
   readonly session: () => AgentSession<unknown>
   /** Sends a message to the supervisor (holds a work token until it is handled). */

@@ -18,6 +18,7 @@ import * as RealtimePool from "./realtime/Pool.ts"
 import type { SessionCore, SessionMessage } from "./SessionCore.ts"
 import { wakeTakerNow } from "./EffectFastPaths.ts"
 import * as Work from "./Work.ts"
+import { CurrentFlowObserver, type FlowObserver } from "../FlowObserver.ts"
 
 export interface Config {
   /** The session's own Scope (forked from the one it was started in). */
@@ -58,6 +59,8 @@ export interface Supervisor {
 /** The supervisor's own state: one record, written by the functions below. */
 interface Running {
   readonly config: Config
+  /** Read once from the context the session starts in (`CurrentFlowObserver`; none by default). */
+  readonly observer: FlowObserver | undefined
   readonly mailbox: Queue.Queue<SessionMessage, Cause.Done>
   readonly backgroundScope: Scope.Closeable
   readonly closedSignal: Deferred.Deferred<void>
@@ -81,6 +84,7 @@ export const make = (config: Config): Effect.Effect<Supervisor> =>
   Effect.gen(function*() {
     const r: Running = {
       config,
+      observer: yield* CurrentFlowObserver,
       mailbox: yield* Queue.unbounded<SessionMessage, Cause.Done>(),
       backgroundScope: yield* Scope.fork(config.scope),
       closedSignal: yield* Deferred.make<void>(),
@@ -144,6 +148,7 @@ const makeCore = (r: Running, realtimePool: RealtimePool.Pool | undefined): Sess
     userdata: config.userdata,
     textOutput: config.textOutput,
     defaultModel: config.defaultModel,
+    observer: r.observer,
     session: config.session,
     send: (msg) => send(r, msg),
     handleNow: () => wakeTakerNow(r.mailbox),

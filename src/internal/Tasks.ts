@@ -7,6 +7,7 @@ import { CurrentCall, HookLane, WorkToken } from "./FlowContext.ts"
 import type { Agent } from "../Agent.ts"
 import type { RunTaskOptions, TaskResult } from "../CurrentAgent.ts"
 import { TaskError } from "../Errors.ts"
+import type { FlowObserver } from "../FlowObserver.ts"
 import type { Handover } from "./SessionCore.ts"
 import * as Speeches from "./Speeches.ts"
 import * as Work from "./Work.ts"
@@ -37,8 +38,17 @@ export const run = (caller: Actor, task: Agent, options: RunTaskOptions = {}): E
     if (handover.pending) Work.release(work)
     // A hook waiting for a task does not hold up the actor's next hook.
     ;(yield* HookLane)?.()
-    return yield* Deferred.await(result).pipe(Effect.onInterrupt(() => Effect.sync(() => returnToken(work, handover))))
+    const awaited = Deferred.await(result).pipe(Effect.onInterrupt(() => Effect.sync(() => returnToken(work, handover))))
+    const observer = caller.core.observer
+    return yield* observer === undefined ? awaited : observed(observer, caller, task.name, awaited)
   })
+
+/** The observer (the simulation on a user's agents) hears the result reach the awaiting flow. */
+const observed = <A, E>(observer: FlowObserver, caller: Actor, task: string, awaited: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  awaited.pipe(
+    Effect.tap(() => Effect.sync(() => observer.taskReturned(caller.core.session(), caller.name, task, true))),
+    Effect.tapError(() => Effect.sync(() => observer.taskReturned(caller.core.session(), caller.name, task, false)))
+  )
 
 const returnToken = (work: Work.Work, handover: Handover) => {
   if (!handover.pending) return

@@ -138,6 +138,7 @@ const runHandler = (c: Call): Effect.Effect<CallResult> => {
   const settle = (exit: Exit.Exit<unknown, unknown>) => {
     const { result, event, reason } = classify(tool.name, exit)
     if (event) core.emit({ type: "error", agent: actor.name, source: "tool", message: event, recoverable: true, ...(reason ? { reason } : {}) })
+    if (c.background && core.observer) core.observer.backgroundFinished(core.session(), c.owner.kind === "session" ? "session" : actor.name, call.callId, tool.name)
     finished(c, result)
   }
   const settleNow = (exit: Exit.Exit<unknown, unknown>) => {

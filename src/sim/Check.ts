@@ -14,8 +14,12 @@
  * - no unhandled error: error events only from tools and the model (a hook that fails, a
  *   defect, a warning or an error log is one)
  *
- * Rules about what the schedule cannot see in a user's agents (which hooks ran, a task's result
- * reaching its flow, realtime connections) are checked by the repository's own simulation over
+ * - rule 3 (deterministic batches) and rule 9 (deferred handoffs): CheckBatches.ts
+ * - rule 5 (hooks exactly once) and rule 6 (return resumes): CheckHooks.ts
+ *
+ * Which hooks ran, which task results reached their flows and when background handlers ended,
+ * the runtime's observer tells (Run.ts provides it): the agents run as the user made them.
+ * Realtime connections (rules 7, 8) are checked by the repository's own simulation over
  * generated agents (test/sim).
  *
  * @since 0.1.0
@@ -26,6 +30,8 @@ import type { Agent } from "../Agent.ts"
 import type { FunctionCall, FunctionCallOutput } from "../ChatContext.ts"
 import * as Diagnostics from "../Diagnostics.ts"
 import * as Tool from "../Tool.ts"
+import { checkBatches, checkDeferredHandoffs } from "./CheckBatches.ts"
+import { checkHooks, checkReturns } from "./CheckHooks.ts"
 import type { Recording } from "./Run.ts"
 
 /**
@@ -34,7 +40,18 @@ import type { Recording } from "./Run.ts"
  * @since 0.1.0
  * @category models
  */
-export type Rule = "rule 1" | "rule 2" | "rule 4" | "rule 10" | "rule 11" | "rule 12" | "no unhandled error"
+export type Rule =
+  | "rule 1"
+  | "rule 2"
+  | "rule 3"
+  | "rule 4"
+  | "rule 5"
+  | "rule 6"
+  | "rule 9"
+  | "rule 10"
+  | "rule 11"
+  | "rule 12"
+  | "no unhandled error"
 
 /**
  * Each rule's short name.
@@ -45,7 +62,11 @@ export type Rule = "rule 1" | "rule 2" | "rule 4" | "rule 10" | "rule 11" | "rul
 export const RULE_NAMES: Record<Rule, string> = {
   "rule 1": "one floor",
   "rule 2": "silence after handoff",
+  "rule 3": "deterministic batches",
   "rule 4": "every call answered",
+  "rule 5": "hooks exactly once",
+  "rule 6": "return resumes",
+  "rule 9": "deferred handoffs",
   "rule 10": "quiescent runs",
   "rule 11": "nothing leaks",
   "rule 12": "bad input is an answer",
@@ -170,7 +191,15 @@ const life = (rec: Recording): Array<Violation> => {
  */
 export const check = (rec: Recording, agents: ReadonlyArray<Agent>): Array<Violation> => {
   const byName = new Map(agents.map((a) => [a.name, a]))
-  return [...floor(rec), ...calls(rec, byName), ...life(rec)]
+  return [
+    ...floor(rec),
+    ...checkBatches(rec, agents),
+    ...calls(rec, byName),
+    ...checkHooks(rec, agents),
+    ...checkReturns(rec),
+    ...checkDeferredHandoffs(rec),
+    ...life(rec)
+  ]
 }
 
 /**

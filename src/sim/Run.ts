@@ -17,6 +17,7 @@ import * as AgentSession from "../AgentSession.ts"
 import type { ChatItem } from "../ChatContext.ts"
 import * as Diagnostics from "../Diagnostics.ts"
 import type { SessionEvent } from "../Events.ts"
+import { CurrentFlowObserver, type FlowObserver } from "../FlowObserver.ts"
 import * as MockTools from "../MockTools.ts"
 import * as Tool from "../Tool.ts"
 import type { Answer, Schedule } from "./Schedule.ts"
@@ -47,6 +48,61 @@ export interface ModelRequest {
 }
 
 /**
+ * A hook of the user's that ran: its start (and end, once it ended) as the sequence numbers of
+ * the next event then.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HookRun {
+  readonly agent: string
+  readonly hook: "onEnter" | "onExit" | "onResume" | "onUserAway"
+  readonly seq: number
+  endSeq?: number
+}
+
+/**
+ * A task's result reaching the flow that ran it (`AgentTask.run`): a value (`ok`) or a TaskError.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TaskReturn {
+  readonly caller: string
+  readonly task: string
+  readonly ok: boolean
+  readonly seq: number
+}
+
+/**
+ * The handler of a call gone to the background (it reported progress) ended, and who held the
+ * floor then.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BackgroundFinish {
+  readonly agent: string
+  readonly callId: string
+  readonly tool: string
+  readonly seq: number
+  readonly holder: string | undefined
+}
+
+/**
+ * The session became quiescent before the final close (no flow waiting, no background call
+ * running): what had happened by then.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Settled {
+  readonly seq: number
+  readonly hooks: number
+  readonly taskReturns: number
+}
+
+/**
  * What one run recorded for the checker.
  *
  * @since 0.1.0
@@ -59,6 +115,13 @@ export interface Recording {
   readonly requests: ReadonlyArray<ModelRequest>
   /** The sequence number of the first event after `close` was asked (Infinity when it was not). */
   readonly closeSeq: number
+  /** The user's hooks as they ran, task results as they reached their flows, background handlers
+   * as they ended (the runtime's observer tells them: the agents are not wrapped). */
+  readonly hooks: ReadonlyArray<HookRun>
+  readonly taskReturns: ReadonlyArray<TaskReturn>
+  readonly finishes: ReadonlyArray<BackgroundFinish>
+  /** Absent when the schedule closed the session first, or it never became quiescent. */
+  readonly settled?: Settled | undefined
   readonly before: Diagnostics.Counts
   readonly after: Diagnostics.Counts
   /** What the harness saw go wrong itself: runs that never resolved, defects, unexpected logs. */
@@ -121,10 +184,24 @@ export const run = (schedule: Schedule, sim: SimAgents): Effect.Effect<Recording
     let closeSeq = Infinity
     let events: ReadonlyArray<SessionEvent> = []
     let history: ReadonlyArray<ChatItem> = []
-    const nextSeq = () => {
-      if (!session) return 0
-      const log = Effect.runSync(session.eventLog)
+    const seqOf = (of: AgentSession.AgentSession<unknown>) => {
+      const log = Effect.runSync(of.eventLog)
       return log.length === 0 ? 0 : log[log.length - 1]!.seq + 1
+    }
+    const nextSeq = () => (session ? seqOf(session) : 0)
+    const hooks: Array<HookRun> = []
+    const taskReturns: Array<TaskReturn> = []
+    const finishes: Array<BackgroundFinish> = []
+    let settled: Settled | undefined
+    const observer: FlowObserver = {
+      hookStarted: (of, agent, hook) => void hooks.push({ agent, hook, seq: seqOf(of) }),
+      hookEnded: (of, agent, hook) => {
+        const run = hooks.findLast((h) => h.agent === agent && h.hook === hook && h.endSeq === undefined)
+        if (run) run.endSeq = seqOf(of)
+      },
+      taskReturned: (of, caller, task, ok) => void taskReturns.push({ caller, task, ok, seq: seqOf(of) }),
+      backgroundFinished: (of, agent, callId, tool) =>
+        void finishes.push({ agent, callId, tool, seq: seqOf(of), holder: Effect.runSync(of.currentAgent)?.name })
     }
     const counters = new Map<string, number>()
     const respond = (request: ScriptedModel.RecordedRequest): ScriptedModel.ScriptedResponse => {
@@ -195,7 +272,14 @@ export const run = (schedule: Schedule, sim: SimAgents): Effect.Effect<Recording
         }
       }
       for (const p of pending) yield* Fiber.join(p.fiber).pipe(Effect.ignore)
-      // Let what the last actions started run out before the close.
+      // Let what the last actions started run out before the close: the session quiescent, no
+      // background call running (what the hooks and tasks did is then complete: rules 5, 6, 9).
+      if (closeSeq === Infinity) {
+        const quiet = yield* Effect.timeoutOption(started.idleWithBackground, WAIT_LIMIT)
+        if (quiet._tag === "Some" && closeSeq === Infinity && !Effect.runSync(started.closed)) {
+          settled = { seq: nextSeq(), hooks: hooks.length, taskReturns: taskReturns.length }
+        }
+      }
       yield* sleep(60_000)
       if (closeSeq === Infinity) closeSeq = nextSeq()
       yield* started.close
@@ -228,13 +312,14 @@ export const run = (schedule: Schedule, sim: SimAgents): Effect.Effect<Recording
     yield* body.pipe(
       Effect.scoped,
       Effect.provide(Layer.mergeAll(ScriptedModel.layer([{ when: () => true, reply: respond }]), faultLayer(schedule, sim.agents), TestClock.layer(), captureLogs(logs))),
+      Effect.provideService(CurrentFlowObserver, observer),
       Effect.catchCause((cause) => Effect.sync(() => void failures.push({ rule: "no unhandled error", message: `the run failed: ${Cause.pretty(cause).split("\n")[0]}` })))
     )
     // Let forked closes run out.
     for (let i = 0; i < 3; i++) yield* Effect.yieldNow
     const after = Diagnostics.snapshot()
     for (const log of logs) failures.push({ rule: "no unhandled error", message: `log: ${log}` })
-    return { schedule, events, history, requests, closeSeq, before, after, failures } satisfies Recording
+    return { schedule, events, history, requests, hooks, taskReturns, finishes, settled, closeSeq, before, after, failures } satisfies Recording
   })
 
 /** Warnings and errors logged while the schedule runs (the TestClock's own notes aside). */

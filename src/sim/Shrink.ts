@@ -27,7 +27,8 @@ const answerVariants = (a: Answer): Array<Answer> => {
 }
 
 /**
- * Smaller schedules than `s`, the biggest cuts first.
+ * Variants of `s` with one part dropped or zeroed, the biggest cuts first (`greedy` runs only
+ * those smaller than `s`).
  *
  * @since 0.1.0
  * @category shrinking
@@ -62,8 +63,49 @@ export const candidates = (s: Schedule): Array<Schedule> => {
     const a = s.actions[i]!
     if (a.after > 0) out.push({ ...s, actions: replaced(s.actions, i, { ...a, after: 0 }) })
   }
-  return out.filter((c) => size(c) < size(s))
+  return out
 }
+
+/**
+ * Greedy shrinking of any failing value: runs the candidates of the current value in turn (only
+ * those smaller by `size`, the biggest cuts first as `candidates` yields them) and keeps the
+ * first that still `fails`, until none does or `budget` runs are spent. The smallest value found
+ * and the runs it took. This loop shrinks schedules here and the repository's generated
+ * scenarios (test/sim/Shrink.ts).
+ *
+ * @since 0.1.0
+ * @category shrinking
+ */
+export const greedy = <S, E, R>(
+  initial: S,
+  options: {
+    readonly candidates: (value: S) => Iterable<S>
+    readonly size: (value: S) => number
+    readonly fails: (candidate: S) => Effect.Effect<boolean, E, R>
+    readonly budget: number
+  }
+): Effect.Effect<{ readonly value: S; readonly runs: number }, E, R> =>
+  Effect.gen(function*() {
+    let current = initial
+    let runs = 0
+    let progress = true
+    while (progress && runs < options.budget) {
+      progress = false
+      const limit = options.size(current)
+      for (const candidate of options.candidates(current)) {
+        if (runs >= options.budget) break
+        // Candidates are made lazily: one no smaller is skipped without a run.
+        if (options.size(candidate) >= limit) continue
+        runs++
+        if (yield* options.fails(candidate)) {
+          current = candidate
+          progress = true
+          break
+        }
+      }
+    }
+    return { value: current, runs }
+  })
 
 /**
  * The smallest schedule found for which `fails` still holds, and the runs it took.
@@ -76,21 +118,4 @@ export const shrink = <R>(
   fails: (candidate: Schedule) => Effect.Effect<boolean, never, R>,
   budget = 300
 ): Effect.Effect<{ readonly schedule: Schedule; readonly runs: number }, never, R> =>
-  Effect.gen(function*() {
-    let current = schedule
-    let runs = 0
-    let progress = true
-    while (progress && runs < budget) {
-      progress = false
-      for (const candidate of candidates(current)) {
-        if (runs >= budget) break
-        runs++
-        if (yield* fails(candidate)) {
-          current = candidate
-          progress = true
-          break
-        }
-      }
-    }
-    return { schedule: current, runs }
-  })
+  Effect.map(greedy(schedule, { candidates, size, fails, budget }), ({ runs, value }) => ({ schedule: value, runs }))

@@ -7,6 +7,7 @@
 import { Effect } from "effect"
 import type { AgentSpec, HookSpec, ResponseSpec, ResponseTable, Scenario, TaskSpec, ToolSpec } from "./Scenario.ts"
 import { size } from "./Scenario.ts"
+import { greedy } from "../../src/sim/Shrink.ts"
 
 /** Removes every reference to the named agents, tasks or groups (and groups left empty). */
 const dropNames = (s: Scenario, dropped: ReadonlySet<string>): Scenario => {
@@ -123,28 +124,10 @@ export interface ShrinkResult {
   readonly runs: number
 }
 
-/** Greedy shrinking: keeps any smaller candidate for which `fails` holds. */
+/** Greedy shrinking (the package's loop, src/sim/Shrink.ts): keeps any smaller candidate for which `fails` holds. */
 export const shrink = <E, R>(
   scenario: Scenario,
   fails: (s: Scenario) => Effect.Effect<boolean, E, R>,
   budget = 400
 ): Effect.Effect<ShrinkResult, E, R> =>
-  Effect.gen(function*() {
-    let current = scenario
-    let runs = 0
-    let progress = true
-    while (progress && runs < budget) {
-      progress = false
-      for (const candidate of candidates(current)) {
-        if (runs >= budget) break
-        if (size(candidate) >= size(current)) continue
-        runs++
-        if (yield* fails(candidate)) {
-          current = candidate
-          progress = true
-          break
-        }
-      }
-    }
-    return { scenario: current, runs }
-  })
+  Effect.map(greedy(scenario, { candidates, size, fails, budget }), ({ runs, value }) => ({ scenario: value, runs }))

@@ -11,6 +11,7 @@ import * as Diagnostics from "../../Diagnostics.ts"
 import { forkBodyWith } from "../EffectFastPaths.ts"
 import { HookLane, WorkToken } from "../FlowContext.ts"
 import type { Actor } from "./Actor.ts"
+import type { FlowObserver, HookName } from "../../FlowObserver.ts"
 import * as Work from "../Work.ts"
 
 export interface HookOptions {
@@ -26,7 +27,7 @@ export interface HookOptions {
 export const run = (
   actor: Actor,
   hook: Agent["onEnter"],
-  name: string,
+  name: HookName,
   options: HookOptions = {}
 ): Effect.Effect<void> => {
   const holdsInput = options.holdsInput ?? false
@@ -41,6 +42,8 @@ export const run = (
   // finds both done: no steps for them on its path).
   // `unknown`: the hook is the user's, and so are its errors (reported as an error event below).
   let body = (hook ?? Effect.void) as Effect.Effect<void, unknown>
+  // An observer (the simulation on a user's agents) hears the hook start once what it waits for is done.
+  if (hook !== undefined && actor.core.observer !== undefined) body = observed(actor.core.observer, actor, name, body)
   for (const exit of options.waitFor ?? []) if (!Deferred.isDoneUnsafe(exit)) body = Effect.andThen(Deferred.await(exit), body)
   if (!Deferred.isDoneUnsafe(previous)) body = Effect.andThen(Deferred.await(previous), body)
   // A hook that waits for a task lets the next hook go (Tasks.run calls HookLane's function).
@@ -62,6 +65,12 @@ export const run = (
       Diagnostics.startIn(actor.scope, { startImmediately: true })
     )
 }
+
+const observed = (observer: FlowObserver, actor: Actor, name: HookName, body: Effect.Effect<void, unknown>): Effect.Effect<void, unknown> =>
+  Effect.suspend(() => {
+    observer.hookStarted(actor.core.session(), actor.name, name)
+    return body
+  }).pipe(Effect.onExit(() => Effect.sync(() => observer.hookEnded(actor.core.session(), actor.name, name))))
 
 /** After the hook: the loop hears it ended, `after` runs, and last the lane and the work token
  * are let go whatever happened before (on the hook's last step when there is no `after`). */
