@@ -25,14 +25,14 @@
  * - Turns: TURNS (20) measured after WARMUP (1), each a fresh session (the engines, so their
  *   sockets, are shared by a process's turns), twice: a direct answer, and an answer after a
  *   handoff (the greeter's tool hands off to a weather agent that answers on entering).
- *   TURNS=5 runs it short (about 2 min instead of 6 on a 2-core machine).
+ *   TURNS=5 runs it short (about 2.5 min instead of 7 on a loaded 2-core machine).
  *
  * Prints a Markdown table (median, p95, min, max; the stages from the end of speech) with the CPU
  * model, the load average and the settings, and a `Target (voice):` line: met when baton's median
  * and p95 are both at least 25% below agents-js's, for both kinds of turn. `--json FILE` also
  * writes every turn of both sides.
  */
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import { join } from "node:path"
@@ -201,6 +201,16 @@ const respond = (request: ChatMock.ChatRequest): ChatMock.ChatAnswer =>
     ? { toolCall: { name: "transfer_to_weather" } }
     : { text: ANSWER }
 
+/** HEAD, and whether the code the baton side runs (src, layers, services) has uncommitted changes. */
+const batonRevision = () => {
+  try {
+    const git = (...a: Array<string>) => execFileSync("git", a, { cwd: fileURLToPath(new URL("..", import.meta.url)), encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
+    return `${git("rev-parse", "--short", "HEAD")}${git("status", "--porcelain", "--", "src", "layers", "services") === "" ? "" : " with uncommitted changes in src/, layers/ or services/"}`
+  } catch {
+    return "git revision unknown"
+  }
+}
+
 export const cpuModel = (): string => {
   try {
     return /^model name\s*:\s*(.+)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.trim() ?? os.cpus()[0]?.model ?? "unknown CPU"
@@ -278,6 +288,7 @@ export const benchVoiceSideBySide = (settings: VoiceSettings = settingsFromEnv()
     }
     const machine = {
       cpuModel: cpuModel(),
+      baton: batonRevision(),
       cores: os.cpus().length,
       node: process.version,
       loadAvg1mBefore: load0,
@@ -300,7 +311,7 @@ const render = (settings: VoiceSettings, machine: Record<string, any>, sides: Re
   lines.push(
     `End of the caller's speech → first audio out, ${settings.turns} turns (after ${settings.warmup} warm-up) per row; ${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}, load average ${
       machine.loadAvg1mBefore.toFixed(1)
-    } → ${machine.loadAvg1mAfter.toFixed(1)}; agents-js ${machine.agentsVersion ?? "not run"}.`,
+    } → ${machine.loadAvg1mAfter.toFixed(1)}; baton ${machine.baton}; agents-js ${machine.agentsVersion ?? "not run"}.`,
     `Mocks on 127.0.0.1 (test/mocks): Deepgram messages +${settings.sttLatencyMs} ms, LLM first token ${settings.llmFirstTokenMs} ms, Cartesia first chunk ${settings.ttsFirstByteMs} ms. Silero VAD min silence ${settings.vadMinSilenceMs} ms, min speech ${settings.vadMinSpeechMs} ms; endpointing ${settings.minEndpointingMs} ms; agents-js preemptive generation ${
       settings.preemptive ? "on (its default)" : "off"
     }. Caller: flite rms, ${(machine.wavMs / 1000).toFixed(2)} s WAV, speech ends at ${Number(machine.speechEndMs).toFixed(0)} ms.`,
