@@ -178,6 +178,60 @@ export interface UserInputTranscribed extends Base {
 }
 
 /**
+ * Text only the agent sees, for its next reply: an operator's whisper (`session.whisper`), or the
+ * note of a hand back from a person (`note: true`). In the event log (the timeline draws it as a
+ * note); the service does not send it to the caller.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WhisperEvent extends Base {
+  readonly type: "whisper"
+  /** The agent it is for. */
+  readonly agent: string
+  readonly text: string
+  readonly note: boolean
+}
+
+/**
+ * A decision of the voice pipeline about the user's turn, so a trace shows why a turn ended when
+ * it did or a reply was cut (or not):
+ *
+ * - `endpointing`: the silence the turn waits for (`delayMs`), from what the words so far say
+ *   (`reason`: they end a sentence, answer the agent's question, trail off, or give no sign);
+ * - `preemptive_generation`: a reply started on the final transcript before the turn ended
+ *   (`started`), then `used` for the turn or `discarded` unheard (the user went on, the floor moved);
+ * - `interruption`: speech over a reply `cut` it, or was `ignored` (shorter than
+ *   `minInterruptionMs` or fewer words than `minInterruptionWords`);
+ * - `false_interruption`: a reply cut by speech with no words was `resumed` where it stopped.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface VoiceDecision extends Base {
+  readonly type: "voice_decision"
+  readonly decision: "endpointing" | "preemptive_generation" | "interruption" | "false_interruption"
+  readonly outcome:
+    | "sentence_end"
+    | "answer"
+    | "trailing_off"
+    | "no_sign"
+    | "started"
+    | "used"
+    | "discarded"
+    | "cut"
+    | "ignored"
+    | "resumed"
+  /** The words the decision was made on, when it looked at them. */
+  readonly transcript?: string | undefined
+  /** endpointing: the silence waited for (ms). */
+  readonly delayMs?: number | undefined
+  /** interruption: how long the speech over the reply lasted (ms of audio) and its words. */
+  readonly speechMs?: number | undefined
+  readonly words?: number | undefined
+}
+
+/**
  * A realtime connection was opened, moved to a new holder, updated for it, fell back (an update
  * was refused), closed, or dropped (its socket was lost or the server hung up; the agent's next
  * request opens a new one).
@@ -304,6 +358,8 @@ export type SessionEvent =
   | ErrorEvent
   | UserStateChanged
   | UserInputTranscribed
+  | WhisperEvent
+  | VoiceDecision
   | RealtimeConnectionEvent
   | ModelCallEvent
   | ToolApprovalRequested

@@ -34,12 +34,24 @@ export interface Human {
   /** What callers say while this human holds their session's floor, in order. */
   readonly heard: Stream.Stream<HumanWords>
   /** Says `text` to the caller of the session this human holds the floor of (recorded in its
-   * history as this human's words); fails with `FloorError` when it holds none. */
-  readonly say: (text: string) => Effect.Effect<void, FloorError>
+   * history as this human's words); fails with `FloorError` when it holds none. With `voiced`,
+   * the caller heard the words in the human's own voice: they are recorded, not said again. */
+  readonly say: (text: string, options?: SayOptions) => Effect.Effect<void, FloorError>
   /** The id of the session whose floor this human holds, if any. */
   readonly holding: () => string | undefined
   /** The session's side of it (internal/HumanFloor.ts). */
   readonly inner: HumanInner
+}
+
+/**
+ * Options of `Human.say`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SayOptions {
+  /** The words are a transcript of what the caller already heard (an operator's microphone). */
+  readonly voiced?: boolean | undefined
 }
 
 /**
@@ -66,14 +78,14 @@ export const make = (options: MakeOptions): Effect.Effect<Human> =>
       _tag: "Human",
       name: options.name,
       heard: Stream.fromQueue(outbox),
-      say: (text) =>
+      say: (text, sayOptions) =>
         Effect.suspend(() => {
           const seat = inner.seat
           if (!seat || seat.core.closed()) {
             return Effect.fail(new FloorError({ agent: options.name, reason: "not_holder", message: `${options.name} does not hold the floor of any session` }))
           }
           return Effect.flatMap(Deferred.make<void, FloorError>(), (reply) => {
-            seat.core.send({ _tag: "HumanSay", human, text, reply })
+            seat.core.send({ _tag: "HumanSay", human, text, voiced: sayOptions?.voiced === true, reply })
             return Deferred.await(reply)
           })
         }),

@@ -136,7 +136,7 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
       case "HumanSay":
         return HumanFloor.say(core, state, msg)
       case "Whisper":
-        return HumanFloor.whisper(state, msg)
+        return HumanFloor.whisper(core, state, msg)
       case "UserSpeaking": {
         // Barge-in: the user starting to speak cuts what the agent is saying.
         // The message may arrive after a reply to this very turn began: that one is not cut.

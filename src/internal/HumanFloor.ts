@@ -165,7 +165,8 @@ export const input = (core: SessionCore, seat: Seat, msg: Msg<"Input">): void =>
   Queue.offerUnsafe(seat.human.inner.outbox, { sessionId: core.id, text: msg.text, itemId: item.id })
 }
 
-/** The human's words: recorded as theirs, and to the caller's output. */
+/** The human's words: recorded as theirs, and to the caller's output (unless the caller heard
+ * them in the human's voice already: then recorded only). */
 export const say = (core: SessionCore, state: FloorState, msg: Msg<"HumanSay">): Effect.Effect<void> => {
   const seat = state.human
   if (seat?.human !== msg.human) {
@@ -174,6 +175,7 @@ export const say = (core: SessionCore, state: FloorState, msg: Msg<"HumanSay">):
   const item = message("assistant", msg.text, { agent: msg.human.name })
   core.record(item, msg.human.name)
   seat.items.push(item)
+  if (msg.voiced) return Effect.asVoid(Deferred.succeed(msg.reply, undefined))
   const out = core.textOutput
   const info = { speechId: nextId("speech"), agent: msg.human.name }
   return out.start(info).pipe(
@@ -185,12 +187,13 @@ export const say = (core: SessionCore, state: FloorState, msg: Msg<"HumanSay">):
 }
 
 /** A whisper for the agent holding the floor's next reply. */
-export const whisper = (state: FloorState, msg: Msg<"Whisper">): Effect.Effect<void> => {
+export const whisper = (core: SessionCore, state: FloorState, msg: Msg<"Whisper">): Effect.Effect<void> => {
   if (!state.holder) {
     const reason = state.human ? `${state.human.human.name} holds the floor: no agent to whisper to` : "no agent holds the floor to whisper to"
     return Deferred.fail(msg.reply, new FloorError({ agent: "", reason: "no_holder", message: reason }))
   }
   Whispers.add(state.holder, msg.text)
+  core.emit({ type: "whisper", agent: state.holder.name, text: msg.text, note: false })
   return Effect.asVoid(Deferred.succeed(msg.reply, undefined))
 }
 
@@ -214,7 +217,10 @@ export const handBack = (core: SessionCore, state: FloorState, floor: FloorOps, 
     state.human = undefined
     state.holder = actor
     moved(core, { from: seat.human.name, to: actor.name, kind: "hand_back", resumed, reason: options.reason })
-    if (options.note) Whispers.add(actor, options.note)
+    if (options.note) {
+      Whispers.add(actor, options.note)
+      core.emit({ type: "whisper", agent: actor.name, text: options.note, note: true })
+    }
     const reply = !state.pending.get(actor)?.length && (options.reply ?? !(resumed ? agent.onResume : agent.onEnter))
     const merge = resumed ? (actor === seat.from ? held : selected) : undefined
     actor.send({ _tag: "Activate", mode: resumed ? "resume" : "enter", merge, reply, after: floor.pendingExits(state) })

@@ -2,6 +2,10 @@
  * The timeline's layout: from a session's events (in sequence order) to lanes, the floor's
  * bands, speeches, tool calls, user turns, passages and markers, each at an x position.
  *
+ * A person who takes the floor over (an operator, `Human`) gets a lane of their own, marked
+ * where they took over and handed back, with their words as bars; whispers to an agent (and the
+ * note of a hand back) are notes in the lane of the agent they are for.
+ *
  * The x axis follows event order, not a linear clock: most of a scripted or warm run happens
  * within a millisecond, which a linear scale would draw as one line. Each drawn event takes a
  * step; the step widens with the time elapsed since the previous one (logarithmically), and a
@@ -10,18 +14,19 @@
  */
 import type { SessionEvent } from "../Events.ts"
 
-export type LaneKind = "user" | "agent" | "session"
+export type LaneKind = "user" | "agent" | "human" | "session"
 
 export interface Lane {
   readonly name: string
-  readonly kind: LaneKind
+  /** A name first seen as an agent's turns out to be a person's when they take the floor over. */
+  kind: LaneKind
   /** Rows below the speech row, one per tool call running at once. */
   toolRows: number
   /** The lane has markers (errors, realtime moves...) and a row for them. */
   markerRow: boolean
 }
 
-export type BarKind = "speech" | "tool" | "user" | "user_speaking"
+export type BarKind = "speech" | "tool" | "user" | "user_speaking" | "human"
 
 export interface Bar {
   readonly kind: BarKind
@@ -59,7 +64,7 @@ export interface Passage {
   readonly passageMs: number | undefined
 }
 
-export type MarkerKind = "interrupt" | "error" | "not_applied" | "realtime" | "close"
+export type MarkerKind = "interrupt" | "error" | "not_applied" | "realtime" | "close" | "take_over" | "hand_back" | "whisper"
 
 export interface Marker {
   readonly kind: MarkerKind
@@ -103,7 +108,7 @@ const PASSAGE_ROW = "passages"
 /** The words on a passage's arrow: its kind, ↺ when the target resumed, and the passage time. */
 export const passageLabel = (p: Passage): string =>
   `${p.kind}${p.resumed ? " ↺" : ""}${p.passageMs !== undefined ? ` ${p.passageMs < 1 ? "<1" : Math.round(p.passageMs)} ms` : ""}`
-const LABEL_MAX = { speech: 44, tool: 30, user: 40 } as const
+const LABEL_MAX = { speech: 44, tool: 30, user: 40, note: 36 } as const
 
 export const clip = (text: string, max: number): string => {
   const flat = text.replace(/\s+/g, " ").trim()
@@ -206,6 +211,12 @@ export const layout = (input: ReadonlyArray<SessionEvent>): Layout => {
     busy.set(key, x + 16 + label.length * CHAR_WIDTH * 0.85)
     markers.push({ kind, lane: laneName, x, seq, label, title })
   }
+  /** A person's lane (made one if the name was first seen elsewhere). */
+  const human = (name: string) => {
+    const l = lane(name, "human")
+    l.kind = "human"
+    return l
+  }
   const close = (bar: Bar, at: number) => {
     bar.x1 = Math.max(at, bar.x0 + 4)
     busy.set(`${bar.lane}/${bar.row}`, Math.max(bar.x1, bar.x0 + labelWidth(bar.label)) + 6)
@@ -245,7 +256,18 @@ export const layout = (input: ReadonlyArray<SessionEvent>): Layout => {
       }
       case "conversation_item_added": {
         const item = event.item
-        if (item._tag === "Message" && item.role === "user") {
+        if (item._tag === "Message" && item.role === "assistant" && item.agent !== undefined && lanes.get(item.agent)?.kind === "human") {
+          // A person's words (typed, or their voice transcribed): a bar in their lane.
+          const key = `${item.agent}/0`
+          const at = advance(event.at, 18, key)
+          const bar: Bar = {
+            kind: "human", lane: item.agent, row: 0, x0: at, x1: at, seq: event.seq,
+            label: `“${clip(item.text, LABEL_MAX.speech)}”`, title: `${item.agent} (a person)\n${item.text}`,
+            status: "said", interrupted: false
+          }
+          close(bar, at + 4)
+          bars.push(bar)
+        } else if (item._tag === "Message" && item.role === "user") {
           const at = advance(event.at, 18, `${USER_LANE}/0`)
           const bar: Bar = {
             kind: "user", lane: USER_LANE, row: 0, x0: at, x1: at, seq: event.seq,
@@ -287,6 +309,8 @@ export const layout = (input: ReadonlyArray<SessionEvent>): Layout => {
         if (event.hasHandoff) passStartedAt = event.at
         break
       case "agent_handoff": {
+        if (event.kind === "take_over") human(event.to)
+        else if (event.kind === "hand_back" && event.from !== undefined) human(event.from)
         lane(event.to)
         const at = advance(event.at, 26, PASSAGE_ROW)
         const current = floor[floor.length - 1]
@@ -298,6 +322,19 @@ export const layout = (input: ReadonlyArray<SessionEvent>): Layout => {
         })
         busy.set(PASSAGE_ROW, at + passageLabel(passages[passages.length - 1]!).length * CHAR_WIDTH + 24)
         passStartedAt = undefined
+        // The person's lane marks where they took the floor and where they gave it back.
+        if (event.kind === "take_over") {
+          mark("take_over", event.to, event.at, 0, event.seq, "took over", `${event.to} took the floor over from ${event.from ?? "?"}${event.reason ? `: ${event.reason}` : ""}`)
+        } else if (event.kind === "hand_back" && event.from !== undefined) {
+          mark("hand_back", event.from, event.at, 0, event.seq, `back to ${event.to}`, `${event.from} handed the floor back to ${event.to}${event.reason ? `: ${event.reason}` : ""}`)
+        }
+        break
+      }
+      case "whisper": {
+        const what = event.note ? "note" : "whisper"
+        mark("whisper", event.agent, event.at, 14, event.seq, `${what}: ${clip(event.text, LABEL_MAX.note)}`, `${what} for ${event.agent} (only the agent sees it)\n${event.text}`)
+        // The next passage's arrow comes after the note's words, not through them.
+        busy.set(PASSAGE_ROW, Math.max(busy.get(PASSAGE_ROW) ?? 0, busy.get(`${event.agent}/marker`) ?? 0))
         break
       }
       case "handoff_not_applied": {

@@ -1,7 +1,8 @@
 /**
  * The timeline's drawing: a `Layout` as one SVG document (a string; no browser, no DOM).
  *
- * One lane per agent (the user on top), the floor as a tinted band in the lane of the agent
+ * One lane per agent (the user on top; a person who took the floor over in a lane of their own,
+ * drawn apart, with the take-over and hand-back marked and their words as bars), the floor as a tinted band in the lane of the agent
  * holding it, an arrow where it passes, speeches and tool calls as bars (parallel calls
  * stacked), markers for interruptions, errors, refused handoffs and realtime connection moves,
  * and the elapsed time on the axis. Every element carries a class and `data-*` attributes
@@ -14,6 +15,8 @@ const TOP = 78
 const SPEECH_ROW = 20
 const TOOL_ROW = 17
 const FONT = "font-family=\"ui-sans-serif, system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif\""
+/** A person's lane (an operator who took over): one colour for people, none of the agents'. */
+const HUMAN = "#b45309"
 const PALETTE = ["#2563eb", "#16a34a", "#d97706", "#9333ea", "#0891b2", "#db2777", "#4f46e5", "#65a30d"]
 
 export const escape = (text: string): string =>
@@ -44,7 +47,7 @@ const geometry = (lanes: ReadonlyArray<Lane>) => {
   let agents = 0
   for (const lane of lanes) {
     const height = laneHeight(lane)
-    map.set(lane.name, { y, height, color: lane.kind === "agent" ? PALETTE[agents++ % PALETTE.length]! : "#64748b" })
+    map.set(lane.name, { y, height, color: lane.kind === "agent" ? PALETTE[agents++ % PALETTE.length]! : lane.kind === "human" ? HUMAN : "#64748b" })
     y += height
   }
   return { map, bottom: y }
@@ -59,7 +62,8 @@ const laneRows = (lanes: ReadonlyArray<Lane>, geo: Map<string, Geometry>, width:
       `<rect x="0" y="${g.y}" width="${width}" height="${g.height}" fill="${i % 2 ? "#f8fafc" : "#ffffff"}"/>` +
       `<line x1="0" x2="${width}" y1="${g.y + g.height}" y2="${g.y + g.height}" stroke="#e2e8f0"/>` +
       `<rect x="8" y="${g.y + g.height / 2 - 9}" width="10" height="18" rx="2" fill="${g.color}"/>` +
-      `<text x="24" y="${g.y + g.height / 2 + 4}" font-size="13" font-weight="600" fill="#0f172a">${escape(lane.name)}</text></g>`
+      `<text x="24" y="${g.y + g.height / 2 + 4}" font-size="13" font-weight="600" fill="#0f172a">${escape(lane.name)}</text>` +
+      (lane.kind === "human" ? `<text x="24" y="${g.y + g.height / 2 + 16}" font-size="9.5" fill="${HUMAN}">person</text>` : "") + `</g>`
   }).join("\n")
 
 const floorBands = (layout: Layout, geo: Map<string, Geometry>) =>
@@ -79,6 +83,8 @@ const barStyle = (bar: Bar, g: Geometry) => {
       return { fill: "#e2e8f0", opacity: 1, stroke: "#475569", dash: undefined }
     case "user_speaking":
       return { fill: "#94a3b8", opacity: 0.6, stroke: "none", dash: undefined }
+    case "human":
+      return { fill: HUMAN, opacity: 0.16, stroke: HUMAN, dash: undefined }
     case "tool": {
       const stroke = bar.status === "error" ? "#dc2626" : bar.status === "handoff" ? "#0f172a" : "#64748b"
       const fill = bar.status === "error" ? "#fee2e2" : bar.status === "handoff" ? "#fde68a" : "#e5e7eb"
@@ -138,7 +144,10 @@ const MARK: Record<Marker["kind"], { readonly glyph: string; readonly color: str
   error: { glyph: "▲", color: "#dc2626" },
   not_applied: { glyph: "⊘", color: "#ea580c" },
   realtime: { glyph: "◆", color: "#7c3aed" },
-  close: { glyph: "■", color: "#0f172a" }
+  close: { glyph: "■", color: "#0f172a" },
+  take_over: { glyph: "▼", color: HUMAN },
+  hand_back: { glyph: "▲", color: HUMAN },
+  whisper: { glyph: "✎", color: "#0369a1" }
 }
 
 const markerElement = (m: Marker, geo: Map<string, Geometry>) => {
@@ -174,7 +183,9 @@ const LEGEND: ReadonlyArray<[string, string]> = [
   ["<rect width=\"22\" height=\"12\" rx=\"3\" fill=\"#fde68a\" stroke=\"#0f172a\"/>", "handoff tool"],
   ["<rect width=\"10\" height=\"12\" rx=\"6\" fill=\"#0f172a\"/>", "floor passes"],
   ["<text y=\"11\" font-size=\"13\" font-weight=\"700\" fill=\"#dc2626\">✕</text>", "interrupted"],
-  ["<text y=\"11\" font-size=\"13\" font-weight=\"700\" fill=\"#7c3aed\">◆</text>", "realtime connection"]
+  ["<text y=\"11\" font-size=\"13\" font-weight=\"700\" fill=\"#7c3aed\">◆</text>", "realtime connection"],
+  [`<rect width="22" height="12" rx="4" fill="${HUMAN}" fill-opacity="0.16" stroke="${HUMAN}"/>`, "a person (took over)"],
+  ["<text y=\"11\" font-size=\"13\" font-weight=\"700\" fill=\"#0369a1\">✎</text>", "whisper / note"]
 ]
 const LEGEND_WIDTH = LEGEND.reduce((sum, [, label]) => sum + 40 + label.length * 6.2, 20)
 
@@ -199,7 +210,8 @@ export const render = (layout: Layout, options: SvgOptions = {}): string => {
   const height = bottom + 62
   const agents = layout.lanes.filter((l) => l.kind === "agent").length
   const title = options.title ?? "baton timeline"
-  const summary = `${agents} agent${agents === 1 ? "" : "s"} · ${layout.passages.filter((p) => p.from !== undefined).length} passages of the floor · ${formatMs(layout.durationMs)}`
+  const people = layout.lanes.filter((l) => l.kind === "human").length
+  const summary = `${agents} agent${agents === 1 ? "" : "s"}${people > 0 ? ` · ${people} ${people === 1 ? "person" : "people"}` : ""} · ${layout.passages.filter((p) => p.from !== undefined).length} passages of the floor · ${formatMs(layout.durationMs)}`
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${round(width)}" height="${round(height)}" viewBox="0 0 ${round(width)} ${round(height)}" ${FONT}>`,
     `<defs><marker id="arrow" viewBox="0 0 10 10" refX="8" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0 0 L10 5 L0 10 z" fill="#0f172a"/></marker></defs>`,

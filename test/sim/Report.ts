@@ -44,6 +44,8 @@ export const describeEvent = (e: SessionEvent): string => {
       return `user      ${e.state}`
     case "user_input_transcribed":
       return `heard     ${e.final ? "final" : "interim"} ${JSON.stringify(e.transcript)}`
+    case "voice_decision":
+      return `voice     ${e.decision} ${e.outcome}${e.delayMs !== undefined ? ` ${e.delayMs}ms` : ""}${e.transcript !== undefined ? ` ${JSON.stringify(clip(e.transcript))}` : ""}`
     case "model_call":
       return `model     ${e.agent}: ${e.kind} ${e.provider}/${e.model} ${e.outcome}${e.errorReason ? ` (${e.errorReason})` : ""}`
     case "realtime_connection":
@@ -54,6 +56,8 @@ export const describeEvent = (e: SessionEvent): string => {
       return `approval  ${e.agent}: ${e.tool} ${e.callId} ${e.approved ? "approved" : "rejected"} by ${e.by}`
     case "guardrail_tripped":
       return `GUARDRAIL ${e.agent}: ${e.guardrail} (${e.kind}) -> ${e.policy}`
+    case "whisper":
+      return `${e.note ? "note" : "whisper"}   for ${e.agent}: ${JSON.stringify(clip(e.text))}`
     case "close":
       return `close     ${e.reason}`
   }
