@@ -17,7 +17,9 @@
 //   --handoff 0|1            0: one agent answers; 1: the greeter's tool hands off to a second
 //                            agent that answers on entering (default 0)
 //   --session turn|call      turn: a fresh AgentSession per turn (plugins shared, so sockets
-//                            are reused); call: one session for every turn (default turn)
+//                            are reused); call: one session for every turn, each turn once the
+//                            last reply has played out (with --handoff 1 the greeter is put back
+//                            after each turn; baton's twin keeps the weather agent) (default turn)
 //   --min-endpointing-ms N   turnHandling.endpointing.minDelay (default 500)
 //   --vad-min-silence-ms N   Silero minSilenceDuration (default 300)
 //   --vad-min-speech-ms N    Silero minSpeechDuration (default 100)

@@ -12,7 +12,8 @@
  * alone and ignored here; baton's pipeline runs with its own defaults for everything but the VAD
  * and endpointing settings given). Each turn is a fresh `VoicePipeline.start` session with the
  * engines' layers built once (sockets reused across turns), or one session for every turn with
- * `--session call`.
+ * `--session call` (with `--handoff 1` only its first turn hands off: the weather agent keeps the
+ * floor). BATON_EVENTS=1 prints the session's events on stderr.
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Fiber, Layer, Redacted, Stream } from "effect"
@@ -131,12 +132,15 @@ interface Turn {
 }
 
 const SILENT = 100
+/** The speeches already heard in earlier turns: the rest of a reply still being written when the
+ * next turn of a call starts is not that turn's answer. */
+const earlier = new Set<string>()
 /** A sink that "plays" the turn's output from its first frame in real time and notes the first sound. */
 const timedOutput = (current: { turn: Turn | undefined; samples: number; start: number }): AudioOutputService => ({
   write: (pcm, sampleRate, info) =>
     Effect.sync(() => {
       const t = current.turn
-      if (t === undefined) return
+      if (t === undefined || earlier.has(info.speechId)) return
       const now = performance.now()
       if (t.firstFrameAt === undefined) {
         t.firstFrameAt = current.start = now
@@ -149,6 +153,7 @@ const timedOutput = (current: { turn: Turn | undefined; samples: number; start: 
           if (s > SILENT || s < -SILENT) {
             t.firstSoundAt = Math.max(now, current.start + ((current.samples + i / 2) / sampleRate) * 1000)
             t.agent = info.agent
+            earlier.add(info.speechId)
             break
           }
         }
@@ -198,6 +203,7 @@ const openSession = (line: AudioInput.AudioInputQueue) =>
     yield* session.events.pipe(
       Stream.runForEach((e) =>
         Effect.sync(() => {
+          if (process.env["BATON_EVENTS"] === "1") console.error("[baton event]", performance.now().toFixed(0), JSON.stringify(e).slice(0, 200))
           const t = current.turn
           if (t === undefined) return
           if (e.type === "user_input_transcribed" && e.final) t.transcript = `${t.transcript ?? ""} ${e.transcript}`.trim()
