@@ -17,7 +17,8 @@
  *   event-loop lag perf_hooks.monitorEventLoopDelay p99 and max
  *
  * Environment: CALLS, VAD (silero | webrtc), URLS (JSON from mocks-main), CALLER (a 16 kHz WAV),
- * CYCLE_MS, WARMUP_S, WINDOW_S. Prints one line `RESULT {json}` on stdout.
+ * CYCLE_MS, WARMUP_S, WINDOW_S; DEEPGRAM_CHUNK_MS (DeepgramStt's chunkMs, for A/B runs: 20 sends
+ * every frame as before it gathered audio). Prints one line `RESULT {json}` on stdout.
  */
 import { Effect, Layer, Queue, Redacted, References, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"
@@ -50,7 +51,11 @@ const FRAME_MS = 20
 const vad = vadName === "webrtc" ? WebRtcVad.layer() : SileroVad.layer()
 const engines = Layer.mergeAll(
   vad,
-  DeepgramStt.layer({ apiKey: Redacted.make("dg-test"), baseUrl: urls.deepgram }),
+  DeepgramStt.layer({
+    apiKey: Redacted.make("dg-test"),
+    baseUrl: urls.deepgram,
+    chunkMs: process.env["DEEPGRAM_CHUNK_MS"] === undefined ? undefined : Number(process.env["DEEPGRAM_CHUNK_MS"])
+  }),
   CartesiaTts.layer({ apiKey: Redacted.make("ct-test"), voice: "a0e99841-438c-4a64-b679-ae501e7d6091", baseUrl: urls.cartesia }),
   OpenAiChat.layer({ baseUrl: urls.openai, apiKey: Redacted.make("sk-test"), model: "gpt-test" }).pipe(Layer.provide(FetchHttpClient.layer))
 )

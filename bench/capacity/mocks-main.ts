@@ -27,7 +27,7 @@ const program = Effect.gen(function*() {
   const chat = yield* ChatMock.make({ respond: () => ({ text: REPLY }), firstTokenMs: ms("LLM_FIRST_TOKEN_MS") })
   const forget = setInterval(() => {
     chat.requests.length = 0
-    for (const c of deepgram.connections) (c.sent as Array<unknown>).length = 0, (c.control as Array<unknown>).length = 0
+    for (const c of deepgram.connections) (c.sent as Array<unknown>).length = 0, c.control.length = 0, c.received.length = 0
     deepgram.connections.length = 0
     cartesia.messages.length = 0
     cartesia.sent.length = 0

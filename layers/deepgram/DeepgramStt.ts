@@ -1,7 +1,8 @@
 /**
  * Streaming speech to text with Deepgram's live API (`/v1/listen` over WebSocket, Nova): one
- * socket per stream, audio as binary PCM16 16 kHz frames, transcripts back as JSON. Interims are
- * the finalized segments so far plus the current guess.
+ * socket per stream, audio as binary PCM16 16 kHz messages of `chunkMs` (default 60 ms: three
+ * 20 ms frames a message, not one; what is gathered goes out before a `Finalize`), transcripts
+ * back as JSON. Interims are the finalized segments so far plus the current guess.
  *
  * Deepgram finalizes words by itself: its endpointing (`endpointing`, sent explicitly, default
  * 25 ms of silence) sends `is_final`/`speech_final` results mid-stream, and `UtteranceEnd` (after
@@ -43,6 +44,12 @@ export interface DeepgramSttOptions {
   readonly baseUrl?: string | undefined
   /** Default `nova-3`. */
   readonly model?: string | undefined
+  /**
+   * Audio gathered into one message (ms). Default 60: fewer messages than one per 20 ms frame (a
+   * message is a socket write, the largest cost of a call's audio path), and an utterance's last
+   * audio is sent at once when it ends.
+   */
+  readonly chunkMs?: number | undefined
   /** Idle time before a KeepAlive. Default 5000 ms. */
   readonly keepAliveMs?: number | undefined
   /** Silence (ms) after which Deepgram finalizes the words heard (`speech_final`); `false` disables it. Default 25. */
@@ -128,6 +135,10 @@ interface State {
   /** A from_finalize answer, an UtteranceEnd or a close came: nothing more will settle the utterance. */
   settled: boolean
   closing: boolean
+  /** The next message's audio: a fresh buffer each message (the socket may keep a sent one
+   * queued), its first `gatheredBytes` pushed so far. */
+  gathered: Uint8Array
+  gatheredBytes: number
   closedWith: VoiceError | undefined
   audioSinceTick: boolean
 }
@@ -191,7 +202,16 @@ const keepAlive = (state: State, everyMs: number) =>
 
 const notOpen = () => new VoiceError({ source: "stt", reason: "Transport", description: "the Deepgram socket is closed" })
 
-const push = (state: State) => (frame: AudioFrame.AudioFrame) =>
+/** Sends the audio gathered so far as one message, and starts the next in a fresh buffer. */
+const sendGathered = (state: State): boolean => {
+  if (state.gatheredBytes === 0) return true
+  const message = state.gathered.subarray(0, state.gatheredBytes)
+  state.gathered = new Uint8Array(state.gathered.byteLength)
+  state.gatheredBytes = 0
+  return state.socket.send(message)
+}
+
+const push = (state: State, chunkBytes: number) => (frame: AudioFrame.AudioFrame) =>
   Effect.suspend(() => {
     if (frame.sampleRate !== sampleRate || frame.channels !== 1) {
       return Effect.fail(new VoiceError({
@@ -203,8 +223,16 @@ const push = (state: State) => (frame: AudioFrame.AudioFrame) =>
     if (state.closedWith !== undefined) return Effect.fail(state.closedWith)
     state.audioSinceTick = true
     state.sentSeconds += frame.data.length / sampleRate
-    const bytes = new Uint8Array(frame.data.buffer.slice(frame.data.byteOffset, frame.data.byteOffset + frame.data.byteLength))
-    return state.socket.send(bytes) ? Effect.void : Effect.fail(notOpen())
+    const bytes = new Uint8Array(frame.data.buffer, frame.data.byteOffset, frame.data.byteLength)
+    if (state.gatheredBytes + bytes.byteLength > state.gathered.byteLength) {
+      // a frame larger than a message: what is gathered goes first, then the frame as it is (copied)
+      if (!sendGathered(state)) return Effect.fail(notOpen())
+      if (bytes.byteLength >= chunkBytes) return state.socket.send(bytes.slice()) ? Effect.void : Effect.fail(notOpen())
+    }
+    state.gathered.set(bytes, state.gatheredBytes)
+    state.gatheredBytes += bytes.byteLength
+    if (state.gatheredBytes < chunkBytes) return state.socket.isOpen() ? Effect.void : Effect.fail(notOpen())
+    return sendGathered(state) ? Effect.void : Effect.fail(notOpen())
   })
 
 /** Read through a function: the reader fiber sets it while `endUtterance` waits. */
@@ -239,7 +267,7 @@ const endUtterance = (state: State, waits: Waits): Effect.Effect<void, VoiceErro
     const boundary = state.sentSeconds
     if (state.closedWith !== undefined) return yield* state.closedWith
     state.settled = false
-    if (!state.socket.send(JSON.stringify({ type: "Finalize" }))) return yield* notOpen()
+    if (!sendGathered(state) || !state.socket.send(JSON.stringify({ type: "Finalize" }))) return yield* notOpen()
     yield* awaitSettled(state, boundary, waits)
     const closed = closedWith(state)
     if (closed !== undefined) return yield* closed
@@ -287,6 +315,7 @@ export const make = (options: DeepgramSttOptions): SttService => ({
       headers: { Authorization: `Token ${Redacted.value(options.apiKey)}` },
       liveness: options.liveness
     })
+    const chunkBytes = Math.max(2, Math.round(((options.chunkMs ?? 60) * sampleRate) / 1000) * 2)
     const state: State = {
       socket,
       events: yield* Queue.unbounded<SttEvent, VoiceError | Cause.Done>(),
@@ -298,6 +327,8 @@ export const make = (options: DeepgramSttOptions): SttService => ({
       wake: undefined,
       settled: false,
       closing: false,
+      gathered: new Uint8Array(chunkBytes),
+      gatheredBytes: 0,
       closedWith: undefined,
       audioSinceTick: false
     }
@@ -307,11 +338,12 @@ export const make = (options: DeepgramSttOptions): SttService => ({
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         state.closing = true
+        sendGathered(state)
         socket.send(JSON.stringify({ type: "CloseStream" }))
       }).pipe(Effect.andThen(Queue.end(state.events)))
     )
     return {
-      push: push(state),
+      push: push(state, chunkBytes),
       endUtterance: lock.withPermits(1)(endUtterance(state, waitsOf(options))).pipe(
         Effect.withSpan("DeepgramStt.endUtterance")
       ),

@@ -247,4 +247,28 @@ describe("DeepgramStt", () => {
       }))
       assert.deepStrictEqual(events.filter((e) => e._tag === "Final").map((e) => e.text), ["first words here", "second words here"])
     }))
+
+  it.live("audio goes out in messages of chunkMs, and what is gathered goes out before Finalize and CloseStream", () =>
+    Effect.gen(function*() {
+      const mock = yield* Mock.make({ transcripts: ["book a table"], msPerWord: 100 })
+      yield* Effect.scoped(Effect.gen(function*() {
+        const stream = yield* sttOf(mock).stream()
+        // 11 frames of 20 ms: three messages of 60 ms, and 40 ms gathered when the utterance ends
+        for (const f of [...tone(160), ...quiet(60)]) yield* stream.push(f)
+        yield* stream.endUtterance
+        for (const f of quiet(20)) yield* stream.push(f)
+      }))
+      yield* eventually(() => (mock.connections[0]?.received ?? []).some((m) => "control" in m && m.control.includes("CloseStream")))
+      const received = mock.connections[0]!.received.filter((m) => !("control" in m) || !m.control.includes("KeepAlive"))
+      assert.deepStrictEqual(received.map((m) => ("control" in m ? JSON.parse(m.control).type : m.audioBytes)), [
+        1920,
+        1920,
+        1920,
+        1280,
+        "Finalize",
+        640,
+        "CloseStream"
+      ])
+    }))
 })
+

@@ -49,6 +49,8 @@ export interface ConnectionRecord {
   readonly query: URLSearchParams
   readonly authorization: string | undefined
   audioBytes: number
+  /** What the client sent, in order: each audio message's size, and each control message. */
+  readonly received: Array<{ readonly audioBytes: number } | { readonly control: string }>
   readonly control: Array<string>
   /** Liveness pings the client sent. */
   pings: number
@@ -90,6 +92,7 @@ export const make = (options: DeepgramMockOptions = {}) =>
             query: new URL(req.url ?? "/", "http://mock").searchParams,
             authorization: req.headers.authorization,
             audioBytes: 0,
+            received: [],
             control: [],
             pings: 0,
             sent: []
@@ -142,6 +145,7 @@ export const make = (options: DeepgramMockOptions = {}) =>
           if (isBinary) {
             const bytes = data as Buffer
             record.audioBytes += bytes.byteLength
+            record.received.push({ audioBytes: bytes.byteLength })
             const fault = faults.closeAfterBytes
             if (fault !== undefined && record.audioBytes >= fault.bytes) return closeWith(fault.code, fault.reason)
             for (const message of listener.audio(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))) send(message)
@@ -149,6 +153,7 @@ export const make = (options: DeepgramMockOptions = {}) =>
           }
           const text = (data as Buffer).toString("utf8")
           record.control.push(text)
+          record.received.push({ control: text })
           const type = (JSON.parse(text) as { type?: string }).type
           if (type === "Finalize" && !faults.ignoreFinalize) {
             const answer = listener.flush()
