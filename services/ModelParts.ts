@@ -13,7 +13,7 @@
  */
 import { Context, Effect, type Fiber, Option, Stream, Tracer } from "effect"
 import type { AiError, LanguageModel, Response, Tool } from "effect/ai"
-import { attached, isVoid, tracingOff, withAttached } from "../src/internal/EffectFastPaths.ts"
+import { isVoid, tracingOff, withAttached } from "../src/internal/EffectFastPaths.ts"
 
 const TypeId = Symbol.for("baton/ModelParts")
 
@@ -55,7 +55,10 @@ export const withParts = (model: LanguageModel.LanguageModel, parts: StreamParts
  * @since 0.1.0
  * @category getters
  */
-export const infoOf = (model: LanguageModel.LanguageModel): ModelInfo | undefined => attached<ModelInfo>(model, InfoId)
+export const infoOf = (model: LanguageModel.LanguageModel): ModelInfo | undefined =>
+  // A read of the one key (not a shared `value[key]` helper, whose one load site would see both
+  // keys and every kind of model and go megamorphic): read on every model call.
+  (model as { readonly [InfoId]?: ModelInfo | undefined })[InfoId]
 
 /**
  * The part stream `model` carries, if any.
@@ -63,7 +66,8 @@ export const infoOf = (model: LanguageModel.LanguageModel): ModelInfo | undefine
  * @since 0.1.0
  * @category getters
  */
-export const partsOf = (model: LanguageModel.LanguageModel): StreamParts | undefined => attached<StreamParts>(model, TypeId)
+export const partsOf = (model: LanguageModel.LanguageModel): StreamParts | undefined =>
+  (model as { readonly [TypeId]?: StreamParts | undefined })[TypeId]
 
 /**
  * One text request to a provider: the prompt, the tools offered and the tool choice.

@@ -82,11 +82,11 @@ const SENTENCE_END = /[.!?…]["')\]]?\s*$|[.!?…]["')\]]?\s/
 export const wrapOutput = (guardrails: Guardrails, base: TextOutputService): TextOutputService => {
   const { state } = guardrails
   return {
+    // Watched only when a guardrail looks at the agent speaking: other speeches' start is the
+    // base output's own effect (a reply's `isVoid` fast path stays: its first words take no
+    // extra steps). Decided as the start is made, on the step that runs it (its callers do).
     start: (info) =>
-      Effect.suspend(() => {
-        // Watched only when a guardrail looks at it: other speeches' words go straight through.
-        const core = state.core
-        if (!core || !hasOutputGuardrails(core.holder(), guardrails.session)) return base.start(info)
+      !state.core || !hasOutputGuardrails(state.core.holder(), guardrails.session) ? base.start(info) : Effect.suspend(() => {
         state.speeches.set(info.speechId, {
           info,
           text: "",
@@ -125,8 +125,10 @@ export const wrapOutput = (guardrails: Guardrails, base: TextOutputService): Tex
           })
         )
       }),
+    // A speech is watched from its start, which ran before its end is made: with none watched,
+    // the end is the base output's own effect (no extra step on every speech's end).
     end: (info, interrupted) =>
-      Effect.suspend(() => {
+      state.speeches.size === 0 ? base.end(info, interrupted) : Effect.suspend(() => {
         const watched = state.speeches.get(info.speechId)
         if (!watched) return base.end(info, interrupted)
         watched.ended = true

@@ -81,16 +81,26 @@ const noTools: Tools = {
 /** An actor's tools: fixed for most agents; with toolsets, rebuilt after any of them changed. */
 export interface ToolView {
   current: Tools
-  readonly build: (toolsetTools: ReadonlyArray<Tool>) => Tools
+  /** What `current` is rebuilt from (with the toolsets' tools). */
+  readonly core: SessionCore
+  readonly agent: Agent
+  readonly extraTools: ReadonlyArray<Tool>
+  readonly owner: Background.Owner
   /** The toolsets opened so far, and the sum of their versions `current` was built at. */
   readonly sources: Array<Toolset.Source>
   seen: number
 }
 
-export const view = (core: SessionCore, agent: Agent, extraTools: ReadonlyArray<Tool>, owner: Background.Owner): ToolView => {
-  const build = (toolsetTools: ReadonlyArray<Tool>) => toolsOf(core, agent, extraTools, owner, toolsetTools)
-  return { current: build([]), build, sources: [], seen: 0 }
-}
+// A record, no closure: a handoff builds an actor, and its view, on its path.
+export const view = (core: SessionCore, agent: Agent, extraTools: ReadonlyArray<Tool>, owner: Background.Owner): ToolView => ({
+  current: toolsOf(core, agent, extraTools, owner),
+  core,
+  agent,
+  extraTools,
+  owner,
+  sources: [],
+  seen: 0
+})
 
 /**
  * Brings `actor`'s tool fields up to date with its toolsets (a no-op for an agent without any):
@@ -119,7 +129,7 @@ export const current = (view: ToolView): Tools => {
   for (const source of view.sources) version += source.version()
   if (version !== view.seen) {
     view.seen = version
-    view.current = view.build(view.sources.flatMap((source) => source.tools()))
+    view.current = toolsOf(view.core, view.agent, view.extraTools, view.owner, view.sources.flatMap((source) => source.tools()))
   }
   return view.current
 }
