@@ -89,6 +89,36 @@ describe("Cartesia mock", () => {
       assert.isAbove(sent.length, 3)
     }))
 
+  it.live("official client: @cartesia/cartesia-js asking add_timestamps gets each input's words timed, in order, before their audio", () =>
+    Effect.gen(function*() {
+      const mock = yield* Mock.make({ intervalMs: 1 })
+      const front = yield* tlsFront(mock.url)
+      const { ws } = yield* connect(front)
+      const context = ws.context({ model_id: "sonic-3", voice, output_format, language: "en", add_timestamps: true })
+      yield* Effect.promise(async () => {
+        await context.push({ transcript: "Hello there, " })
+        await context.push({ transcript: "how are you?" })
+        await context.no_more_inputs()
+      })
+      const { events, error } = yield* receive(context)
+      assert.isUndefined(error)
+      const timed = events.flatMap((e) => (e.type === "timestamps" && e.word_timestamps ? [e.word_timestamps] : []))
+      assert.deepStrictEqual(timed.map((t) => t.words), [["Hello", "there,"], ["how", "are", "you?"]])
+      const starts = timed.flatMap((t) => t.start)
+      const ends = timed.flatMap((t) => t.end)
+      assert.deepStrictEqual(starts, [...starts].sort((a, b) => a - b))
+      assert.isTrue(starts.every((start, i) => ends[i]! > start))
+      // "how" starts after the first input's 13 characters of 30 ms
+      assert.closeTo(timed[1]!.start[0]!, 0.39, 1e-9)
+      const firstTimed = events.findIndex((e) => e.type === "timestamps")
+      assert.strictEqual(events[firstTimed + 1]?.type, "chunk")
+      const plain = ws.context({ model_id: "sonic-3", voice, output_format })
+      yield* Effect.promise(() => plain.send({ transcript: "Hi.", continue: false }))
+      assert.isFalse((yield* receive(plain)).events.some((e) => e.type === "timestamps"), "none unless asked")
+      const sent: ReadonlyArray<CartesiaType.WebsocketResponse> = mock.sent.map((m) => m.message)
+      assert.isAbove(sent.length, 3)
+    }))
+
   it.live("the key is taken as X-API-Key, Authorization: Bearer, or ?api_key= with ?cartesia_version= (the browser path)", () =>
     Effect.gen(function*() {
       const mock = yield* Mock.make()

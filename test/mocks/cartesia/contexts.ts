@@ -1,8 +1,8 @@
 /**
  * Cartesia's TTS contexts on one socket of the mock: the messages it sends (typed, so a test can
  * check them against the official SDK's wire types) and one context's state: its audio so far,
- * how much was sent, the flushes still to answer, and whether an input with `continue: false`
- * ended it.
+ * how much was sent, the flushes still to answer, the word timestamps still to send (when asked
+ * with `add_timestamps`), and whether an input with `continue: false` ended it.
  */
 
 export interface ChunkMessage {
@@ -42,7 +42,16 @@ export interface ErrorMessage {
   readonly request_id: string
 }
 
-export type ServerMessage = ChunkMessage | FlushDoneMessage | DoneMessage | ErrorMessage
+/** Word timing of a context's audio (seconds from its start), sent when a request asks `add_timestamps`. */
+export interface TimestampsMessage {
+  readonly type: "timestamps"
+  readonly context_id: string
+  readonly done: false
+  readonly status_code: 206
+  readonly word_timestamps: { readonly words: Array<string>; readonly start: Array<number>; readonly end: Array<number> }
+}
+
+export type ServerMessage = ChunkMessage | FlushDoneMessage | DoneMessage | ErrorMessage | TimestampsMessage
 
 export interface ErrorFault {
   readonly status: number
@@ -83,11 +92,16 @@ export class Context {
   readonly startedAt = performance.now()
   private flushId = 0
   private flushes: Array<{ readonly at: number; readonly id: number }> = []
+  /** Whether the context asked for word timestamps (`add_timestamps`), and those not sent yet: each
+   * input's words, from the byte of the audio where they start. */
+  private readonly timestamps: boolean
+  private words: Array<{ readonly at: number; readonly words: Array<string>; readonly start: Array<number>; readonly end: Array<number> }> = []
 
   constructor(id: string, first: Record<string, unknown>, rate: number) {
     this.id = id
     this.rate = rate
     this.fields = fixedFields(first)
+    this.timestamps = first["add_timestamps"] === true
   }
 
   /** Whether a later input keeps the fields Cartesia requires to stay the same. */
@@ -96,10 +110,35 @@ export class Context {
   }
 
   /** One more input: its audio, a flush to answer after it, the end of the context. */
-  add(audio: Buffer, flush: boolean, more: boolean) {
+  add(audio: Buffer, flush: boolean, more: boolean, transcript = "") {
+    const found = [...transcript.matchAll(/\S+/g)]
+    if (this.timestamps && found.length > 0) {
+      // The input's audio spreads evenly over its characters (the mock speaks a tone per character).
+      const from = this.audio.length / 2 / this.rate
+      const perChar = audio.length / 2 / this.rate / transcript.length
+      this.words.push({
+        at: this.audio.length,
+        words: found.map((m) => m[0]),
+        start: found.map((m) => from + m.index * perChar),
+        end: found.map((m) => from + (m.index + m[0].length) * perChar)
+      })
+    }
     this.audio = Buffer.concat([this.audio, audio])
     if (flush) this.flushes.push({ at: this.audio.length, id: ++this.flushId })
     if (!more) this.ended = true
+  }
+
+  /** The word timestamps of the inputs whose audio starts before byte `end`. */
+  timestamped(end: number): Array<TimestampsMessage> {
+    const due = this.words.filter((w) => w.at < end)
+    this.words = this.words.filter((w) => w.at >= end)
+    return due.map((w) => ({
+      type: "timestamps",
+      context_id: this.id,
+      done: false,
+      status_code: 206,
+      word_timestamps: { words: w.words, start: w.start, end: w.end }
+    }))
   }
 
   /** The `flush_done`s whose audio has all been sent. */

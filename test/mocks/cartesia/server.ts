@@ -7,7 +7,9 @@
  * each, paced by `intervalMs`, the first `firstChunkMs` after the context's first input) follow as
  * text arrives, and one `done` comes once an input with
  * `continue: false` (the default) has been spoken. `flush: true` answers `flush_done` with the
- * next `flush_id` after the audio so far. Several contexts interleave on one socket; `cancel`
+ * next `flush_id` after the audio so far. A context asked with `add_timestamps: true` gets each
+ * input's words timed (`timestamps`, seconds from the context's start) before the chunk where
+ * they start. Several contexts interleave on one socket; `cancel`
  * stops one. Errors have the current shape (`title`, `message`, `error_code`, `doc_url`,
  * `status_code`, `done`). Faults: an error frame, a close mid-generation, a stall, chunks that
  * keep coming after a cancel, and a chunk for a context nobody asked for. Every message sent is
@@ -142,7 +144,7 @@ export const make = (options: CartesiaMockOptions = {}) =>
             contexts.set(contextId, context)
             faultsOf.set(context, fault)
           }
-          context.add(tone(transcript.length * (options.msPerChar ?? 30), context.rate), message["flush"] === true, message["continue"] === true)
+          context.add(tone(transcript.length * (options.msPerChar ?? 30), context.rate), message["flush"] === true, message["continue"] === true, transcript)
           pump(context)
         })
 
@@ -171,6 +173,7 @@ export const make = (options: CartesiaMockOptions = {}) =>
               if (context.ended && !cancelled.has(context.id)) send({ type: "done", context_id: context.id, done: true, status_code: 206 })
               return
             }
+            for (const words of context.timestamped(context.at + step)) send(words)
             send({
               type: "chunk",
               context_id: context.id,
