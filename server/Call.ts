@@ -17,10 +17,12 @@ import type { AudioOutputService } from "../services/AudioOutput.ts"
 import { CallControlError, type CallControlService, noDtmf } from "../services/CallControl.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import type { SessionEvent } from "../src/index.ts"
+import * as Transfer from "../src/Transfer.ts"
 import type { ConnectionContext } from "./Connection.ts"
 import { type TurnGate, turnGate } from "./Limits.ts"
 import * as Line from "./Line.ts"
 import * as Token from "./Token.ts"
+import * as Transfers from "./Transfers.ts"
 
 /** One socket attached to a call: where the session's output goes while it is attached. */
 export interface Client {
@@ -40,6 +42,8 @@ export interface Client {
   readonly hangUp?: ((reason: string) => Effect.Effect<void, CallControlError>) | undefined
   /** Presses keys on the call; absent: this transport has no keypad. */
   readonly sendDtmf?: ((digits: string) => Effect.Effect<void, CallControlError>) | undefined
+  /** Transfers the call (Twilio's REST API); absent: the service's transferer for the route (Transfers.ts). */
+  readonly transfer?: ((request: Transfer.TransferRequest) => Effect.Effect<Transfer.TransferOutcome>) | undefined
 }
 
 export interface Call {
@@ -101,7 +105,11 @@ const openWith = <E>(
   ctx: ConnectionContext,
   secret: Redacted.Redacted<string>,
   withText: boolean,
-  makeLine: (audio: AudioOutputService, text: TextOutputService | undefined, control: CallControlService) => Effect.Effect<Line.Line, E, Scope.Scope>
+  makeLine: (
+    audio: AudioOutputService,
+    text: TextOutputService | undefined,
+    control: CallControlService
+  ) => Effect.Effect<Line.Line, E, Scope.Scope | Transfer.Transferer>
 ): Effect.Effect<Call, E, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
@@ -137,7 +145,13 @@ const openWith = <E>(
             : noDtmf(transport)(digits)
         )
     }
-    const line = yield* makeLine(audio, withText ? text : undefined, control)
+    // The agents' transfers (Transfer.cold/warm): the attached client's way, else the route's.
+    const routeTransferer = Transfers.fallback(ctx.transfers, transport)
+    const transferer: Transfer.TransfererService = {
+      transport,
+      transfer: (request) => Effect.suspend(() => current?.transfer ? current.transfer(request) : routeTransferer.transfer(request))
+    }
+    const line = yield* makeLine(audio, withText ? text : undefined, control).pipe(Effect.provideService(Transfer.Transferer, transferer))
     const id = line.session.id
     // Until the entry agent holds the floor a caller's audio has no one to hear it, and a phone
     // stream's media follows its start at once: the session's first step is taken first (the
@@ -148,7 +162,8 @@ const openWith = <E>(
 
     const turns = yield* turnGate(ctx.options)
     yield* line.session.events.pipe(
-      Stream.runForEach((event) => Effect.andThen(Effect.sync(() => turns.observe(event)), toCurrent((c) => c.event(event)))),
+      // A whisper is for the agent only: the caller is not sent it.
+      Stream.runForEach((event) => Effect.andThen(Effect.sync(() => turns.observe(event)), event.type === "whisper" ? Effect.void : toCurrent((c) => c.event(event)))),
       Effect.forkScoped
     )
 

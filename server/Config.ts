@@ -58,6 +58,11 @@ export interface ServerOptions {
   /** Twilio's REST API for hanging up and DTMF (`TWILIO_ACCOUNT_SID`, `TWILIO_AUTH_TOKEN`,
    * `BATON_TWILIO_API_URL`, `BATON_TWILIO_STREAM_URL`); none when the account is unset. */
   readonly twilioApi?: Option.Option<TwilioApi>
+  /** This service's public base URL (`BATON_PUBLIC_URL`), where Twilio posts a transfer's
+   * callbacks; default: the origin of `BATON_TWILIO_STREAM_URL`. */
+  readonly publicUrl?: Option.Option<string>
+  /** The caller ID a warm transfer calls the person from (`BATON_TWILIO_FROM`, a number of the account). */
+  readonly twilioFrom?: Option.Option<string>
 }
 
 /**
@@ -135,7 +140,9 @@ export const fromEnv: Effect.Effect<ServerOptions, Config.ConfigError> = Effect.
       Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
     ),
     twilioStatusUrl: yield* Config.option(Config.NonEmptyString("BATON_TWILIO_STATUS_URL")),
-    twilioApi: yield* twilioApiFromEnv
+    twilioApi: yield* twilioApiFromEnv,
+    publicUrl: yield* Config.option(Config.NonEmptyString("BATON_PUBLIC_URL")),
+    twilioFrom: yield* Config.option(Config.NonEmptyString("BATON_TWILIO_FROM"))
   }
 })
 

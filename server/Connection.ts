@@ -19,6 +19,7 @@ import type { ResamplerService } from "../services/Resampler.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import type { Agent } from "../src/index.ts"
 import * as Timeline from "../src/Timeline.ts"
+import type * as Transfer from "../src/Transfer.ts"
 import * as Call from "./Call.ts"
 import type { ServerOptions } from "./Config.ts"
 import { turnRefusal } from "./Limits.ts"
@@ -27,11 +28,13 @@ import * as ServiceMetrics from "./Metrics.ts"
 import type { DurableSessions } from "./Line.ts"
 import type { Registry } from "./Registry.ts"
 import type { Resumer } from "./Resumer.ts"
+import type { ServiceTransfers } from "./Transfers.ts"
 import { type ClientMessage, encode, parseClientFrame, type ServerFrame } from "./Wire.ts"
 
 export interface ConnectionContext {
-  /** The entry agent; its tools may hang up or press keys (`CallControl`, which each transport provides). */
-  readonly agent: Agent.Agent<CallControl>
+  /** The entry agent; its tools may hang up or press keys (`CallControl`) and transfer the call
+   * (`Transfer.Transferer`), which each transport provides. */
+  readonly agent: Agent.Agent<CallControl | Transfer.Transferer>
   readonly userdata: () => unknown
   readonly options: ServerOptions
   readonly registry: Registry
@@ -44,6 +47,8 @@ export interface ConnectionContext {
   readonly resumeSecret: Redacted.Redacted<string>
   /** With a durable `BATON_STORE`: where sessions are journaled, and how to resume one from it. */
   readonly durable?: DurableSessions | undefined
+  /** Where each route's calls transfer to (Transfers.ts); without it a transfer is `Failed`. */
+  readonly transfers?: ServiceTransfers | undefined
 }
 
 /**

@@ -19,12 +19,15 @@ import { CallControl, CallControlError, type CallControlService, noDtmf } from "
 import { Resampler, type ResamplerStage } from "../services/Resampler.ts"
 import { type RealtimeError, RealtimeModel } from "../services/RealtimeModel.ts"
 import type { SessionNotFound, SessionStoreService, StoreError } from "../services/SessionStore.ts"
+import type { SttService } from "../services/Stt.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import { type Agent, AgentSession, type Durability, type SessionClosed } from "../src/index.ts"
 import * as AudioRecorder from "../src/observe/AudioRecorder.ts"
+import type * as Transfer from "../src/Transfer.ts"
 import * as VoiceInput from "../src/voice/VoiceInput.ts"
 import * as VoicePipeline from "../src/voice/VoicePipeline.ts"
 import type { ConnectionContext } from "./Connection.ts"
+import * as ListenIn from "./ListenIn.ts"
 
 export interface Line {
   readonly session: AgentSession.AgentSession
@@ -39,6 +42,12 @@ export interface Line {
   /** The call ended here for good (not moved): the session is marked ended in the store when
    * this line closes. Without it (a move, an interruption, a defect) it stays resumable, as after a crash. */
   readonly markEnded: () => void
+  /** Both sides of the call for an operator listening in (the caller's audio, the agents'). */
+  readonly tap: ListenIn.Tap
+  /** A person's voice to the caller, where the agents' audio goes (an operator who took over). */
+  readonly speak: (frame: AudioFrame.AudioFrame, who: string) => Effect.Effect<void>
+  /** The session's speech-to-text (a voice pipeline's), which transcribes an operator's voice too. */
+  readonly transcriber: SttService | undefined
 }
 
 /**
@@ -47,7 +56,7 @@ export interface Line {
  */
 export interface DurableSessions {
   readonly store: SessionStoreService
-  readonly agents: ReadonlyArray<Agent.Agent<CallControl>>
+  readonly agents: ReadonlyArray<Agent.Agent<CallControl | Transfer.Transferer>>
   readonly userdataSchema?: Schema.Codec<any, any> | undefined
   /** This process as the sessions' writer (unique per process: a fleet's nodes fence one another). */
   readonly owner: string
@@ -104,7 +113,8 @@ export const start = (
   output: AudioOutputService,
   text?: TextOutputService,
   control: CallControlService = noCallControl
-): Effect.Effect<Line, never, Scope.Scope> => open(ctx, output, text, control, undefined) as Effect.Effect<Line, never, Scope.Scope>
+): Effect.Effect<Line, never, Scope.Scope | Transfer.Transferer> =>
+  open(ctx, output, text, control, undefined) as Effect.Effect<Line, never, Scope.Scope | Transfer.Transferer>
 
 /** Resumes session `id` from the store (claimed: the process that wrote it last is fenced) in
  * the current Scope, with the voice a new line gets on this service: a realtime model's audio, or
@@ -115,7 +125,7 @@ export const resume = (
   output: AudioOutputService,
   text?: TextOutputService,
   control: CallControlService = noCallControl
-): Effect.Effect<Line, ResumeFailure, Scope.Scope> => open(ctx, output, text, control, id)
+): Effect.Effect<Line, ResumeFailure, Scope.Scope | Transfer.Transferer> => open(ctx, output, text, control, id)
 
 const open = (
   ctx: ConnectionContext,
@@ -123,7 +133,7 @@ const open = (
   text: TextOutputService | undefined,
   control: CallControlService,
   resumeId: string | undefined
-): Effect.Effect<Line, ResumeFailure, Scope.Scope> =>
+): Effect.Effect<Line, ResumeFailure, Scope.Scope | Transfer.Transferer> =>
   Effect.gen(function*() {
     const recorder = yield* record(ctx)
     const realtime = Option.isSome(yield* Effect.serviceOption(RealtimeModel))
@@ -140,9 +150,11 @@ const open = (
       ? { store: durable.store, owner: durable.owner, userdataSchema: durable.userdataSchema, endOnClose: false, id: `session_${randomBytes(12).toString("base64url")}` }
       : {}
     const startOptions = { agent: ctx.agent, userdata: ctx.userdata(), ...durableOptions }
+    const tap = ListenIn.make()
+    const toCaller = recorder ? recorder.output(output) : output
     const provide = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       effect.pipe(
-        Effect.provideService(AudioOutput, recorder ? recorder.output(output) : output),
+        Effect.provideService(AudioOutput, ListenIn.tapped(tap, toCaller)),
         // The agents' tools that hang up or press keys (CallTools) reach the transport through it.
         Effect.provideService(CallControl, control)
       )
@@ -178,6 +190,7 @@ const open = (
     const hear = (frame: AudioFrame.AudioFrame): Effect.Effect<void, RealtimeError | SessionClosed> =>
       Effect.gen(function*() {
         if (recorder) yield* recorder.user(frame)
+        ListenIn.hear(tap, "caller", frame)
         if (pipeline) {
           yield* Queue.offer(pipeline, frame)
           return
@@ -194,7 +207,10 @@ const open = (
       audio: realtime ? "realtime" : pipeline ? "pipeline" : "none",
       hear,
       endAudio,
-      markEnded: () => void (ended = true)
+      markEnded: () => void (ended = true),
+      tap,
+      speak: (frame, who) => toCaller.write(AudioFrame.toPcm16(frame), frame.sampleRate, { speechId: `voice_${who}`, agent: who }),
+      transcriber: Option.isSome(voiceEngines) ? voiceEngines.value.stt : undefined
     }
   })
 

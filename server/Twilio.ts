@@ -17,6 +17,7 @@ import * as AudioFrame from "../services/AudioFrame.ts"
 import type { AudioOutputService } from "../services/AudioOutput.ts"
 import { CallControlError, validDigits } from "../services/CallControl.ts"
 import * as Mulaw from "../services/Mulaw.ts"
+import * as Transfer from "../src/Transfer.ts"
 import * as Dtmf from "../src/voice/Dtmf.ts"
 import type { ResamplerStage } from "../services/Resampler.ts"
 import type { ConnectionContext } from "./Connection.ts"
@@ -26,6 +27,18 @@ import * as Resumer from "./Resumer.ts"
 import { idleReason, pullWithin } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 import { dtmfTwiml, updateCall } from "./TwilioCallControl.ts"
+import * as Transfers from "./Transfers.ts"
+
+/** Each call's waiters for its next stream (a transfer that sends the caller back to the agent),
+ * shared by the streams that carry the call in turn. */
+const nextStream = new WeakMap<Call.Call, Transfers.StreamWaiters>()
+const waitersOf = (call: Call.Call) => {
+  let waiters = nextStream.get(call)
+  if (!waiters) nextStream.set(call, waiters = Transfers.streamWaiters())
+  return waiters
+}
+/** How long a transfer's outcome waits for the caller's stream to come back before the agent speaks anyway. */
+const STREAM_BACK_MS = 10_000
 
 const PHONE_RATE = 8000
 /** 20 ms of µ-law at 8 kHz: what Twilio sends and expects. */
@@ -131,7 +144,8 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
     token: (token) => postStatus(ctx, { event: "resume_token", callSid, streamSid, sessionId: token.sessionId, resumeToken: token.token, expiresAt: token.expiresAt }),
     superseded,
     hangUp: (reason) => hangUp(reason),
-    sendDtmf: (digits) => sendDtmf(digits)
+    sendDtmf: (digits) => sendDtmf(digits),
+    transfer: (request) => transfer(request)
   }
 
   // The agent's hang-up and keypad, through Twilio's REST API (TwilioCallControl.ts).
@@ -160,6 +174,42 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
         Effect.tapError(() => Effect.sync(() => void (restreaming = false)))
       )
     })
+
+  /**
+   * Transfers through Twilio's REST API (Transfers.ts, TwilioTransfer.ts). Replacing the call's
+   * TwiML stops this stream: its `stop` is then the transfer's, and what it means waits for the
+   * outcome (answered: the call is the person's now and ends here; else the caller comes back on
+   * a new stream, which resumes the call).
+   */
+  let transferring: { readonly outcome: Deferred.Deferred<Transfer.TransferOutcome>; moved: boolean } | undefined
+  const transfer = (request: Transfer.TransferRequest): Effect.Effect<Transfer.TransferOutcome> =>
+    Effect.gen(function*() {
+      const twilio = ctx.transfers?.twilio ?? "this service was started without transfers"
+      if (typeof twilio === "string") return Transfer.outcome("Failed", twilio)
+      if (call === undefined || callSid === undefined) return Transfer.outcome("Failed", "twilio: the stream has no call yet")
+      const current = { outcome: yield* Deferred.make<Transfer.TransferOutcome>(), moved: false }
+      transferring = current
+      const back = yield* Transfers.awaitStream(waitersOf(call), STREAM_BACK_MS)
+      const mint = call.mint
+      return yield* Transfers.twilioCall(twilio, {
+        callSid,
+        resumeToken: Effect.map(mint, (token) => token.token),
+        moved: Effect.sync(() => void (current.moved = true)),
+        back
+      }).transfer(request).pipe(
+        Effect.onExit((exit) =>
+          Deferred.succeed(current.outcome, exit._tag === "Success" ? exit.value : Transfer.outcome("Failed", "the transfer was interrupted"))
+        )
+      )
+    })
+  /** A `stop` while (or after) this stream's call was moved by a transfer. */
+  const stoppedByTransfer = (moved: NonNullable<typeof transferring>) =>
+    Effect.map(Deferred.await(moved.outcome), (outcome) =>
+      outcome._tag === "Answered"
+        ? { _tag: "end" as const, reason: `the call was transferred (${outcome.reason})` }
+        : moved.moved
+        ? { _tag: "gone" as const, reason: "back to the agent after the transfer" }
+        : { _tag: "end" as const, reason: "the call ended" })
 
   /** The call this stream carries: a new one, or the one its `resumeToken` parameter names. */
   let call: Call.Call | undefined
@@ -197,6 +247,8 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
       // Keypad presses, gathered into turns for whoever holds the floor.
       keypad = yield* Dtmf.collector((text) => session.send(text).pipe(Effect.ignore))
       yield* call.attach(client)
+      // A caller sent back to the agent after a transfer is on the line again.
+      yield* Transfers.streamAttached(waitersOf(call))
       yield* Effect.raceFirst(Deferred.await(call.ended), Deferred.await(superseded).pipe(Effect.as(supersededReason))).pipe(
         Effect.flatMap((reason) => Deferred.succeed(away, reason)),
         Effect.forkScoped
@@ -237,7 +289,10 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
           continue
         }
         // After a DTMF update Twilio stops this stream, plays the tones and resumes the call on a new one.
-        if (message.event === "stop") return { _tag: restreaming ? "gone" : "end", reason: restreaming ? "restreaming after DTMF" : "the call ended" } satisfies Outcome
+        if (message.event === "stop") {
+          if (transferring !== undefined) return (yield* stoppedByTransfer(transferring)) satisfies Outcome
+          return { _tag: restreaming ? "gone" : "end", reason: restreaming ? "restreaming after DTMF" : "the call ended" } satisfies Outcome
+        }
         const refused = yield* onMessage(message)
         if (refused) return { _tag: "refused", reason: refused.message, code: refused.code } satisfies Outcome
       }
