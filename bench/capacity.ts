@@ -36,11 +36,6 @@ import { Effect } from "effect"
 import { writeQuestion } from "./capacity/caller.ts"
 import { percentile, type StepResult } from "./capacity/stats.ts"
 
-const args = process.argv.slice(2)
-const short = args.includes("--short") || process.env["CAPACITY_SHORT"] === "1"
-const withPeer = !args.includes("--no-peer")
-const jsonAt = args.indexOf("--json")
-const jsonFile = jsonAt >= 0 ? args[jsonAt + 1] : undefined
 const envNum = (name: string, dflt: number) => {
   const v = process.env[name]
   if (v === undefined || v === "") return dflt
@@ -50,14 +45,21 @@ const envNum = (name: string, dflt: number) => {
 }
 const envList = (name: string, dflt: string) => (process.env[name] ?? dflt).split(",").map((s) => s.trim()).filter((s) => s !== "")
 
-const cycleMs = envNum("CYCLE_MS", 5000)
-const windowS = envNum("WINDOW_S", short ? 10 : 30)
-const warmupS = envNum("WARMUP_S", short ? 3 : 6)
-const baselineS = envNum("BASELINE_S", short ? 20 : 60)
-const addedLimitMs = envNum("ADDED_P99_MS", 50)
-const batonSteps = envList("CAPACITY_STEPS", short ? "50,100,200" : "25,50,100,150,200,300,400,500,600,800").map(Number)
-const peerSteps = envList("PEER_STEPS", short ? "2,4,8" : "2,4,6,8,12,16,24,32").map(Number)
-const vads = envList("VADS", "silero,webrtc")
+/** The run's settings: the environment's, with shorter defaults for `--short`. */
+const settingsOf = (short: boolean) => ({
+  short,
+  cycleMs: envNum("CYCLE_MS", 5000),
+  windowS: envNum("WINDOW_S", short ? 10 : 30),
+  warmupS: envNum("WARMUP_S", short ? 3 : 6),
+  baselineS: envNum("BASELINE_S", short ? 20 : 60),
+  addedLimitMs: envNum("ADDED_P99_MS", 50),
+  batonSteps: envList("CAPACITY_STEPS", short ? "25,50,100" : "10,25,50,100,150,200,300,400,600,800").map(Number),
+  peerSteps: envList("PEER_STEPS", short ? "2,4,8" : "2,4,6,8,12,16,24").map(Number),
+  vads: envList("VADS", "silero,webrtc")
+})
+type Settings = ReturnType<typeof settingsOf>
+/** Set by {@link benchCapacity} for the run in progress. */
+let settings: Settings = settingsOf(false)
 
 const log = (...parts: ReadonlyArray<unknown>) => console.error("[capacity]", ...parts)
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
@@ -126,8 +128,8 @@ const batonStep = async (mocks: Mocks, caller: string, vad: string, calls: numbe
       VAD: vad,
       URLS: JSON.stringify(mocks.urls),
       CALLER: caller,
-      CYCLE_MS: String(cycleMs),
-      WARMUP_S: String(warmupS),
+      CYCLE_MS: String(settings.cycleMs),
+      WARMUP_S: String(settings.warmupS),
       WINDOW_S: String(window)
     }
   })
@@ -197,7 +199,7 @@ const peerStep = async (mocks: Mocks, caller: string, callerMs: number, calls: n
         "1",
         // voice.mjs's turn: 500 ms of silence, the question, then the gap: the same cycle as baton's calls
         "--gap-ms",
-        String(Math.max(0, cycleMs - 500 - callerMs)),
+        String(Math.max(0, settings.cycleMs - 500 - callerMs)),
         "--min-endpointing-ms",
         "500"
       ], { stdio: ["ignore", "pipe", "ignore"], env: { ...process.env, LAG_PROBE_DIR: lagDir } })
@@ -286,7 +288,7 @@ const judge = (r: StepResult, baselineP99: number | null, loadAvg: number): Step
     ? `${r.underruns} underruns`
     : added === null
     ? "no turn measured"
-    : added > addedLimitMs
+    : added > settings.addedLimitMs
     ? `p99 +${added.toFixed(0)} ms`
     : undefined
   return { ...r, loadAvg, addedP99Ms: added, over }
@@ -321,12 +323,12 @@ const f = (x: number | null | undefined, digits = 0) => (x === null || x === und
 
 const render = (all: ReadonlyArray<Series>, peerNote: string | undefined) => {
   const out: Array<string> = []
-  out.push(`### Calls per core (${short ? "short run" : "full run"})\n`)
+  out.push(`### Calls per core (${settings.short ? "short run" : "full run"})\n`)
   out.push(
     `${cpuModel}, ${cores} cores, Node ${process.version}; load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")} at the end. ` +
-      `Each call: a ${cycleMs / 1000} s cycle (a spoken question, then silence) at real time, answered by the chat mock's sentence through Cartesia's mock; ` +
-      `Deepgram mock STT; minEndpointingDelay 500 ms. ${windowS} s measured per step after ${warmupS} s of warm-up; the baseline is one call over ${baselineS} s. ` +
-      `A step holds while the turn latency p99 stays within ${addedLimitMs} ms of the baseline's, with no underrun and no reply missing.\n`
+      `Each call: a ${settings.cycleMs / 1000} s cycle (a spoken question, then silence) at real time, answered by the chat mock's sentence through Cartesia's mock; ` +
+      `Deepgram mock STT; minEndpointingDelay 500 ms. ${settings.windowS} s measured per step after ${settings.warmupS} s of warm-up; the baseline is one call over ${settings.baselineS} s. ` +
+      `A step holds while the turn latency p99 stays within ${settings.addedLimitMs} ms of the baseline's, with no underrun and no reply missing.\n`
   )
   for (const s of all) {
     out.push(`\n**${s.label}** (baseline: one call, p50 ${f(s.baseline.latencyP50Ms)} ms, p99 ${f(s.baseline.latencyP99Ms)} ms over ${s.baseline.turns} turns)\n`)
@@ -368,36 +370,47 @@ const render = (all: ReadonlyArray<Series>, peerNote: string | undefined) => {
 // Main
 // ---------------------------------------------------------------------------------------------
 
-export const benchCapacity = async (): Promise<string> => {
+/** The options of a run: the short form, agents-js or not, a file for every step's numbers. */
+export interface CapacityOptions {
+  readonly short?: boolean
+  readonly peer?: boolean
+  readonly jsonFile?: string | undefined
+}
+
+/** Runs the bench; its Markdown (the tables and the Target line). Progress goes to stderr. */
+export const benchCapacity = async (options: CapacityOptions = {}): Promise<string> => {
+  settings = settingsOf(options.short ?? false)
+  const withPeer = options.peer ?? true
+  const jsonFile = options.jsonFile
   const tmp = mkdtempSync(join(os.tmpdir(), "baton-capacity-"))
   try {
     const caller = join(tmp, "caller.wav")
     const question = await Effect.runPromise(writeQuestion(caller))
-    if (question.durationMs > cycleMs - 1500) throw new Error(`CYCLE_MS ${cycleMs} is too short for the question (${question.durationMs} ms)`)
+    if (question.durationMs > settings.cycleMs - 1500) throw new Error(`CYCLE_MS ${settings.cycleMs} is too short for the question (${question.durationMs} ms)`)
     log(`${cpuModel}, ${cores} cores; load ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}; caller: ${question.durationMs} ms, speech ends at ${question.speechEndMs} ms`)
     const mocks = await startMocks()
     const all: Array<Series> = []
     let peerNote: string | undefined
     try {
-      for (const vad of vads) {
+      for (const vad of settings.vads) {
         const label = `baton, ${vad === "webrtc" ? "WebRTC VAD" : "Silero VAD"}, one process`
-        all.push(await series(label, batonSteps, (calls, baseline) => batonStep(mocks, caller, vad, calls, baseline ? baselineS : windowS)))
+        all.push(await series(label, settings.batonSteps, (calls, baseline) => batonStep(mocks, caller, vad, calls, baseline ? settings.baselineS : settings.windowS)))
       }
       if (!withPeer) peerNote = "--no-peer"
       else if (!peerInstalled()) peerNote = "bench/agents-js is not installed (npm ci --prefix bench/agents-js) or has no voice.mjs"
       else {
         const lagDir = join(tmp, "lag")
-        const turnsOf = (s: number) => Math.max(2, Math.round(s / (cycleMs / 1000)))
+        const turnsOf = (s: number) => Math.max(2, Math.round(s / (settings.cycleMs / 1000)))
         all.push(
-          await series("agents-js 1.9, Silero VAD, a job process per call", peerSteps, (calls, baseline) =>
-            peerStep(mocks, caller, question.durationMs, calls, turnsOf(baseline ? baselineS : windowS), lagDir))
+          await series("agents-js 1.9, Silero VAD, a job process per call", settings.peerSteps, (calls, baseline) =>
+            peerStep(mocks, caller, question.durationMs, calls, turnsOf(baseline ? settings.baselineS : settings.windowS), lagDir))
         )
       }
     } finally {
       await mocks.stop()
     }
     const markdown = render(all, peerNote)
-    if (jsonFile !== undefined) writeFileSync(jsonFile, JSON.stringify({ cpuModel, cores, node: process.version, short, cycleMs, windowS, warmupS, baselineS, series: all }, null, 2))
+    if (jsonFile !== undefined) writeFileSync(jsonFile, JSON.stringify({ cpuModel, cores, node: process.version, settings, series: all }, null, 2))
     return markdown
   } finally {
     rmSync(tmp, { recursive: true, force: true })
@@ -405,6 +418,14 @@ export const benchCapacity = async (): Promise<string> => {
 }
 
 if (import.meta.main) {
-  process.stdout.write(await benchCapacity())
+  const args = process.argv.slice(2)
+  const jsonAt = args.indexOf("--json")
+  process.stdout.write(
+    await benchCapacity({
+      short: args.includes("--short") || process.env["CAPACITY_SHORT"] === "1",
+      peer: !args.includes("--no-peer"),
+      jsonFile: jsonAt >= 0 ? args[jsonAt + 1] : undefined
+    })
+  )
   process.exit(0)
 }

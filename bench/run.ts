@@ -19,9 +19,12 @@
  * under --max-semi-space-size=4, bench/baton/load-main.ts; 0 skips it); for longSession (in its own process, bench/baton/long-session-main.ts): LONG_TURNS (5000);
  * server: the service with 100 and 1,000 WebSocket clients (bench/server-sessions.ts);
  * voiceSideBySide: voice turns of baton and agents-js on the same mocks (bench/voice-side-by-side.ts:
- * TURNS (20), STT_LATENCY_MS, LLM_FIRST_TOKEN_MS, TTS_FIRST_BYTE_MS, MIN_ENDPOINTING_MS, ...).
+ * TURNS (20), STT_LATENCY_MS, LLM_FIRST_TOKEN_MS, TTS_FIRST_BYTE_MS, MIN_ENDPOINTING_MS, ...);
+ * capacity: concurrent voice calls per core, baton and agents-js, in the short form of
+ * bench/capacity.ts (npm run bench:capacity runs the full one; CAPACITY_STEPS, PEER_STEPS, ...).
  * Exits with 1 only when a baton measurement failed.
  */
+import { benchCapacity } from "./capacity.ts"
 import { benchLiveKit } from "./livekit.ts"
 import { benchVoicePipeline } from "./voice-pipeline.ts"
 import { benchVoiceSideBySide, settingsFromEnv } from "./voice-side-by-side.ts"
@@ -50,7 +53,7 @@ const json = jsonAt < 0
   ? args[jsonAt + 1]!
   : "-"
 const withPeer = !args.includes("--no-peer")
-const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap,load,longSession,server,voice,voiceSideBySide,livekit").split(",").map((s) => s.trim()))
+const sections = new Set((process.env.SECTIONS ?? "handoff,lifecycle,idleHeap,load,longSession,server,voice,voiceSideBySide,livekit,capacity").split(",").map((s) => s.trim()))
 
 /** A bench script run as a child with this Node binary and `flags`: its stdout, or undefined
  * (and the reason under `errors[name]`) when it failed. */
@@ -205,10 +208,20 @@ const livekitTable = sections.has("livekit")
   })
   : undefined
 
+// Concurrent voice calls per core, baton in one process and agents-js a process per call (short form).
+const capacityTable = sections.has("capacity")
+  ? await benchCapacity({ short: true, peer: withPeer }).catch((e: unknown) => {
+    errors["capacity"] = String(e)
+    log(`capacity benchmark failed: ${String(e)}`)
+    return undefined
+  })
+  : undefined
+
 const tables = render(machine, baton, peer, rounds) + (serverTable ? `\n### The service: sessions over /ws\n\n${serverTable}\n` : "") +
   (voiceTable ? `\n### Cascaded voice: end of speech to first audio\n\n${voiceTable}\n` : "") +
   (voiceSideBySide ? `\n### Voice turns side by side with agents-js, on the same mocked providers\n\n${voiceSideBySide.markdown}\n` : "") +
-  (livekitTable ? `\n### LiveKit: jobs in one process\n\n${livekitTable}\n` : "") + (realtime ? `\n${realtime.markdown}\n` : "")
+  (livekitTable ? `\n### LiveKit: jobs in one process\n\n${livekitTable}\n` : "") + (capacityTable ? `\n${capacityTable}` : "") +
+  (realtime ? `\n${realtime.markdown}\n` : "")
 const raw = JSON.stringify({ machine, baton: { ...baton, wallMs: Math.round(batonWallMs) }, agentsJs: peer, handoffRounds: rounds, voiceSideBySide: voiceSideBySide?.raw }, null, 2) + "\n"
 if (json === "-") {
   process.stderr.write(`\n${tables}\n`)
