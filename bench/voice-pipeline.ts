@@ -4,11 +4,15 @@
  * at once, so the LLM stage is baton's own overhead). The caller's question is streamed in
  * real time in 20 ms frames; from the end of their speech, each stage is timed:
  *
- *   endpointing    end of speech -> the VAD's silence + minEndpointingDelay ends the turn
- *   STT final      -> pocketsphinx's final transcript
+ *   VAD end        end of speech -> the VAD says it ended (the utterance goes to the STT)
+ *   STT final      -> pocketsphinx's final transcript (a reply may start now: preemptive generation)
+ *   turn end       -> the endpointing silence is over and the user's turn is recorded
  *   LLM first tok  -> the agent starts speaking (first text delta)
  *   TTS first      -> the first audio frame handed to the output
  *
+ * The voice options are the pipeline's defaults (adaptive endpointing, preemptive generation);
+ * ENDPOINTING=<ms> sets minEndpointingDelayMs (and the longest silence to it: no adaptation) and
+ * PREEMPTIVE=0 turns preemptive generation off, to compare.
  * Twice: a direct answer, and an answer after a handoff (the greeter transfers, the new agent
  * answers on entering). Environment: N (runs per scenario, default 5). Prints a Markdown table
  * with the CPU model. agents-js's voice pipeline is not run here: it needs its STT/TTS plugins'
@@ -29,7 +33,12 @@ import { Agent, Tool } from "../src/index.ts"
 import * as VoicePipeline from "../src/voice/VoicePipeline.ts"
 
 const n = Number(process.env["N"] ?? 5)
-const ENDPOINTING = 500
+const ENDPOINTING = process.env["ENDPOINTING"] === undefined ? undefined : Number(process.env["ENDPOINTING"])
+const PREEMPTIVE = process.env["PREEMPTIVE"] !== "0"
+const voiceOptions = {
+  preemptiveGeneration: PREEMPTIVE,
+  ...(ENDPOINTING === undefined ? {} : { minEndpointingDelayMs: ENDPOINTING, maxEndpointingDelayMs: ENDPOINTING })
+}
 const REPLY = "It will be sunny and warm all day."
 
 const weather = Agent.make({ name: "weather", instructions: "Weather.", onEnter: Agent.reply({ instructions: "forecast" }).pipe(Effect.asVoid) })
@@ -40,7 +49,7 @@ const model = ScriptedModel.layer([
   { when: { instructions: "forecast" }, reply: { text: REPLY } },
   { when: { agent: "direct" }, reply: { text: REPLY } }
 ], { record: false })
-/** When the pipeline last asked the STT for an utterance's final: the end of endpointing. */
+/** When the pipeline last asked the STT for an utterance's final: the VAD's end of speech. */
 let endpointAt = 0
 const timedStt = Layer.effect(
   Stt,
@@ -56,8 +65,9 @@ const timedStt = Layer.effect(
 const engines = Layer.mergeAll(FliteTts.layer({ voice: "rms" }), timedStt, WebRtcVad.layer())
 
 interface Stages {
-  readonly endpointing: number
+  readonly vad: number
   readonly stt: number
+  readonly turn: number
   readonly llm: number
   readonly tts: number
   readonly total: number
@@ -79,7 +89,7 @@ const once = (agent: Agent.Agent, question: AudioFrame.AudioFrame) =>
   Effect.gen(function*() {
     let firstAudio: number | undefined
     const line = yield* AudioInput.makeQueue
-    const { session } = yield* VoicePipeline.start({ agent, input: line.service.frames, voice: { minEndpointingDelayMs: ENDPOINTING } }).pipe(
+    const { session } = yield* VoicePipeline.start({ agent, input: line.service.frames, voice: voiceOptions }).pipe(
       Effect.provideService(AudioOutput, {
         write: () => Effect.sync(() => void (firstAudio ??= performance.now())),
         clear: () => Effect.void
@@ -91,6 +101,7 @@ const once = (agent: Agent.Agent, question: AudioFrame.AudioFrame) =>
         Effect.sync(() => {
           const t = performance.now()
           if (e.type === "user_input_transcribed" && e.final) times["final"] ??= t
+          if (e.type === "conversation_item_added" && e.item._tag === "Message" && e.item.role === "user") times["turn"] ??= t
           if (e.type === "agent_state_changed" && e.state === "speaking") times["speaking"] ??= t
         })
       ),
@@ -109,9 +120,10 @@ const once = (agent: Agent.Agent, question: AudioFrame.AudioFrame) =>
     while (firstAudio === undefined) yield* Effect.sleep(5)
     yield* line.end
     return {
-      endpointing: endpointAt - speechEndedAt,
+      vad: endpointAt - speechEndedAt,
       stt: times["final"]! - endpointAt,
-      llm: times["speaking"]! - times["final"]!,
+      turn: times["turn"]! - times["final"]!,
+      llm: times["speaking"]! - times["turn"]!,
       tts: firstAudio - times["speaking"]!,
       total: firstAudio - speechEndedAt
     } satisfies Stages
@@ -128,14 +140,16 @@ export const benchVoicePipeline = Effect.gen(function*() {
     const runs: Array<Stages> = []
     for (let i = 0; i < n; i++) runs.push(yield* once(agent, question))
     const col = (k: keyof Stages) => fmt(median(runs.map((r) => r[k])))
-    rows.push(`| ${label} | ${col("endpointing")} | ${col("stt")} | ${col("llm")} | ${col("tts")} | **${col("total")}** |`)
+    rows.push(`| ${label} | ${col("vad")} | ${col("stt")} | ${col("turn")} | ${col("llm")} | ${col("tts")} | **${col("total")}** |`)
   }
   const cpu = os.cpus()[0]?.model.trim() ?? "unknown CPU"
   return [
-    `Cascaded voice, offline (WebRTC VAD, pocketsphinx, flite rms; scripted model), median of ${n} runs; ${cpu}, ${os.cpus().length} cores, Node ${process.version}; minEndpointingDelay ${ENDPOINTING} ms.`,
+    `Cascaded voice, offline (WebRTC VAD, pocketsphinx, flite rms; scripted model), median of ${n} runs; ${cpu}, ${os.cpus().length} cores, Node ${process.version}; ${
+      ENDPOINTING === undefined ? "endpointing: the defaults (adaptive)" : `endpointing ${ENDPOINTING} ms`
+    }, preemptive generation ${PREEMPTIVE ? "on" : "off"}.`,
     "",
-    "| user's end of speech → | endpointing | STT final | LLM first token | TTS first audio | first audio byte |",
-    "|---|---:|---:|---:|---:|---:|",
+    "| user's end of speech → | VAD end | STT final | turn end | LLM first token | TTS first audio | first audio byte |",
+    "|---|---:|---:|---:|---:|---:|---:|",
     ...rows
   ].join("\n")
 }).pipe(Effect.provide(Layer.mergeAll(engines, model)))

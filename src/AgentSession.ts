@@ -22,9 +22,10 @@ import * as Guardrails from "./internal/Guardrails.ts"
 import type * as Guardrail from "./Guardrail.ts"
 import * as Durable from "./internal/Durable.ts"
 import { type FloorError, InvalidInput, MissingModel, SessionClosed, TurnFailed } from "./Errors.ts"
-import type { SessionEvent } from "./Events.ts"
+import type { SessionEvent, VoiceDecision } from "./Events.ts"
 import * as RealtimePool from "./internal/realtime/Pool.ts"
 import * as EventLog from "./internal/EventLog.ts"
+import * as Preemptive from "./internal/Preemptive.ts"
 import * as RealtimeBinding from "./internal/realtime/Binding.ts"
 import * as Supervisor from "./internal/Supervisor.ts"
 import * as UserAway from "./internal/UserAway.ts"
@@ -78,6 +79,18 @@ export interface AgentSession<out U = unknown, in R = never> {
    * event with source `voice`, for the agent holding the floor. The session goes on.
    */
   readonly voiceError: (error: VoiceError) => Effect.Effect<void>
+  /** A decision of the voice pipeline (endpointing, barge-in, ...) as a `voice_decision` event. */
+  readonly voiceDecision: (decision: Omit<VoiceDecision, "type" | "seq" | "at">) => Effect.Effect<void>
+  /**
+   * The voice pipeline's preemptive generation: `start` the holder's reply to the user's words
+   * before their turn ended (false when the holder cannot take it now), `commit` when the turn is
+   * sent with those words (the reply uses the call made ahead), `discard` when the user went on.
+   */
+  readonly preemptive: {
+    readonly start: (text: string) => Effect.Effect<boolean>
+    readonly commit: (text: string) => Effect.Effect<void>
+    readonly discard: Effect.Effect<void>
+  }
   /**
    * The user's audio (PCM16 mono at the model's input rate) for the agent holding the floor,
    * when it talks through a realtime model; the model's turn detection takes it from there.
@@ -157,7 +170,7 @@ export interface StartOptions<U, R = never> {
   /** Where agents' words go (default: the `TextOutput` of the context). */
   readonly textOutput?: TextOutputService
   /** Output guardrails on what every agent of the session says (see `Guardrail.output`). */
-  readonly guardrails?: ReadonlyArray<Guardrail.OutputGuardrail>
+  readonly guardrails?: ReadonlyArray<Guardrail.OutputGuardrail<R>>
   /**
    * Tools every agent of the session has. Their background calls belong to the session (they
    * outlive a handoff) and report to whoever holds the floor.
@@ -211,13 +224,17 @@ export const start: <
   U = undefined,
   R = never,
   const T extends ReadonlyArray<AnyTool> = readonly [],
-  S extends SessionStoreService | undefined = undefined
+  S extends SessionStoreService | undefined = undefined,
+  G = never
 >(
-  options: Omit<StartOptions<U, R>, "tools"> & { readonly tools?: T } & StoreOptions<U, S>
+  options: Omit<StartOptions<U, R>, "tools" | "guardrails"> & {
+    readonly tools?: T
+    readonly guardrails?: ReadonlyArray<Guardrail.OutputGuardrail<G>>
+  } & StoreOptions<U, S>
 ) => Effect.Effect<
-  AgentSession<U, R | ToolRequirements<T>>,
+  AgentSession<U, R | ToolRequirements<T> | G>,
   MissingModel | ([S] extends [undefined] ? never : UserdataRefused | StoreError),
-  Scope.Scope | R | ToolRequirements<T>
+  Scope.Scope | R | ToolRequirements<T> | G
 > = Effect.fnUntraced(
   function*<U>(options: StartOptions<U, unknown> & StoreOptions<U, SessionStoreService | undefined>) {
     yield* requireModel(options.agent as Agent)
@@ -250,16 +267,17 @@ const requireModel = (agent: Agent): Effect.Effect<void, MissingModel> =>
  * @since 0.1.0
  * @category constructors
  */
-export const resume: <U = undefined, R = never>(
-  options: Omit<StartOptions<U, R>, "agent" | "userdata"> & Omit<StoreOptions<U, SessionStoreService>, "id" | "store"> & {
+export const resume: <U = undefined, R = never, G = never>(
+  options: Omit<StartOptions<U, R>, "agent" | "userdata" | "guardrails"> & Omit<StoreOptions<U, SessionStoreService>, "id" | "store"> & {
     readonly id: string
     readonly store: SessionStoreService
     readonly agents: ReadonlyArray<Agent<R>>
+    readonly guardrails?: ReadonlyArray<Guardrail.OutputGuardrail<G>>
   }
 ) => Effect.Effect<
-  AgentSession<U, R>,
+  AgentSession<U, R | G>,
   StoreError | SessionNotFound | SessionNotResumable | AgentNotFound | UserdataRefused,
-  Scope.Scope | R
+  Scope.Scope | R | G
 > = Effect.fnUntraced(function*<U>(
   options: Omit<StartOptions<U, unknown>, "agent" | "userdata"> & Omit<StoreOptions<U, SessionStoreService>, "id" | "store"> & {
     readonly id: string
@@ -419,6 +437,13 @@ const facade = <U>(
           recoverable: true
         }))
       ),
+    voiceDecision: (decision) =>
+      Effect.sync(() => void (supervisor.closed() || EventLog.emit(events, { type: "voice_decision", ...decision }))),
+    preemptive: {
+      start: (text) => Preemptive.start(core, text),
+      commit: (text) => Preemptive.commit(core, text),
+      discard: Preemptive.discard(core)
+    },
     pushAudio: (pcm) =>
       Effect.suspend((): Effect.Effect<void, RealtimeError | SessionClosed> =>
         supervisor.closed() ? isClosed(self, "pushAudio") : state.holder ? RealtimeBinding.pushAudio(state.holder, pcm) : Effect.void

@@ -17,6 +17,7 @@ import type { ReplyOptions, SayOptions } from "../CurrentAgent.ts"
 import { MissingModel, ModelStreamError } from "../Errors.ts"
 import type { RealtimeError } from "../../services/RealtimeModel.ts"
 import { followUpCut, generate as startGenerating, type Speech, words as playsWords, wordsEnded } from "../Speech.ts"
+import * as Preemptive from "./Preemptive.ts"
 import * as Speeches from "./Speeches.ts"
 import * as RealtimeReply from "./realtime/Reply.ts"
 import * as ToolBatch from "./ToolBatch.ts"
@@ -256,7 +257,11 @@ const generate = (
   // the step it ends on (`provideService` would take a step of its own for each).
   return Effect.withFiber((fiber) => {
     const context = Context.add(fiber.context, ModelCall, info)
-    const steps: Effect.Effect<void, ReplyError> = parts
+    // A call made ahead for this very request (voice preemptive generation) streams its parts.
+    const preempted = Preemptive.take(actor, prompt, toolChoice)
+    const steps: Effect.Effect<void, ReplyError> = preempted
+      ? ModelParts.forEachPart(preempted, (part) => onPart(step, part))
+      : parts
       ? ModelParts.runOn(fiber, parts, { prompt, tools: actor.definitions, toolChoice }, (part) => onPart(step, part))
       : ModelParts.forEachPart(
         model.streamText({

@@ -6,18 +6,24 @@
  * Time here is the audio's own (ms of frames pushed), not the wall clock: a WAV file pushed at
  * full speed and a phone line at real time make the same decisions. One exception: a line that
  * goes quiet (an `AudioEnd` in the input, sent when push-to-talk is released, or no frame for
- * `minEndpointingDelayMs` of wall time during speech) is heard as silence from there on, so the
+ * `minEndpointingDelayMs`, at least 300 ms, of wall time during a turn) is heard as silence from there on, so the
  * speech in progress ends as if the user had gone silent (otherwise the VAD never hears the
  * silence and the turn never ends).
  *
- * - Turn end: VAD silence of `minEndpointingDelayMs` after speech, then the engine's final
- *   transcript goes to `session.send` (interim guesses are reported as events on the way).
- * - Barge-in: speech that lasts `minInterruptionMs` while a reply plays cuts it at once: the
- *   audio stops, and the session keeps only the words that were played (`VoiceOutput`).
- *   Shorter speech over a reply (a cough, "mm-hm") cuts nothing; its words, if the engine heard
- *   any, are a turn like any other (nothing the user says is lost).
- * - False interruption: a cut followed by a final transcript with no words: the rest of the cut
- *   reply is said again (`resumeFalseInterruption`, default on).
+ * - Turn end: the VAD's end of speech hands the utterance to the engine at once (it decodes
+ *   while the silence runs); after `minEndpointingDelayMs` of silence (`maxEndpointingDelayMs`
+ *   when the words trail off: `Endpointing.ts`), with every final in, the turn's words go to
+ *   `session.send`. Speech before then is the same turn.
+ * - Preemptive generation: a final that comes during that silence starts the holder's model call
+ *   for the words (`session.preemptive`); the reply uses it when the turn ends with those words,
+ *   and it is thrown away unheard if the user goes on.
+ * - Barge-in: speech that lasts `minInterruptionMs`, with `minInterruptionWords` words, while a
+ *   reply plays cuts it at once: the audio stops, and the session keeps only the words that were
+ *   played (`VoiceOutput`). Less cuts nothing; its words, if the engine heard any, are a turn
+ *   like any other (held until the reply ends when they are too few to cut it).
+ * - False interruption: a cut whose speech brought no words (an empty final, or none for
+ *   `falseInterruptionTimeoutMs`): the rest of the cut reply is said (`resumeFalseInterruption`).
+ * - Every decision is a `voice_decision` event.
  * - A speech-to-text stream that fails (a dropped socket): a new one is opened and given again
  *   what the old one had not answered (the utterances awaiting their transcript, then the one in
  *   progress), so nothing the user said is lost. If it cannot be opened, the next try is after a
@@ -34,25 +40,40 @@ import { Vad, type VadOptions } from "../../services/Vad.ts"
 import { VoiceError } from "../../services/VoiceError.ts"
 import type { AgentSession } from "../AgentSession.ts"
 import type { SpeechInfo } from "../../services/TextOutput.ts"
+import * as Endpointing from "./Endpointing.ts"
 import type { VoiceOutput } from "./VoiceOutput.ts"
 
 /**
- * How the voice input listens: endpointing delay, how long speech must last to cut a reply,
- * resuming after a false interruption, audio kept before speech starts, and the VAD and STT
- * options.
+ * How the voice input listens: when a turn ends (adaptive endpointing), whether a reply starts
+ * before it ends (preemptive generation), what speech cuts a reply (duration and words), resuming
+ * after a false interruption, audio kept before speech starts, and the VAD and STT options.
  *
  * @since 0.1.0
  * @category models
  */
 export interface VoiceInputOptions {
-  /** Silence after speech before the user's turn ends (ms; default 500). */
+  /** Silence after speech that ends the user's turn when their words end a sentence, answer the
+   * agent's question, or give no sign of going on (ms; default 200). */
   readonly minEndpointingDelayMs?: number
-  /** Speech over a reply must last this long to cut it (ms; default 500). */
+  /** Silence that ends the turn when the words trail off ("and", "um", a comma) (ms; default
+   * 1500, never below `minEndpointingDelayMs`). Equal to it: endpointing does not adapt. */
+  readonly maxEndpointingDelayMs?: number
+  /** Start the reply on the final transcript, before the endpointing silence is over; it is
+   * thrown away, unheard and unrecorded, if the user goes on (default true). */
+  readonly preemptiveGeneration?: boolean
+  /** Speech over a reply must last this long to cut it (ms of speech; default 500). */
   readonly minInterruptionMs?: number
+  /** ... and have at least this many words, from the interim transcripts (default 0: any). */
+  readonly minInterruptionWords?: number
   /** Say the rest of a reply again when the speech that cut it had no words (default true). */
   readonly resumeFalseInterruption?: boolean
+  /** A cut whose speech has brought no words this long after it ended is a false interruption,
+   * even while its transcript is awaited (ms; default 2000). Words that come later are a turn. */
+  readonly falseInterruptionTimeoutMs?: number
   /** Audio kept from before the VAD's speech start, for the speech-to-text engine (ms; default 300). */
   readonly preRollMs?: number
+  /** The VAD's options. Its `minSilenceMs` defaults to 100 (at most `minEndpointingDelayMs`): a
+   * VAD silence only ends what the speech-to-text engine decodes; the endpointing delay ends the turn. */
   readonly vad?: VadOptions
   readonly stt?: SttOptions
   /** Each agent's speech-to-text options, by name (its language); others use `stt`. */
@@ -89,6 +110,9 @@ export const audioEnd: AudioEnd = { _tag: "AudioEnd" }
 export type Input = AudioFrame.AudioFrame | AudioEnd
 const isAudioEnd = (input: Input): input is AudioEnd => "_tag" in input && input._tag === "AudioEnd"
 
+/** How long the end of the input waits for the last turn's transcript (ms of the clock). */
+const SETTLE_LIMIT_MS = 10_000
+
 /** Silence heard in place of audio that stopped: the VAD's silence, then the endpointing delay, and a margin. */
 const QUIET_MARGIN_MS = 2000
 
@@ -121,6 +145,30 @@ interface Listening {
   failed: boolean
 }
 
+/** The user's turn being heard: its utterances' words, and when its silence ends it. */
+interface Turn {
+  /** The finals with words, in order. */
+  readonly texts: Array<string>
+  /** Utterances given to the engine whose final has not come. */
+  awaiting: number
+  /** Its speech cut a reply. */
+  cut: boolean
+  /** Where the silence that ends it ends (ms of audio); undefined while the user speaks. */
+  endpointAt: number | undefined
+  /** Why it waits that long. */
+  reason: Endpointing.Reason | undefined
+  /** Where the last speech ended (ms of audio). */
+  silenceFromMs: number
+  /** The input ended (or went quiet through speech): no silence to wait for. */
+  force: boolean
+  /** Said again already (a false interruption, by the timeout). */
+  resumed: boolean
+  /** Sent (or dropped): nothing more to do. */
+  done: boolean
+}
+
+const wordCount = (text: string) => text.split(/\s+/).filter((w) => w !== "").length
+
 /**
  * Listens for `session`: runs the VAD and speech to text over `frames`, ends the user's turn after
  * silence and sends its transcript, and cuts `output` when the user talks over a reply (barge-in).
@@ -133,27 +181,35 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
   Effect.gen(function*() {
     const vadService = yield* Vad
     const sttService = yield* Stt
-    const vad = yield* vadService.stream(options.vad)
+    const minDelayMs = options.minEndpointingDelayMs ?? 200
+    const maxDelayMs = Math.max(minDelayMs, options.maxEndpointingDelayMs ?? 1500)
+    const vad = yield* vadService.stream({ minSilenceMs: Math.min(100, minDelayMs), ...options.vad })
     const runScope = yield* Effect.scope
-    const endpointingMs = options.minEndpointingDelayMs ?? 500
     const interruptionMs = options.minInterruptionMs ?? 500
+    const interruptionWords = options.minInterruptionWords ?? 0
+    const falseTimeoutMs = options.falseInterruptionTimeoutMs ?? 2000
+    const preemptive = options.preemptiveGeneration !== false
+    const resumes = options.resumeFalseInterruption !== false
     const preRollMs = options.preRollMs ?? 300
     const toVad = converter(vadService.sampleRates.includes(16000) ? 16000 : vadService.sampleRates[0]!, "the VAD")
     const toStt = converter(sttService.sampleRate, "speech to text")
 
     let audioMs = 0
     let inUtterance = false
-    let speechStartMs = 0
-    /** Speech over a reply, not long enough yet to cut it. */
-    let bargeCandidate = false
     let userSpeaking = false
-    let endpointAt: number | undefined
-    let cutAt: number | undefined
+    /** The turn being heard (until it is sent). */
+    let current: Turn | undefined
+    /** Speech over a playing reply, not (yet) enough to cut it: how much of it there was (ms). */
+    let barge: { speechMs: number } | undefined
+    /** Words said over a reply, too few to cut it: sent once it is over (or with the next turn). */
+    const held: Array<string> = []
+    /** The engine's latest guess at the utterance in progress. */
+    let interim = ""
     const preRoll: Array<{ readonly atMs: number; readonly frame: AudioFrame.AudioFrame }> = []
 
-    /** The utterances whose final transcripts are awaited, in order: did each cut a reply, and
-     * their audio (given again to a new stream if this one fails before answering). */
-    const pending: Array<{ readonly cut: boolean; readonly audio: ReadonlyArray<AudioFrame.AudioFrame> }> = []
+    /** The utterances whose final transcripts are awaited, in order: their turn, and their audio
+     * (given again to a new stream if this one fails before answering). */
+    const pending: Array<{ readonly turn: Turn; readonly audio: ReadonlyArray<AudioFrame.AudioFrame> }> = []
     /** The audio of the utterance in progress, as given to the engine. */
     let utterance: Array<AudioFrame.AudioFrame> = []
     /** When a failed stream is tried again (ms of audio), after an open that failed. */
@@ -169,23 +225,106 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
         return session.setUserSpeaking(on)
       })
 
+    /** Every turn heard was handed on; `onSettled` is told when that happens after the input ended. */
+    const settled = () => pending.length === 0 && (current === undefined || current.done)
+    let onSettled: (() => void) | undefined
+
+    const newTurn = (): Turn => ({ texts: [], awaiting: 0, cut: false, endpointAt: undefined, reason: undefined, silenceFromMs: 0, force: false, resumed: false, done: false })
+
     /** Tells the engine an utterance ended; no transcript comes for one it failed on. */
     const ended = (entry: (typeof pending)[number]) =>
       Effect.gen(function*() {
         const ok = yield* guard(Effect.as(listening.stream.endUtterance, true), false)
-        if (!ok) pending.splice(pending.indexOf(entry), 1)
+        if (ok) return
+        pending.splice(pending.indexOf(entry), 1)
+        entry.turn.awaiting--
+        yield* maybeSend(entry.turn)
       })
 
-    const endUtterance =
+    /** The agent's last words asked a question (an answer may be short). */
+    const asked = Effect.map(session.history, (history) => {
+      const items = history.items
+      for (let i = items.length - 1; i >= 0; i--) {
+        const item = items[i]!
+        if (item._tag === "Message" && item.role === "assistant") return item.text.trim().endsWith("?")
+        if (item._tag === "Message" && item.role === "user") return false
+      }
+      return false
+    })
+
+    /** Adaptive endpointing: the silence that ends `turn`, from its words so far (reported). */
+    const endpoint = (turn: Turn, words: string) =>
+      Effect.gen(function*() {
+        const decision = Endpointing.decide(words, yield* asked, minDelayMs, maxDelayMs)
+        const at = turn.silenceFromMs + decision.delayMs
+        if (at === turn.endpointAt && decision.reason === turn.reason) return
+        turn.endpointAt = at
+        turn.reason = decision.reason
+        yield* session.voiceDecision({ decision: "endpointing", outcome: decision.reason, delayMs: decision.delayMs, transcript: words })
+      })
+    const wordsOf = (turn: Turn, withInterim: boolean) => [...turn.texts, ...(withInterim && interim !== "" ? [interim] : [])].join(" ")
+
+    /** The VAD heard the speech end at `atMs`: the engine decodes the utterance now, while the
+     * endpointing silence runs. */
+    const speechEnded = (atMs: number) =>
       Effect.gen(function*() {
         inUtterance = false
-        endpointAt = undefined
-        const entry = { cut: cutAt !== undefined, audio: utterance }
+        const turn = current ?? (current = newTurn())
+        const entry = { turn, audio: utterance }
         utterance = []
         pending.push(entry)
-        cutAt = undefined
+        turn.awaiting++
+        turn.silenceFromMs = atMs
+        yield* endpoint(turn, wordsOf(turn, true))
         // A failed stream's successor gets it (`reopen`).
         if (!listening.failed) yield* ended(entry)
+      })
+
+    /** Sends the turn once its silence is over and its words are in (or says the rest of a reply
+     * cut by speech that had none). */
+    const maybeSend = (turn: Turn): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (turn.done || turn.awaiting > 0) return Effect.void
+        if (turn === current && inUtterance) return Effect.void
+        if (!turn.force && (turn.endpointAt === undefined || audioMs < turn.endpointAt)) return Effect.void
+        turn.done = true
+        if (settled()) onSettled?.()
+        const overReply = turn === current ? barge : undefined
+        if (turn === current) {
+          current = undefined
+          barge = undefined
+        }
+        // words held back earlier (a backchannel) go with this turn
+        const text = [...held.splice(0), ...turn.texts].join(" ")
+        return Effect.gen(function*() {
+          // speech over a reply that ended without cutting it: its words, if any, are a turn
+          if (overReply !== undefined) {
+            yield* session.voiceDecision({ decision: "interruption", outcome: "ignored", speechMs: overReply.speechMs, words: wordCount(text) })
+          }
+          if (overReply !== undefined && interruptionWords > 0 && wordCount(text) < interruptionWords && output.playing()) {
+            // too few words to cut the reply (a backchannel, "mm-hmm"): said once it is over
+            held.push(text)
+            return yield* session.preemptive.discard
+          }
+          if (text !== "") {
+            yield* session.preemptive.commit(text)
+            yield* session.send(text).pipe(Effect.ignore)
+            return
+          }
+          yield* session.preemptive.discard
+          if (turn.cut && resumes && !turn.resumed) yield* falseInterruption(turn)
+        })
+      })
+
+    const falseInterruption = (turn: Turn) =>
+      Effect.gen(function*() {
+        turn.resumed = true
+        const cut = output.lastCut()
+        if (cut === undefined) return
+        const rest = cut.text.startsWith(cut.heard) ? cut.text.slice(cut.heard.length).trim() : cut.text
+        if (rest === "") return
+        yield* session.voiceDecision({ decision: "false_interruption", outcome: "resumed", transcript: rest })
+        yield* session.say(rest).pipe(Effect.ignore)
       })
 
     /** A frame of the utterance in progress, to the engine (kept until its transcript comes). */
@@ -219,10 +358,57 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
       for (const frame of utterance) yield* guard(listening.stream.push(frame), undefined)
     })
 
+    /** Speech started at `atMs`, heard in the frame that began at `frameStartMs`. */
+    const speechStarted = (atMs: number, frameStartMs: number) =>
+      Effect.gen(function*() {
+        const goesOn = current !== undefined && !current.done && !current.force &&
+          (current.endpointAt === undefined || audioMs < current.endpointAt)
+        if (goesOn) {
+          // the user goes on: the turn waits for a new silence, a reply started for it is dropped
+          current!.endpointAt = undefined
+          yield* session.preemptive.discard
+        } else {
+          yield* followHolder
+          current = newTurn()
+          barge = undefined
+        }
+        inUtterance = true
+        interim = ""
+        for (const held of preRoll) if (held.atMs >= atMs - preRollMs) yield* hear(held.frame)
+        preRoll.length = 0
+        // (the frame it was heard in is counted by `bargeIn`)
+        if (barge !== undefined) barge.speechMs += Math.max(0, frameStartMs - atMs)
+        else if (output.playing()) barge = { speechMs: Math.max(0, frameStartMs - atMs) }
+        else yield* speaking(true)
+      })
+
+    /** Speech over a reply: it cuts once long enough and with enough words. */
+    const bargeIn = (frameMs: number) =>
+      Effect.gen(function*() {
+        if (barge === undefined) return
+        // the reply ended while the user was speaking over it: the floor is theirs now
+        if (!output.playing()) {
+          barge = undefined
+          if (inUtterance) yield* speaking(true)
+          return
+        }
+        if (!inUtterance) return
+        barge.speechMs += frameMs
+        const words = wordCount(wordsOf(current ?? newTurn(), true))
+        if (barge.speechMs < interruptionMs || words < interruptionWords) return
+        const speechMs = barge.speechMs
+        barge = undefined
+        if (current) current.cut = true
+        yield* output.cut
+        yield* speaking(true)
+        yield* session.voiceDecision({ decision: "interruption", outcome: "cut", speechMs, words })
+      })
+
     const onFrame = (frame: AudioFrame.AudioFrame) =>
       Effect.gen(function*() {
         const startMs = audioMs
-        audioMs += AudioFrame.durationMs(frame)
+        const frameMs = AudioFrame.durationMs(frame)
+        audioMs += frameMs
         if (listening.failed && audioMs >= reopenAtMs) yield* reopen
         const sttFrames = yield* toStt(frame)
         if (inUtterance) for (const f of sttFrames) yield* hear(f)
@@ -232,41 +418,30 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
         }
         for (const vadFrame of yield* toVad(frame)) {
           for (const event of yield* guard(vad.push(vadFrame), [])) {
-            if (event._tag === "SpeechStarted") {
-              yield* followHolder
-              inUtterance = true
-              speechStartMs = event.atMs
-              endpointAt = undefined
-              for (const held of preRoll) if (held.atMs >= event.atMs - preRollMs) yield* hear(held.frame)
-              preRoll.length = 0
-              if (output.playing()) bargeCandidate = true
-              else yield* speaking(true)
-            } else if (bargeCandidate) {
-              // too short to cut the reply; what it said (if anything) is still the user's turn
-              bargeCandidate = false
-              endpointAt = event.atMs + endpointingMs
-            } else {
-              yield* speaking(false)
-              endpointAt = event.atMs + endpointingMs
+            if (event._tag === "SpeechStarted") yield* speechStarted(event.atMs, startMs)
+            else {
+              if (barge === undefined) yield* speaking(false)
+              yield* speechEnded(event.atMs)
             }
           }
         }
-        // the reply ended while the user was speaking over it: the floor is theirs now
-        if (bargeCandidate && !output.playing()) {
-          bargeCandidate = false
-          yield* speaking(true)
+        yield* bargeIn(frameMs)
+        const turn = current
+        if (turn === undefined) {
+          if (held.length > 0 && !output.playing()) yield* flushHeld
+          return
         }
-        if (bargeCandidate && audioMs - speechStartMs >= interruptionMs) {
-          bargeCandidate = false
-          cutAt = audioMs
-          yield* output.cut
-          yield* speaking(true)
-        }
-        if (endpointAt !== undefined && audioMs >= endpointAt && !vad.speaking()) yield* endUtterance
+        // a cut whose speech has brought no words for this long: the reply goes on
+        if (
+          turn.cut && resumes && !turn.resumed && turn.texts.length === 0 && !inUtterance && turn.awaiting > 0 &&
+          audioMs - turn.silenceFromMs >= falseTimeoutMs
+        ) yield* falseInterruption(turn)
+        yield* maybeSend(turn)
       })
 
-    /** Finals become turns; a cut whose speech had no words was a false interruption. A stream
-     * that fails is replaced at the next frame (`reopen`). */
+    /** Finals join their turn, which is sent once its silence is over; a final that comes during
+     * that silence starts the reply ahead (preemptive generation). A stream that fails is
+     * replaced at the next frame (`reopen`). */
     const onTranscripts = (stt: Listening) => stt.stream.events.pipe(
       Stream.catch((error) =>
         Stream.fromEffect(Effect.andThen(Effect.sync(() => {
@@ -276,28 +451,35 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
       Stream.runForEach((event) =>
         Effect.gen(function*() {
           if (event._tag === "Interim") {
+            interim = event.text.trim()
             if (event.text !== "") yield* session.transcribed(event.text, false)
+            // the words speech over a reply needed may be these
+            if (barge !== undefined && inUtterance) yield* bargeIn(0)
             return
           }
-          const purpose = pending.shift()
-          if (purpose === undefined) return
+          const entry = pending.shift()
+          if (entry === undefined) return
+          const turn = entry.turn
+          turn.awaiting--
           const text = event.text.trim()
+          if (turn === current && !inUtterance) interim = ""
           if (text !== "") {
+            turn.texts.push(text)
             yield* session.transcribed(text, true)
-            yield* session.send(text).pipe(Effect.ignore)
-            return
           }
-          if (purpose.cut && options.resumeFalseInterruption !== false) yield* resume
+          // the final's words decide the silence (an interim may have been wrong), even when the
+          // silence decided on the interim is already over
+          const waiting = turn === current && !inUtterance && turn.awaiting === 0 && !turn.force && turn.endpointAt !== undefined
+          if (waiting) {
+            yield* endpoint(turn, wordsOf(turn, false))
+            if (preemptive && turn.texts.length > 0 && audioMs < turn.endpointAt!) {
+              yield* session.preemptive.start(turn.texts.join(" "))
+            }
+          }
+          yield* maybeSend(turn)
         })
       )
     )
-
-    const resume = Effect.gen(function*() {
-      const cut = output.lastCut()
-      if (cut === undefined) return
-      const rest = cut.text.startsWith(cut.heard) ? cut.text.slice(cut.heard.length).trim() : cut.text
-      if (rest !== "") yield* session.say(rest).pipe(Effect.ignore)
-    })
 
     /** The agent holding the floor's STT options (a handoff may change the language). */
     const wanted = Effect.map(session.currentAgent, (agent) => (agent && options.sttByAgent?.[agent.name]) ?? options.stt)
@@ -324,17 +506,42 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
       listening = Option.isSome(fresh) ? fresh.value : { ...listening, options: next, failed: true }
     })
 
-    /** The line went quiet: an utterance in progress hears silence until it ends (the VAD's
-     * silence, then the endpointing delay), as it would on a line that kept sending. */
+    const flushHeld = Effect.suspend(() => {
+      const text = held.splice(0).join(" ")
+      return text === "" ? Effect.void : session.send(text).pipe(Effect.ignore)
+    })
+
+    /** Speech the VAD has not ended (the input ended, or went quiet): it ends here, and its turn
+     * waits for no silence. */
+    const endNow = Effect.gen(function*() {
+      if (inUtterance) {
+        yield* speaking(false)
+        yield* speechEnded(audioMs)
+      }
+      if (current !== undefined) {
+        current.force = true
+        yield* maybeSend(current)
+      }
+      if (current === undefined) yield* flushHeld
+    })
+    /** A turn still being heard: speech, or the silence that will end it. */
+    const hearing = () => inUtterance || (current !== undefined && !current.done && !current.force && current.endpointAt !== undefined && audioMs < current.endpointAt)
+
+    /** The line went quiet: a turn in progress hears silence until it ends (the VAD's silence,
+     * then the endpointing delay), as it would on a line that kept sending. */
     let lastRate: number | undefined
     const quiet = Effect.gen(function*() {
-      const limit = audioMs + endpointingMs + QUIET_MARGIN_MS
-      while (inUtterance && lastRate !== undefined && audioMs < limit) yield* onFrame(AudioFrame.silence(20, lastRate))
-      // a VAD that hears speech in silence: the utterance ends all the same
-      if (inUtterance) yield* speaking(false).pipe(Effect.andThen(endUtterance))
+      const limit = audioMs + maxDelayMs + QUIET_MARGIN_MS
+      // A turn whose final is awaited may be told by it to wait the longest silence: that much is
+      // heard now, so the turn goes as soon as the final comes.
+      const silent = () =>
+        hearing() || (current !== undefined && !current.done && !current.force && current.awaiting > 0 && audioMs < current.silenceFromMs + maxDelayMs)
+      while (silent() && lastRate !== undefined && audioMs < limit) yield* onFrame(AudioFrame.silence(20, lastRate))
+      // a VAD that hears speech in silence: the turn ends all the same
+      if (hearing()) yield* endNow
     })
     // Each input is handed over and waited for, so that no input for the endpointing delay
-    // during speech can be noticed (the wall clock; a TestClock in tests). The next is pulled
+    // during a turn can be noticed (the wall clock; a TestClock in tests). The next is pulled
     // once this one is heard, as if the pipeline pulled the stream itself.
     const inbox = yield* Queue.bounded<{ readonly input: Input; readonly heard: Deferred.Deferred<void> }, Cause.Done>(1)
     yield* frames.pipe(
@@ -348,20 +555,35 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
       Effect.ensuring(Queue.end(inbox)),
       Effect.forkScoped
     )
-    const next = Effect.suspend(() =>
-      inUtterance ? Effect.map(Effect.timeoutOption(Queue.take(inbox), endpointingMs), Option.getOrUndefined) : Queue.take(inbox)
-    )
+    // (a loaded host can delay a frame by a few hundred ms: that is not the line going quiet)
+    const quietAfterMs = Math.max(minDelayMs, 300)
+    // (words held back over a reply wait for it to end: looked at this often when no frame comes)
+    const heldPollMs = 100
+    const next = Effect.suspend(() => {
+      // (a turn whose final is awaited may be told to wait longer by it: looked at again too)
+      const turnOpen = inUtterance || (current !== undefined && !current.done && !current.force)
+      const waitMs = turnOpen ? quietAfterMs : held.length > 0 ? heldPollMs : undefined
+      return waitMs === undefined ? Queue.take(inbox) : Effect.map(Effect.timeoutOption(Queue.take(inbox), waitMs), Option.getOrUndefined)
+    })
     for (;;) {
       const taken = yield* next.pipe(Effect.catchIf(Cause.isDone, () => Effect.succeed("ended" as const)))
       if (taken === "ended") break
-      if (taken === undefined || isAudioEnd(taken.input)) yield* quiet
+      if (taken === undefined && !hearing()) {
+        if (!output.playing()) yield* flushHeld
+      } else if (taken === undefined || isAudioEnd(taken.input)) yield* quiet
       else {
         lastRate = taken.input.sampleRate
         yield* onFrame(taken.input)
       }
       if (taken !== undefined) yield* Deferred.succeed(taken.heard, undefined)
     }
-    // the input ended: a turn in progress still counts
-    if (inUtterance) yield* speaking(false).pipe(Effect.andThen(endUtterance))
+    // the input ended: a turn in progress still counts, and is handed on before this ends
+    yield* endNow
     if (listening.failed) yield* reopen
+    if (!settled()) {
+      const sent = yield* Deferred.make<void>()
+      onSettled = () => Deferred.doneUnsafe(sent, Exit.void)
+      // (an engine that never answers does not hold the input open for ever)
+      yield* Deferred.await(sent).pipe(Effect.timeoutOption(SETTLE_LIMIT_MS))
+    }
   })

@@ -7,7 +7,7 @@
  * after `ttsDelay`. Either engine can fail every n-th time. What the agents played (and when it
  * was cut) is recorded for the voice checks.
  */
-import { Cause, Effect, Layer, Queue, Semaphore, Stream } from "effect"
+import { Cause, Clock, Effect, Layer, Queue, Semaphore, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import * as AudioInput from "../../services/AudioInput.ts"
 import { AudioOutput } from "../../services/AudioOutput.ts"
@@ -46,7 +46,7 @@ export interface CascadeWorld {
   /** The text of each reply step (a speech has one per model step), with its speech and agent. */
   readonly texts: Array<{ readonly speechId: string; readonly agent: string; text: string }>
   /** The STT's finals with words, in order, with the tick they were made at. */
-  readonly finals: Array<{ readonly text: string; readonly order: number }>
+  readonly finals: Array<{ readonly text: string; readonly order: number; readonly at: number }>
   readonly errors: Array<string>
   line: AudioInput.AudioInputQueue | undefined
   /** Serializes utterances: one user, one voice. */
@@ -67,6 +67,9 @@ const marked = (mark: number, ms: number) => AudioFrame.make(new Int16Array((ms 
 
 const every = (n: number | undefined, count: number) => n !== undefined && count % n === 0
 
+/** Input n's words trail off ("... and"): its turn waits `maxEndpointingMs`. */
+const trails = (spec: CascadeSpec, input: number) => every(spec.trailingEvery, input)
+
 /** The scripted engines, on the TestClock. */
 export const engines = (spec: CascadeSpec, world: CascadeWorld, tick: () => number) => {
   let ttsCalls = 0
@@ -85,7 +88,7 @@ export const engines = (spec: CascadeSpec, world: CascadeWorld, tick: () => numb
         yield* Effect.addFinalizer(() => Queue.end(events))
         const textOf = (list: ReadonlyArray<number>) => {
           const inputs = [...new Set(list.map(inputOf).filter((n): n is number => n !== undefined))]
-          return inputs.map((n) => `u${n} please`).join(" ")
+          return inputs.map((n) => (trails(spec, n) ? `u${n} please and` : `u${n} please`)).join(" ")
         }
         return {
           events: Stream.fromQueue(events),
@@ -110,7 +113,7 @@ export const engines = (spec: CascadeSpec, world: CascadeWorld, tick: () => numb
             if (every(spec.sttFailEvery, ++sttUtterances)) {
               return yield* new VoiceError({ source: "stt", reason: "Transport", description: `scripted failure of utterance ${sttUtterances}` })
             }
-            if (text !== "") world.finals.push({ text, order: tick() })
+            if (text !== "") world.finals.push({ text, order: tick(), at: yield* Clock.currentTimeMillis })
             yield* Queue.offer(events, { _tag: "Final", text })
           })
         }
@@ -162,7 +165,14 @@ export const start = (
       alsoText: text,
       voice: {
         minEndpointingDelayMs: spec.endpointingMs,
+        maxEndpointingDelayMs: spec.maxEndpointingMs ?? spec.endpointingMs,
+        preemptiveGeneration: spec.preemptive ?? false,
         minInterruptionMs: spec.interruptionMs,
+        minInterruptionWords: spec.minInterruptionWords ?? 0,
+        resumeFalseInterruption: spec.resumeFalseInterruption ?? true,
+        ...(spec.falseInterruptionTimeoutMs !== undefined ? { falseInterruptionTimeoutMs: spec.falseInterruptionTimeoutMs } : {}),
+        // the VAD's own silence (its layer's 200 ms), as drawn before adaptive endpointing
+        vad: { minSilenceMs: 200 },
         leadMs: 100,
         minSentenceChars: 1,
         onError: (error) => Effect.sync(() => void world.errors.push(error.message))
@@ -179,7 +189,8 @@ export const utter = (world: CascadeWorld, spec: CascadeSpec, input: number | un
     if (!line) return
     const mark = input === undefined ? NOISE : 1000 + input
     const speech = Math.max(FRAME_MS, Math.round(duration / FRAME_MS) * FRAME_MS)
-    const frames = speech / FRAME_MS + Math.ceil((spec.endpointingMs + 300) / FRAME_MS)
+    const silenceMs = (input !== undefined && trails(spec, input) ? spec.maxEndpointingMs ?? spec.endpointingMs : spec.endpointingMs) + 300
+    const frames = speech / FRAME_MS + Math.ceil(silenceMs / FRAME_MS)
     for (let i = 0; i < frames; i++) {
       const speaking = i < speech / FRAME_MS
       if (speaking || !stops) yield* line.offer(speaking ? marked(mark, FRAME_MS) : AudioFrame.silence(FRAME_MS, RATE))

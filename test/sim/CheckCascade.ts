@@ -52,10 +52,34 @@ export const checkCascade = (ctx: Ctx): Array<Violation> => {
   const userTexts = rec.history.flatMap((i) => (i._tag === "Message" && i.role === "user" ? [i.text] : []))
   const lastResolved = Math.max(-1, ...rec.runs.filter((r) => r.resolvedSeq !== undefined && !r.closedBefore).map((r) => r.resolvedOrder))
   const heldUntil = rec.closedEarly ? lastResolved : Infinity
+  // The final may come during the turn's silence (the turn is sent when it is over): a close
+  // before the longest silence could end drops the turn, as closing drops input not yet taken.
+  const closeAt = rec.events.find((e) => e.type === "close")?.at ?? Infinity
+  const longest = (rec.scenario.cascade.maxEndpointingMs ?? rec.scenario.cascade.endpointingMs) + 40
   for (const final of world.finals) {
     if (rec.closeOrder !== undefined && final.order >= rec.closeOrder) continue
     if (final.order >= heldUntil) continue
-    if (!userTexts.includes(final.text)) out.push(v("rule 12", `the user said "${final.text}" and no agent was told`))
+    if (final.at + longest >= closeAt) continue
+    // (a turn may hold several utterances: the user went on before its silence was over)
+    if (!userTexts.some((text) => text.includes(final.text))) out.push(v("rule 12", `the user said "${final.text}" and no agent was told`))
+  }
+
+  // A reply started ahead of its turn (preemptive generation) is used only for a turn with its
+  // very words, and is used or dropped once: never heard or kept otherwise.
+  const preemptive = rec.events.flatMap((e) => (e.type === "voice_decision" && e.decision === "preemptive_generation" ? [e] : []))
+  let open: string | undefined
+  for (const e of preemptive) {
+    if (e.outcome === "started") {
+      if (open !== undefined) out.push(v("rule 1", `a preemptive reply to "${open}" was neither used nor dropped before the next started`, e.seq))
+      open = e.transcript
+    } else if (open === undefined || e.transcript !== open) {
+      out.push(v("rule 1", `a preemptive reply to "${e.transcript}" was ${e.outcome} without having started`, e.seq))
+    } else {
+      if (e.outcome === "used" && !userTexts.includes(e.transcript ?? "")) {
+        out.push(v("rule 1", `a preemptive reply was used for "${e.transcript}", which is no user turn`, e.seq))
+      }
+      open = undefined
+    }
   }
   return out
 }

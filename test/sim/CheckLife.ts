@@ -150,14 +150,18 @@ const voiceInFlight = (ctx: Ctx, order: number, at: number): boolean => {
   if (cascade) {
     // The user's audio goes on after the action: speech, the silence that ends it, then the
     // transcript. One voice: an utterance waits for the one before it to finish.
-    const silence = cascade.endpointingMs + 300 + 20
+    // (words that trail off wait the longer silence: Cascade.utter)
+    const silenceOf = (action: { readonly op: string; readonly input?: number }) =>
+      (action.op === "utter" && cascade.trailingEvery !== undefined && action.input !== undefined && action.input % cascade.trailingEvery === 0
+        ? cascade.maxEndpointingMs ?? cascade.endpointingMs
+        : cascade.endpointingMs) + 300 + 20
     let free = -Infinity
     return ctx.rec.scenario.timeline.some((action, index) => {
       if (action.op !== "utter" && action.op !== "noise") return false
       const made = ctx.rec.actions.find((a) => a.index === index)
       if (made === undefined) return false
       const start = Math.max(made.at, free)
-      free = start + action.duration + silence
+      free = start + action.duration + silenceOf(action)
       return made.order < order && free + cascade.sttDelay + 20 >= at
     })
   }

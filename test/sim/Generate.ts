@@ -374,11 +374,25 @@ const cascade = (root: Prng, s: Scenario): Scenario => {
   // Streams that drop: a fork of their own, so the scenarios drawn before it stay as they were.
   const drops = root.fork("stt-drop-1")
   const sttDropEvery = drops.chance(0.2) ? drops.int(2, 5) : undefined
+  // Faster turns (issue 36): adaptive endpointing, preemptive replies, words to cut a reply, false
+  // interruptions; a fork of their own too.
+  const turns = root.fork("turns-1")
+  const endpointingMs = rng.int(200, 700)
+  const turnOptions = {
+    maxEndpointingMs: endpointingMs + turns.int(0, 1500),
+    preemptive: turns.chance(0.7),
+    ...(turns.chance(0.3) ? { trailingEvery: turns.int(2, 4) } : {}),
+    // (one word: the interims gate the cut; more would hold "uN please" back until the reply
+    // ends, which the quiescence check cannot time)
+    ...(turns.chance(0.3) ? { minInterruptionWords: 1 } : {}),
+    ...(turns.chance(0.3) ? { falseInterruptionTimeoutMs: turns.int(200, 3000) } : {}),
+    resumeFalseInterruption: turns.chance(0.8)
+  }
   return {
     ...s,
     timeline,
     cascade: {
-      endpointingMs: rng.int(200, 700),
+      endpointingMs,
       interruptionMs: rng.int(100, 700),
       sttDelay: rng.delay(400),
       ...(rng.chance(0.2) ? { sttFailEvery: rng.int(2, 5) } : {}),
@@ -386,7 +400,8 @@ const cascade = (root: Prng, s: Scenario): Scenario => {
       interims: rng.chance(0.5),
       ttsDelay: rng.delay(300),
       msPerChar: rng.int(5, 60),
-      ...(rng.chance(0.2) ? { ttsFailEvery: rng.int(2, 5) } : {})
+      ...(rng.chance(0.2) ? { ttsFailEvery: rng.int(2, 5) } : {}),
+      ...turnOptions
     }
   }
 }

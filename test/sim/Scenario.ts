@@ -197,6 +197,16 @@ export interface CascadeSpec {
   readonly ttsDelay: number
   readonly msPerChar: number
   readonly ttsFailEvery?: number | undefined
+  /** Silence that ends a turn whose words trail off (ms); every n-th input's words do ("... and"). */
+  readonly maxEndpointingMs?: number | undefined
+  readonly trailingEvery?: number | undefined
+  /** Replies start on the final transcript, before the silence is over. */
+  readonly preemptive?: boolean | undefined
+  /** Speech over a reply cuts it only with this many words. */
+  readonly minInterruptionWords?: number | undefined
+  /** A cut whose speech had no words resumes the reply (after this long without words). */
+  readonly resumeFalseInterruption?: boolean | undefined
+  readonly falseInterruptionTimeoutMs?: number | undefined
 }
 
 export interface Scenario {
@@ -299,7 +309,10 @@ export const format = (s: Scenario): string => {
       `  cascade endpointing=${c.endpointingMs}ms interruption=${c.interruptionMs}ms stt=${c.sttDelay}ms${c.sttFailEvery ? ` (fails every ${c.sttFailEvery})` : ""}${
         c.sttDropEvery ? ` (drops every ${c.sttDropEvery})` : ""
       }` +
-        ` tts=${c.ttsDelay}ms ${c.msPerChar}ms/char${c.ttsFailEvery ? ` (fails every ${c.ttsFailEvery})` : ""}${c.interims ? " interims" : ""}`
+        ` tts=${c.ttsDelay}ms ${c.msPerChar}ms/char${c.ttsFailEvery ? ` (fails every ${c.ttsFailEvery})` : ""}${c.interims ? " interims" : ""}` +
+        `${c.maxEndpointingMs !== undefined ? ` maxEndpointing=${c.maxEndpointingMs}ms` : ""}${c.trailingEvery ? ` (every ${c.trailingEvery}th input trails off)` : ""}` +
+        `${c.preemptive ? " preemptive" : ""}${c.minInterruptionWords ? ` minInterruptionWords=${c.minInterruptionWords}` : ""}` +
+        `${c.resumeFalseInterruption === false ? " no-resume" : ""}${c.falseInterruptionTimeoutMs !== undefined ? ` falseInterruptionTimeout=${c.falseInterruptionTimeoutMs}ms` : ""}`
     )
   }
   for (const [name, table] of Object.entries(s.responses)) {

@@ -204,7 +204,7 @@ describe("each rule check fires on a recording that breaks it", () => {
   it.effect("cascaded voice, rule 12: an utterance the STT heard that no agent was told", () =>
     Effect.gen(function*() {
       const rec = yield* recordingWith((r) => r.cascade.finals.length > 0)
-      const lost = { text: "u999 please", order: -1 }
+      const lost = { text: "u999 please", order: -1, at: -1 }
       expectRule({ ...rec, cascade: { ...rec.cascade, finals: [...rec.cascade.finals, lost] } }, "rule 12", /u999 please.*no agent was told/)
     }))
 })
