@@ -310,6 +310,15 @@ export const guardedTask: AgentTask.AgentTask<string> = AgentTask.make({
   instructions: "T.",
   guardrails: [Guardrail.output("no_prices", { check: quiet, policy: Guardrail.handoff(escalation) })]
 })
+// a session's own guardrails: their handoff targets' requirements are the session's
+const sessionGuarded = AgentSession.start({
+  agent: plain,
+  guardrails: [Guardrail.output("no_prices", { check: quiet, policy: Guardrail.handoff(() => escalation) })]
+}).pipe(Effect.scoped)
+// @ts-expect-error Db, which the session guardrail's handoff target needs, is not provided
+export const sessionGuardrailMissing: Effect.Effect<unknown, unknown, never> = sessionGuarded.pipe(Effect.provide(model))
+export const sessionGuardrailProvided: Effect.Effect<unknown, unknown, never> = sessionGuarded.pipe(Effect.provide([model, db]))
+
 // resuming needs what every agent it may find again needs
 declare const store: SessionStoreService
 const resumed = AgentSession.resume({ id: "s", store, agents: [plain, accounts] }).pipe(Effect.scoped)
