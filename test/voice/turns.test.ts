@@ -159,6 +159,34 @@ describe("faster turns (issue 36)", () => {
       ])
     ))
 
+  it.effect("preemptive generation: the floor moves during the silence: the reply made ahead is not said, the new holder answers (rule 2)", () =>
+    Effect.gen(function*() {
+      const manager = Agent.make({ name: "manager", instructions: "Manage." })
+      const { session, out, push, messages, decisions } = yield* pipeline(waiter, { minEndpointingDelayMs: 400 })
+      const model = yield* ScriptedModel.ScriptedModel
+      yield* push([...speech(400), ...silence(200)])
+      assert.deepStrictEqual(outcomes(yield* decisions("preemptive_generation")), ["started"])
+      yield* session.handoff(manager)
+      yield* push(silence(200))
+      yield* advance(10000)
+      assert.deepStrictEqual(outcomes(yield* decisions("preemptive_generation")), ["started", "discarded"])
+      assert.deepStrictEqual(yield* messages("user"), ["book a table for two"])
+      assert.deepStrictEqual(yield* messages("assistant"), ["The manager speaking."])
+      assert.deepStrictEqual([...new Set(out.played.map((p) => p.agent))], ["manager"], "nothing of the waiter's was played")
+      // the waiter asked once, ahead; the user's turn was the manager's to answer
+      assert.lengthOf(model.requestsFor("waiter"), 1)
+      assert.isAbove(model.requestsFor("manager").length, 0)
+    }).pipe(
+      Effect.scoped,
+      Effect.provide([
+        engines(["book a table for two"]),
+        ScriptedModel.layer([
+          { when: { agent: "waiter" }, reply: { text: "For two, at eight." } },
+          { when: { agent: "manager" }, reply: { text: "The manager speaking." } }
+        ])
+      ])
+    ))
+
   it.effect("preemptive generation off: the model is asked only once the turn has ended", () =>
     Effect.gen(function*() {
       const { push, messages, decisions } = yield* pipeline(waiter, { minEndpointingDelayMs: 400, preemptiveGeneration: false })
