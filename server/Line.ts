@@ -57,7 +57,7 @@ export interface Line {
 export interface DurableSessions {
   readonly store: SessionStoreService
   readonly agents: ReadonlyArray<Agent.Agent<CallControl | Transfer.Transferer>>
-  readonly userdataSchema?: Schema.Codec<any, any> | undefined
+  readonly userdataSchema?: Schema.Codec<unknown, unknown> | undefined
   /** This process as the sessions' writer (unique per process: a fleet's nodes fence one another). */
   readonly owner: string
 }
