@@ -2,7 +2,7 @@
 // Cartesia TTS, OpenAI chat LLM (`@livekit/agents-plugin-*`) and Silero VAD. The caller is a WAV
 // (PCM16 mono) streamed at real-time pace in 20 ms frames into `session.input.audio`; the agent's
 // audio comes out of `session.output.audio`. Used by bench/voice-side-by-side.ts (and by
-// bench/capacity.ts and test/mocks/agents-js-plugins.test.ts). Run with Node 24:
+// bench/capacity.ts and test/mocks/agents-js-plugins-official.test.ts). Run with Node 24:
 //
 //   node bench/agents-js/voice.mjs --wav caller.wav --deepgram ws://127.0.0.1:P1 \
 //     --cartesia http://127.0.0.1:P2 --openai http://127.0.0.1:P3/v1 [options]
