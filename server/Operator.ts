@@ -1,30 +1,53 @@
 /**
  * The operator's desk (issue 35): `/operator`, a page for a person who watches the live sessions
  * and can step in, and `/operator/ws`, its socket. With `BATON_TOKEN` set both need an operator
- * token (`POST /token?route=operator`), which a caller's `/ws` token is not.
+ * token (`POST /token?route=operator`), which a caller's `/ws` token is not. `?name=` names the
+ * operator (default `operator`): the floor's holder when they take over, and whom a transfer to
+ * them reaches.
  *
  * Client → server: `{"type":"list"}` (answered with `sessions`: id, who holds the floor, since
  * when, the last words), `{"type":"open","session":id}` (the conversation so far as `history`,
- * then every event of the session as `event`), `{"type":"whisper","text"}` (instructions only the
- * agent sees, for its next reply), `{"type":"take_over"}` (the floor passes to the operator: the
- * agent stops at once), `{"type":"say","text"}` (the operator's words to the caller),
- * `{"type":"hand_back","agent","note"}` (the floor back to an agent, the note for its next
- * reply). Each command is answered with `result` or `error`. An operator who leaves while
- * holding the floor hands it back to the agent taken over.
+ * with the session's `audio`, then every event of the session as `event`, and, when the session
+ * has audio, the caller's and the agents' mixed as binary PCM16 after an `audio_format`),
+ * `{"type":"whisper","text"}` (instructions only the agent sees, for its next reply),
+ * `{"type":"take_over"}` (the floor passes to the operator: the agent stops at once),
+ * `{"type":"say","text"}` (the operator's words to the caller), `{"type":"hand_back","agent",
+ * "note"}` (the floor back to an agent, the note for its next reply), `{"type":"timeline"}` (the
+ * open session's timeline picture as SVG). Transfers: an `offer` frame (who it is for, the
+ * session, the briefing, how long it still rings) is answered with `{"type":"accept","offer":id}`
+ * (the transfer is Answered, the session opens and the operator takes the floor once the
+ * transfer has given it back to its agent) or `{"type":"decline","offer":id,"reason"}`; an
+ * `offer_closed` frame says when it stopped ringing and how. Voice: while holding the floor,
+ * binary PCM16 frames (at the rate of `{"type":"audio_format","sampleRate"}`, 16 kHz until
+ * declared) go to the caller where the agents' audio would, and with a voice pipeline are
+ * transcribed into the history as the operator's words, an utterance ending at
+ * `{"type":"audio_end"}` (or a hand back). Each command is answered with `result` or `error`. An
+ * operator who leaves while holding the floor hands it back to the agent taken over.
  *
  * @since 0.1.0
  * @packageDocumentation
  */
-import { Effect, Fiber, Option, Queue, type Scope, Stream } from "effect"
+import { Clock, Deferred, Effect, Exit, Fiber, Option, Queue, Scope, Stream } from "effect"
 import { Socket } from "effect/socket"
+import * as AudioFrame from "../services/AudioFrame.ts"
+import type { ResamplerService, ResamplerStage } from "../services/Resampler.ts"
+import type { SttStream } from "../services/Stt.ts"
 import { type Agent, type AgentSession, Human } from "../src/index.ts"
 import type { SessionEvent } from "../src/Events.ts"
+import * as Timeline from "../src/Timeline.ts"
+import type { Call } from "./Call.ts"
+import * as ListenIn from "./ListenIn.ts"
+import * as OperatorTransfer from "./OperatorTransfer.ts"
 import type { Resumer } from "./Resumer.ts"
 
 /** What the desk works with: the live sessions, and the agents the floor may be handed back to. */
 export interface Desk {
   readonly resumer: Resumer
   readonly agents: ReadonlyArray<Agent.Agent<any>>
+  /** Where transfers to an operator ring: an operator connected here is online on it. */
+  readonly line?: OperatorTransfer.OperatorLine | undefined
+  /** Brings the listen-in audio to one rate, and the operator's voice to the transcriber's. */
+  readonly resampler: ResamplerService
 }
 
 /** A live session as the list shows it. */
@@ -54,6 +77,21 @@ const summary = (session: AgentSession.AgentSession): Effect.Effect<SessionSumma
 export const sessions = (desk: Desk): Effect.Effect<ReadonlyArray<SessionSummary>> =>
   Effect.forEach(desk.resumer.list(), (call) => summary(call.line.session))
 
+/**
+ * The operator's name from `?name=`: letters, digits, spaces, `.`, `_` and `-`, up to 40; absent
+ * or empty, "operator". Anything else is refused with what is expected.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const operatorName = (given: string | null | undefined): string | { readonly error: string } => {
+  if (given === null || given === undefined || given.trim() === "") return "operator"
+  const name = given.trim()
+  return /^[\p{L}\p{N} ._-]{1,40}$/u.test(name)
+    ? name
+    : { error: `an operator's name is 1 to 40 letters, digits, spaces, '.', '_' or '-' (got ${JSON.stringify(given.slice(0, 60))})` }
+}
+
 const parse = (frame: string): { readonly type: string; readonly [k: string]: unknown } | undefined => {
   try {
     const value = JSON.parse(frame)
@@ -63,44 +101,119 @@ const parse = (frame: string): { readonly type: string; readonly [k: string]: un
   }
 }
 
-/** One operator's socket: a person (a `Human` named "operator") who may take over the session opened. */
-export const serve = (socket: Socket.Socket, desk: Desk) =>
+/** How long an accepted transfer may take to give the floor back to its agent before the take-over. */
+const RETURN_WAIT = "5 seconds"
+/** How long a hand back waits for the transcript of the operator's last words. */
+const LAST_WORDS_WAIT = "3 seconds"
+
+/** One operator's socket: a person (a `Human` named `name`) who may take over the session opened. */
+export const serve = (socket: Socket.Socket, desk: Desk, name = "operator") =>
   Effect.gen(function*() {
     const reader = yield* socket.reader
     const writer = yield* socket.writer
-    const outbox = yield* Queue.unbounded<string>()
+    const outbox = yield* Queue.unbounded<string | Uint8Array>()
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(outbox), (frame) => writer.write(frame).pipe(Effect.ignore))))
     const send = (frame: object) => Effect.sync(() => void Queue.offerUnsafe(outbox, JSON.stringify(frame)))
-    const operator = yield* Human.make({ name: "operator" })
+    const sendBytes = (pcm: Uint8Array) => Effect.sync(() => void Queue.offerUnsafe(outbox, pcm))
+    const operator = yield* Human.make({ name })
     // The floor goes back to an agent, never to a task (a task is started by its caller).
     const handsBackTo = desk.agents.filter((a) => a.task === undefined)
     // What the caller says reaches the page as the session's events; the queue is not kept.
     yield* Effect.forkScoped(Stream.runDrain(operator.heard))
-    let opened: AgentSession.AgentSession | undefined
+    let opened: Call | undefined
     let watching: Fiber.Fiber<void> | undefined
+    let listening: Fiber.Fiber<never> | undefined
     // (The service's agents run in its sessions: what they need, the sessions have.)
-    const agentNamed = (name: unknown) => handsBackTo.find((a) => a.name === name) as Agent.Agent | undefined
+    const agentNamed = (agent: unknown) => handsBackTo.find((a) => a.name === agent) as Agent.Agent | undefined
     /** The agent the floor was taken from, by the last take-over's record. */
     const takenFrom = (session: AgentSession.AgentSession) =>
       Effect.map(session.eventLog, (events) => {
         const taken = events.findLast((e): e is Extract<SessionEvent, { type: "agent_handoff" }> => e.type === "agent_handoff" && e.kind === "take_over")
         return agentNamed(taken?.from) ?? (handsBackTo[0] as Agent.Agent | undefined)
       })
+
+    const open = (id: string): Effect.Effect<Call | undefined, never, Scope.Scope> =>
+      Effect.gen(function*() {
+        const call = desk.resumer.find(id)
+        if (!call) {
+          yield* send({ type: "error", message: `no live session ${id}` })
+          return undefined
+        }
+        if (watching) yield* Fiber.interrupt(watching)
+        if (listening) yield* Fiber.interrupt(listening)
+        yield* voice.stop
+        const session = call.line.session
+        opened = call
+        // Events from here on, then what was said so far (the page merges items by id).
+        watching = yield* Effect.forkScoped(Stream.runForEach(session.events, (event) => send({ type: "event", event })), { startImmediately: true })
+        yield* send({ type: "history", session: session.id, audio: call.line.audio, items: (yield* session.history).items, summary: yield* summary(session) })
+        // Listen in: both sides of the call, mixed (a text-only session has none).
+        if (call.line.audio !== "none") {
+          yield* send({ type: "audio_format", sampleRate: ListenIn.SAMPLE_RATE })
+          listening = yield* Effect.forkScoped(ListenIn.stream(call.line.tap, desk.resampler, sendBytes))
+        } else listening = undefined
+        return call
+      })
+
+    const takeOver = (session: AgentSession.AgentSession) =>
+      Effect.flatMap(session.takeOver(operator, { reason: `${name} took over` }), (outcome) => send({ type: "result", of: "take_over", outcome }))
+
+    const voice = yield* operatorVoice(desk, name, operator, sendErrorOnce(send))
+
+    // Offers of transfers to this operator (or to any), from the moment they are online.
+    const ringing = new Map<string, OperatorTransfer.Offer>()
+    const line = desk.line
+    // One page per name on the line: a second one would take the first one's offers.
+    if (line?.online.has(name)) yield* send({ type: "error", of: "offers", message: `an operator named ${name} is online already: this page gets no transfers` })
+    else if (line) {
+      const offers = yield* OperatorTransfer.connect(line, name)
+      yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+        const offer = yield* Queue.take(offers)
+        ringing.set(offer.id, offer)
+        const now = yield* Clock.currentTimeMillis
+        yield* send({ type: "offer", offer, remainingMs: Math.max(0, offer.offeredAt + offer.ringMs - now) })
+        // Off the page once it stops ringing, whoever settled it.
+        yield* OperatorTransfer.settled(line, offer.id).pipe(
+          Effect.flatMap((outcome) => Effect.andThen(Effect.sync(() => ringing.delete(offer.id)), send({ type: "offer_closed", id: offer.id, outcome }))),
+          Effect.forkScoped
+        )
+      })))
+    }
+
     const onCommand = (command: { readonly type: string; readonly [k: string]: unknown }): Effect.Effect<void, never, Scope.Scope> =>
       Effect.gen(function*() {
         if (command.type === "list") return yield* send({ type: "sessions", sessions: yield* sessions(desk), agents: handsBackTo.map((a) => a.name) })
-        if (command.type === "open") {
-          const call = desk.resumer.find(String(command.session))
-          if (!call) return yield* send({ type: "error", message: `no live session ${String(command.session)}` })
-          if (watching) yield* Fiber.interrupt(watching)
-          const session = call.line.session
-          opened = session
-          // Events from here on, then what was said so far (the page merges items by id).
-          watching = yield* Effect.forkScoped(Stream.runForEach(session.events, (event) => send({ type: "event", event })), { startImmediately: true })
-          return yield* send({ type: "history", session: session.id, items: (yield* session.history).items, summary: yield* summary(session) })
+        if (command.type === "open") return yield* Effect.asVoid(open(String(command.session)))
+        if (command.type === "accept" || command.type === "decline") {
+          const id = String(command.offer ?? "")
+          const offer = ringing.get(id)
+          if (!line || !offer) return yield* send({ type: "error", of: command.type, message: `no offer ${id} is ringing for ${name}` })
+          if (command.type === "decline") {
+            const reason = typeof command.reason === "string" ? command.reason : undefined
+            const answered = yield* OperatorTransfer.answer(line, name, id, false, reason)
+            return yield* send(answered ? { type: "result", of: "decline", offer: id } : { type: "error", of: "decline", message: `offer ${id} stopped ringing` })
+          }
+          const call = offer.session === undefined ? undefined : desk.resumer.find(offer.session)
+          // Watched before answering, so the transfer giving the floor back is not missed.
+          const returned = call
+            ? yield* Effect.forkScoped(
+              Stream.runHead(Stream.filter(call.line.session.events, (e) => e.type === "agent_handoff" && e.kind === "return")),
+              { startImmediately: true }
+            )
+            : undefined
+          if (!(yield* OperatorTransfer.answer(line, name, id, true))) {
+            if (returned) yield* Fiber.interrupt(returned)
+            return yield* send({ type: "error", of: "accept", message: `offer ${id} stopped ringing` })
+          }
+          yield* send({ type: "result", of: "accept", offer: id, session: offer.session })
+          if (!call || !returned) return
+          yield* open(call.id)
+          yield* Effect.timeoutOption(Fiber.join(returned), RETURN_WAIT)
+          return yield* takeOver(call.line.session)
         }
-        const session = opened
-        if (!session) return yield* send({ type: "error", message: "open a session first" })
+        const call = opened
+        if (!call) return yield* send({ type: "error", message: "open a session first" })
+        const session = call.line.session
         switch (command.type) {
           case "whisper":
             return yield* session.whisper(String(command.text ?? "")).pipe(
@@ -108,12 +221,18 @@ export const serve = (socket: Socket.Socket, desk: Desk) =>
               Effect.catch((e) => send({ type: "error", of: "whisper", message: e.message }))
             )
           case "take_over":
-            return yield* send({ type: "result", of: "take_over", outcome: yield* session.takeOver(operator, { reason: "an operator took over" }) })
+            return yield* takeOver(session)
           case "say":
             return yield* operator.say(String(command.text ?? "")).pipe(
               Effect.andThen(send({ type: "result", of: "say" })),
               Effect.catch((e) => send({ type: "error", of: "say", message: e.message }))
             )
+          case "timeline":
+            return yield* Effect.flatMap(session.eventLog, (events) => send({ type: "timeline", svg: Timeline.fromEvents(events) }))
+          case "audio_format":
+            return yield* voice.format(command.sampleRate)
+          case "audio_end":
+            return yield* voice.endUtterance
           // A tool call waiting for approval (`needsApproval`): the operator answers it.
           case "approve":
           case "reject": {
@@ -130,6 +249,8 @@ export const serve = (socket: Socket.Socket, desk: Desk) =>
             const agent = agentNamed(command.agent)
             if (!agent) return yield* send({ type: "error", of: "hand_back", message: `no agent ${String(command.agent)} (expected ${handsBackTo.map((a) => a.name).join(", ")})` })
             const note = typeof command.note === "string" && command.note !== "" ? command.note : undefined
+            // The operator's last spoken words are recorded before the floor goes.
+            yield* voice.stop
             return yield* send({ type: "result", of: "hand_back", outcome: yield* session.handBack(agent, { note }) })
           }
           default:
@@ -139,25 +260,133 @@ export const serve = (socket: Socket.Socket, desk: Desk) =>
     // Leaving with the floor would strand the caller: it goes back to the agent taken over.
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
-        const session = opened
-        if (!session || operator.holding() !== session.id) return Effect.void
-        return Effect.flatMap(takenFrom(session), (agent) => (agent ? Effect.asVoid(session.handBack(agent, { note: "The operator left." })) : Effect.void))
+        const held = operator.holding()
+        const session = held === undefined ? undefined : desk.resumer.find(held)?.line.session
+        if (!session) return Effect.void
+        return Effect.flatMap(takenFrom(session), (agent) => (agent ? Effect.asVoid(session.handBack(agent, { note: `${name} left.` })) : Effect.void))
       })
     )
     while (true) {
       const frames = yield* reader.pull.pipe(Effect.map(Option.some), Effect.catch(() => Effect.succeed(Option.none())))
       if (Option.isNone(frames)) return
       for (const frame of frames.value) {
-        const command = typeof frame === "string" ? parse(frame) : undefined
+        if (typeof frame !== "string") {
+          yield* voice.speak(opened, frame)
+          continue
+        }
+        const command = parse(frame)
         yield* command ? onCommand(command) : send({ type: "error", message: "a frame is one JSON command with a type" })
       }
     }
   }).pipe(Effect.scoped)
 
+/** An error the operator is told once until `reset` (a microphone sends dozens of frames a second). */
+const sendErrorOnce = (send: (frame: object) => Effect.Effect<void>) => {
+  let told = false
+  return {
+    error: (message: string) =>
+      Effect.suspend(() => {
+        if (told) return Effect.void
+        told = true
+        return send({ type: "error", of: "audio", message })
+      }),
+    reset: () => void (told = false)
+  }
+}
+
+/**
+ * The operator's voice: to the caller while they hold the floor of the session opened, and with
+ * a transcriber, into the history as their words (an utterance per `audio_end`).
+ */
+const operatorVoice = (
+  desk: Desk,
+  name: string,
+  operator: Human.Human,
+  errors: ReturnType<typeof sendErrorOnce>
+) =>
+  Effect.gen(function*() {
+    const connection = yield* Effect.scope
+    let rate = 16_000
+    /** The transcription under way: its stream, its Scope, and whether words wait for an end. */
+    let stt: { readonly stream: SttStream; readonly scope: Scope.Closeable; readonly stage: ResamplerStage; pending: boolean; final: Deferred.Deferred<void> } | undefined
+
+    const transcribing = (call: Call) =>
+      Effect.gen(function*() {
+        const transcriber = call.line.transcriber
+        if (!transcriber) return undefined
+        if (stt) return stt
+        const scope = yield* Scope.fork(connection)
+        const stream = yield* transcriber.stream().pipe(Scope.provide(scope))
+        const state = { stream, scope, stage: yield* desk.resampler.make(rate, transcriber.sampleRate), pending: false, final: yield* Deferred.make<void>() }
+        yield* stream.events.pipe(
+          Stream.runForEach((event) =>
+            event._tag !== "Final" ? Effect.void : Effect.gen(function*() {
+              state.pending = false
+              if (event.text.trim() !== "") yield* Effect.ignore(operator.say(event.text.trim(), { voiced: true }))
+              yield* Deferred.succeed(state.final, undefined)
+              state.final = yield* Deferred.make<void>()
+            })
+          ),
+          Effect.ignore,
+          Effect.forkIn(scope)
+        )
+        stt = state
+        return state
+      })
+
+    const endUtterance = Effect.suspend(() => {
+      const current = stt
+      if (!current || !current.pending) return Effect.void
+      return current.stream.endUtterance.pipe(
+        Effect.andThen(Effect.timeoutOption(Deferred.await(current.final), LAST_WORDS_WAIT)),
+        Effect.ignore
+      )
+    })
+
+    /** Ends the transcription: the last utterance's words first. */
+    const stop = Effect.gen(function*() {
+      const current = stt
+      if (!current) return
+      yield* endUtterance
+      stt = undefined
+      yield* Scope.close(current.scope, Exit.void)
+    })
+
+    return {
+      format: (sampleRate: unknown) =>
+        Effect.suspend(() => {
+          if (typeof sampleRate !== "number" || !Number.isInteger(sampleRate) || sampleRate < 8000 || sampleRate > 48_000) {
+            return errors.error(`sampleRate ${String(sampleRate)} is outside 8000..48000`)
+          }
+          rate = sampleRate
+          // A transcription at the old rate ends; the next frame starts one at the new rate.
+          return stop
+        }),
+      endUtterance,
+      stop,
+      speak: (call: Call | undefined, bytes: Uint8Array) =>
+        Effect.gen(function*() {
+          if (!call || operator.holding() !== call.id) {
+            return yield* errors.error("your voice goes to the caller only while you hold the floor: take over first")
+          }
+          errors.reset()
+          if (bytes.byteLength % 2 !== 0) return yield* errors.error("an audio frame needs an even number of bytes (PCM16)")
+          const frame = AudioFrame.fromPcm16(bytes, rate)
+          yield* call.line.speak(frame, name)
+          const transcription = yield* transcribing(call).pipe(Effect.catch(() => Effect.succeed(undefined)))
+          if (!transcription) return
+          transcription.pending = true
+          for (const out of transcription.stage.push(frame)) yield* Effect.ignore(transcription.stream.push(out))
+        })
+    }
+  })
+
 /**
  * The operator's page: the live sessions (who holds the floor, for how long, the last words); the
- * one opened, with its transcript and its floor's timeline as they happen; whisper, take over,
- * say, hand back with a note. It opens `/operator/ws` with the token it was loaded with.
+ * one opened, with its transcript, its floor's timeline and its audio (listen in) as they happen;
+ * whisper, take over, say or speak, hand back with a note; transfers offered to this operator,
+ * ringing, with Accept and Decline. It opens `/operator/ws` with the token (and name) it was
+ * loaded with.
  */
 export const page = (): string => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>baton · operator</title>
@@ -165,7 +394,7 @@ export const page = (): string => `<!doctype html>
 <style>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 0; display: grid; grid-template-columns: 320px 1fr; height: 100vh; color: #0f172a }
 aside { border-right: 1px solid #cbd5e1; padding: 12px; overflow: auto; background: #f8fafc }
-main { padding: 12px; display: grid; grid-template-rows: auto 1fr auto; gap: 8px; min-height: 0 }
+main { padding: 12px; display: grid; grid-template-rows: auto auto 1fr auto auto auto; gap: 8px; min-height: 0 }
 h1 { font-size: 16px; margin: 0 0 8px }
 #sessions { list-style: none; padding: 0; margin: 0 }
 #sessions li { padding: 6px; border: 1px solid #cbd5e1; border-radius: 6px; margin-bottom: 6px; cursor: pointer; background: #fff }
@@ -175,27 +404,37 @@ h1 { font-size: 16px; margin: 0 0 8px }
 .line .who { font-weight: 600; margin-right: 6px }
 .line.user .who { color: #0f766e } .line.operator .who { color: #b45309 } .cut { color: #64748b }
 form { display: flex; gap: 6px; margin: 4px 0 } input[type=text] { flex: 1 }
-#status { color: #64748b }
+#status, #audio { color: #64748b }
+.offer { border: 2px solid #b45309; border-radius: 6px; padding: 8px; margin-bottom: 6px; background: #fffbeb }
+.offer .briefing { margin: 4px 0; white-space: pre-wrap } .offer .ring { font-weight: 600; color: #b45309; margin-right: 8px }
+#picture { overflow: auto; max-height: 30vh } #picture svg { height: auto }
 </style></head>
 <body>
 <aside><h1>Live sessions</h1><ul id="sessions"></ul></aside>
 <main>
-<div><strong>Session</strong> <span id="sessionId">–</span> · floor: <span id="holder">–</span> <span id="status"></span></div>
+<div id="offers"></div>
+<div><strong>Session</strong> <span id="sessionId">–</span> · floor: <span id="holder">–</span> <span id="status"></span> <span id="audio"></span></div>
 <div class="panes"><div id="transcript"></div><ol id="timeline"></ol></div>
+<div id="picture"></div>
 <div id="approvals"></div>
 <div>
 <form id="whisperForm"><input id="whisper" type="text" placeholder="Whisper to the agent (only it sees this)"><button>Whisper</button></form>
 <form id="takeOverForm"><button id="takeOver">Take over</button></form>
-<form id="sayForm"><input id="say" type="text" placeholder="Say to the caller"><button>Say</button></form>
+<form id="sayForm"><input id="say" type="text" placeholder="Say to the caller"><button>Say</button> <label><input type="checkbox" id="speak" disabled> speak (microphone)</label></form>
 <form id="handBackForm"><select id="agent"></select><input id="note" type="text" placeholder="Note for the agent's next reply"><button id="handBack">Hand back</button></form>
 </div>
 </main>
 <script>
 const $ = (id) => document.getElementById(id)
-const state = { session: undefined, items: new Map(), agents: [], results: [] }
+const state = { session: undefined, items: new Map(), agents: [], results: [], offers: new Map(), holder: undefined, name: "operator",
+  listen: { rate: 24000, frames: 0, loud: 0, peak: 0 }, ctx: null, playAt: 0, mic: null, voiceFrames: 0 }
 window.desk = state
-const token = new URLSearchParams(location.search).get("token")
-const ws = new WebSocket(location.origin.replace(/^http/, "ws") + "/operator/ws" + (token ? "?token=" + encodeURIComponent(token) : ""))
+const query = new URLSearchParams(location.search)
+const params = new URLSearchParams()
+for (const key of ["token", "name"]) if (query.get(key)) params.set(key, query.get(key))
+if (query.get("name")) state.name = query.get("name")
+const ws = new WebSocket(location.origin.replace(/^http/, "ws") + "/operator/ws" + (params.size ? "?" + params : ""))
+ws.binaryType = "arraybuffer"
 const send = (message) => ws.readyState === 1 && ws.send(JSON.stringify(message))
 const since = (at) => at ? Math.round((Date.now() - at) / 1000) + " s" : ""
 const showSessions = (list) => {
@@ -220,7 +459,11 @@ const showItem = (item) => {
   $("transcript").scrollTop = $("transcript").scrollHeight
 }
 const floor = (from, to, kind, at) => {
-  $("holder").textContent = to
+  $("holder").textContent = to; state.holder = to
+  // The microphone goes to the caller only while this operator holds the floor.
+  $("speak").disabled = to !== state.name
+  if (to !== state.name && $("speak").checked) { $("speak").checked = false; send({ type: "audio_end" }) }
+  askPicture()
   const li = document.createElement("li")
   li.textContent = new Date(at || Date.now()).toLocaleTimeString() + " " + (from || "–") + " → " + to + " (" + kind + ")"
   $("timeline").append(li)
@@ -233,9 +476,54 @@ const askApproval = (event) => {
   row.append(document.createTextNode(event.agent + " asks to run " + event.tool + " " + event.arguments + " "), button("Approve", "approve"), button("Reject", "reject"))
   $("approvals").append(row)
 }
+// Sound starts on a click or key (the browser's autoplay policy); audio before it is not queued.
+const startAudio = () => { state.ctx ??= new AudioContext(); state.ctx.resume() }
+addEventListener("pointerdown", startAudio, true); addEventListener("keydown", startAudio, true)
+// Listen in: the session's audio (caller and agents mixed), played gap-free as it comes.
+const play = (buffer) => {
+  const pcm = new Int16Array(buffer); let peak = 0
+  for (let i = 0; i < pcm.length; i++) peak = Math.max(peak, Math.abs(pcm[i]))
+  state.listen.frames++; state.listen.peak = Math.max(state.listen.peak, peak); if (peak > 500) state.listen.loud++
+  const ctx = state.ctx; if (!ctx || ctx.state !== "running") return
+  const f = new Float32Array(pcm.length); for (let i = 0; i < pcm.length; i++) f[i] = pcm[i] / 32768
+  const b = ctx.createBuffer(1, f.length, state.listen.rate); b.copyToChannel(f, 0)
+  const src = ctx.createBufferSource(); src.buffer = b; src.connect(ctx.destination)
+  state.playAt = Math.max(state.playAt, ctx.currentTime + 0.05); src.start(state.playAt); state.playAt += b.duration
+}
+// An incoming transfer: who it is for, the session, the briefing, a countdown; Accept or Decline.
+const showOffer = (offer, remainingMs) => {
+  const row = document.createElement("div"); row.className = "offer"; row.dataset.offer = offer.id
+  const deadline = Date.now() + remainingMs
+  const ring = Object.assign(document.createElement("span"), { className: "ring" })
+  const tick = () => { const s = Math.max(0, Math.ceil((deadline - Date.now()) / 1000)); ring.textContent = s > 0 ? "ringing · " + s + " s" : "no answer" }
+  tick(); state.offers.set(offer.id, setInterval(tick, 250))
+  const button = (label, type) => Object.assign(document.createElement("button"), { textContent: label, className: type, onclick: () => send({ type, offer: offer.id }) })
+  const head = document.createElement("div")
+  head.append(ring, document.createTextNode("Incoming " + offer.kind + " transfer for " + offer.to + (offer.session ? " · session " + offer.session : "") + " "), button("Accept", "accept"), button("Decline", "decline"))
+  row.append(head)
+  if (offer.briefing) row.append(Object.assign(document.createElement("div"), { className: "briefing", textContent: offer.briefing }))
+  $("offers").append(row)
+}
+const closeOffer = (id) => { clearInterval(state.offers.get(id)); state.offers.delete(id); document.querySelector('[data-offer="' + id + '"]')?.remove() }
+// The timeline picture of the open session, redrawn after each passage of the floor.
+const askPicture = () => { clearTimeout(state.redraw); state.redraw = setTimeout(() => send({ type: "timeline" }), 150) }
+// The operator's microphone as PCM16 (an AudioWorklet), sent while "speak" is on.
+const worklet = "registerProcessor('pcm16', class extends AudioWorkletProcessor { process(inputs) { const c = inputs[0][0]; if (c) { const p = new Int16Array(c.length); for (let i = 0; i < c.length; i++) p[i] = Math.max(-32768, Math.min(32767, c[i] * 32768)); this.port.postMessage(p.buffer, [p.buffer]) } return true } })"
+const startMic = async () => {
+  if (state.mic) return
+  startAudio(); const ctx = state.ctx; await ctx.resume()
+  const stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true } })
+  await ctx.audioWorklet.addModule(URL.createObjectURL(new Blob([worklet], { type: "text/javascript" })))
+  const node = new AudioWorkletNode(ctx, "pcm16"); ctx.createMediaStreamSource(stream).connect(node)
+  send({ type: "audio_format", sampleRate: ctx.sampleRate })
+  node.port.onmessage = (m) => { if ($("speak").checked && ws.readyState === 1) { ws.send(m.data); state.voiceFrames++ } }
+  state.mic = { stream, node }
+}
+$("speak").onchange = async () => { if ($("speak").checked) await startMic(); else send({ type: "audio_end" }) }
 ws.onopen = () => { $("status").textContent = "connected"; send({ type: "list" }); setInterval(() => send({ type: "list" }), 2000) }
 ws.onclose = () => { $("status").textContent = "disconnected" }
 ws.onmessage = (m) => {
+  if (typeof m.data !== "string") return play(m.data)
   const e = JSON.parse(m.data)
   switch (e.type) {
     case "sessions":
@@ -244,17 +532,22 @@ ws.onmessage = (m) => {
       break
     case "history":
       state.session = e.session; state.items.clear(); $("sessionId").textContent = e.session
-      $("transcript").replaceChildren(); $("timeline").replaceChildren()
+      $("transcript").replaceChildren(); $("timeline").replaceChildren(); $("approvals").replaceChildren()
+      $("audio").textContent = e.audio === "none" ? "· text only: this session has no audio to listen to" : "· listening in (" + e.audio + ")"
       for (const item of e.items) { if (item._tag === "AgentHandoff") floor(item.from, item.to, item.kind); else showItem(item) }
       break
     case "event":
-      if (e.event.type === "conversation_item_added") showItem(e.event.item)
+      if (e.event.type === "conversation_item_added") { showItem(e.event.item); askPicture() }
       if (e.event.type === "agent_handoff") floor(e.event.from, e.event.to, e.event.kind, e.event.at)
       if (e.event.type === "tool_approval_requested") askApproval(e.event)
       if (e.event.type === "tool_approval_answered") document.querySelector('[data-call="' + e.event.callId + '"]')?.remove()
       if (e.event.type === "close") $("status").textContent = "session closed"
       break
-    case "result": state.results.push(e); break
+    case "audio_format": state.listen.rate = e.sampleRate; break
+    case "offer": showOffer(e.offer, e.remainingMs); break
+    case "offer_closed": closeOffer(e.id); break
+    case "timeline": $("picture").innerHTML = e.svg; break
+    case "result": state.results.push(e); if (e.of === "accept" || e.of === "decline") closeOffer(e.offer); break
     case "error": state.results.push(e); $("status").textContent = "error: " + e.message; break
   }
 }

@@ -21,18 +21,21 @@ import { SessionStore } from "../services/SessionStore.ts"
 import * as SessionStoreConfig from "../services/SessionStoreConfig.ts"
 import * as SincResampler from "../services/SincResampler.ts"
 import type { Agent } from "../src/index.ts"
+import type * as Transfer from "../src/Transfer.ts"
 import * as Call from "./Call.ts"
 import { type ServerOptions, storeIsDurable } from "./Config.ts"
 import * as Connection from "./Connection.ts"
 import type { DurableSessions } from "./Line.ts"
 import * as Limits from "./Limits.ts"
 import * as Operator from "./Operator.ts"
+import * as OperatorTransfer from "./OperatorTransfer.ts"
 import { pingedSockets } from "./Liveness.ts"
 import * as ServiceMetrics from "./Metrics.ts"
 import { contentSecurityPolicy, favicon, page } from "./Page.ts"
 import * as Registry from "./Registry.ts"
 import * as Resumer from "./Resumer.ts"
 import * as Token from "./Token.ts"
+import * as Transfers from "./Transfers.ts"
 import * as Twilio from "./Twilio.ts"
 
 /**
@@ -43,8 +46,9 @@ import * as Twilio from "./Twilio.ts"
  * @category models
  */
 export interface ServeOptions extends ServerOptions {
-  /** The agent each new session starts with; its tools may use the call's `CallControl` (`CallTools`). */
-  readonly agent: Agent.Agent<CallControl>
+  /** The agent each new session starts with; its tools may use the call's `CallControl`
+   * (`CallTools`) and transfer it (`Transfer.cold`/`warm`: the call's `Transferer`, Transfers.ts). */
+  readonly agent: Agent.Agent<CallControl | Transfer.Transferer>
   /** Per-session state (the agents' `userdata`), made for each session. */
   readonly userdata?: () => unknown
   /** The realtime model's input rate (24000 for OpenAI Realtime, 16000 for Gemini Live). */
@@ -55,7 +59,9 @@ export interface ServeOptions extends ServerOptions {
   readonly modelPhrases?: ReadonlyArray<string>
   /** With a durable store: every agent and task a session may run, so another process can resume
    * it (agents are found again by name; default: the entry agent alone). */
-  readonly agents?: ReadonlyArray<Agent.Agent<CallControl>>
+  readonly agents?: ReadonlyArray<Agent.Agent<CallControl | Transfer.Transferer>>
+  /** Where `/ws` calls are transferred; default: an operator on the desk (`/operator`). */
+  readonly transferer?: Transfer.TransfererService
   /** With a durable store: the userdata's Schema (its JSON form is journaled). Needed when
    * `userdata` makes any. */
   readonly userdataSchema?: Schema.Codec<any, any>
@@ -71,6 +77,8 @@ export class ServerState extends Context.Service<ServerState, {
   readonly registry: Registry.Registry
   /** The sessions clients can resume, and how a resume token finds one. */
   readonly resumer: Resumer.Resumer
+  /** The operators online at the desk (`/operator`) and the transfers offered to them. */
+  readonly operators: OperatorTransfer.OperatorLine
 }>()("baton/server/ServerState") {}
 
 const json = (body: unknown, status = 200) => HttpServerResponse.jsonUnsafe(body, { status })
@@ -145,12 +153,14 @@ const routes = (
   resumer: Resumer.Resumer,
   resumeSecret: Redacted.Redacted<string>,
   durable: DurableSessions | undefined,
-  serverScope: Scope.Scope
+  serverScope: Scope.Scope,
+  operators: OperatorTransfer.OperatorLine
 ) =>
   HttpRouter.use(Effect.fn(function*(router) {
     const resampler = yield* Resampler
     const lag = yield* ServiceMetrics.lagMonitor
     const lagMs = yield* Limits.lagWatch()
+    const transfers = Transfers.make(options, operators, options.transferer)
     const ctx: Connection.ConnectionContext = {
       agent: options.agent,
       userdata: options.userdata ?? (() => undefined),
@@ -160,7 +170,8 @@ const routes = (
       realtimeInputRate: options.realtimeInputRate ?? 24_000,
       resumer,
       resumeSecret,
-      durable
+      durable,
+      transfers
     }
     if (durable) resumer.restoreWith(restoreFromStore(ctx, resumer, serverScope))
     const upgradeTo = (route: Token.Route, serveSocket: typeof Connection.serve) =>
@@ -222,7 +233,7 @@ const routes = (
     }))
     yield* router.add("GET", "/ws", upgradeTo("ws", Connection.serve))
     // The operator's desk: its own token (route "operator"), no slot of its own.
-    const desk: Operator.Desk = { resumer, agents: options.agents ?? [options.agent] }
+    const desk: Operator.Desk = { resumer, agents: options.agents ?? [options.agent], line: operators, resampler }
     const operatorHtml = Operator.page()
     const operatorCsp = contentSecurityPolicy(operatorHtml)
     const operatorAccess = Effect.gen(function*() {
@@ -237,9 +248,23 @@ const routes = (
     yield* router.add("GET", "/operator/ws", Effect.gen(function*() {
       const { denied, request } = yield* operatorAccess
       if (denied) return yield* refuse(denied.status, denied.reason, denied.message)
-      return yield* Effect.flatMap(request.upgrade, (socket) => Operator.serve(socket, desk)).pipe(Effect.as(HttpServerResponse.empty()))
+      // The operator's name (offers for them reach them): ?name=, else "operator".
+      const name = Operator.operatorName(new URL(request.url, "http://local").searchParams.get("name"))
+      if (typeof name !== "string") return json({ error: name.error }, 400)
+      return yield* Effect.flatMap(request.upgrade, (socket) => Operator.serve(socket, desk, name)).pipe(Effect.as(HttpServerResponse.empty()))
     }))
     yield* router.add("GET", "/twilio", upgradeTo("twilio", Twilio.serve))
+    // Twilio's transfer callbacks, signed with the auth token (403 otherwise).
+    yield* router.add("POST", "/twilio/transfer/:id/:kind", Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const signature = request.headers["x-twilio-signature"]
+      const answer = yield* Transfers.twilioCallback(transfers, {
+        path: request.url,
+        signature: typeof signature === "string" ? signature : undefined,
+        body: yield* request.text.pipe(Effect.orElseSucceed(() => ""))
+      })
+      return HttpServerResponse.text(answer.body, { status: answer.status, contentType: answer.status === 200 ? "text/xml" : "text/plain" })
+    }))
   }))
 
 /**
@@ -282,8 +307,9 @@ export const layer = (options: ServeOptions) =>
     const resumer = Resumer.make(resumeSecret)
     const serverScope = yield* Effect.scope
     const durable = yield* durableSessions(options)
-    return HttpRouter.serve(routes(options, registry, resumer, resumeSecret, durable, serverScope), { disableLogger: true, disableListenLog: true }).pipe(
-      Layer.provideMerge(Layer.succeed(ServerState, { registry, resumer })),
+    const operators = OperatorTransfer.make()
+    return HttpRouter.serve(routes(options, registry, resumer, resumeSecret, durable, serverScope, operators), { disableLogger: true, disableListenLog: true }).pipe(
+      Layer.provideMerge(Layer.succeed(ServerState, { registry, resumer, operators })),
       Layer.provideMerge(NodeHttpServer.layer(createServer, {
         port: options.port,
         host: options.host,

@@ -5,7 +5,9 @@
  * - the caller, on `/`: type to the front desk;
  * - the operator, on `/operator`: the live sessions, who holds the floor and the last words; open
  *   one to read it as it goes, whisper to the agent, take over (the agent stops at once and the
- *   operator types to the caller), and hand back to an agent with a note for its next reply.
+ *   operator types to the caller), and hand back to an agent with a note for its next reply. On
+ *   a voice call the operator listens in and, holding the floor, speaks through the microphone;
+ *   `/operator?name=ada` is Ada, whom a `Transfer` to "ada" (or "any") rings (docs/operator.md).
  *
  * With no `OPENAI_API_KEY` it runs on the front desk's built-in demo model. With `BATON_TOKEN`
  * set, each tab needs its own token: `POST /token` for the caller (`?token=` on `/`), `POST
