@@ -124,6 +124,22 @@ describe("the operator's desk (sockets)", () => {
       yield* wait(() => ada.waitFor((f) => f.type === "error" && f.of === "accept", "too late"))
     }).pipe(Effect.scoped), 30_000)
 
+  it.live("an operator who leaves holding the floor hands it back to the agent taken over and goes offline", () =>
+    Effect.gen(function*() {
+      const server = yield* serveWithDesk(desk("30 seconds"), model)
+      const caller = yield* connect(`${server.ws}/ws`)
+      const ready = yield* wait(() => caller.waitFor((f) => f.type === "ready"))
+      const ada = yield* connect(`${server.ws}/operator/ws?name=ada`)
+      ada.sendJson({ type: "open", session: ready.sessionId })
+      yield* wait(() => ada.waitFor((f) => f.type === "history"))
+      ada.sendJson({ type: "take_over" })
+      yield* wait(() => caller.waitFor((f) => f.type === "agent_handoff" && f.to === "ada", "ada on the floor"))
+      ada.socket.close(1000)
+      const back = yield* wait(() => caller.waitFor((f) => f.type === "agent_handoff" && f.kind === "hand_back", "the floor back"))
+      assert.deepStrictEqual([back.from, back.to], ["ada", "front"])
+      assert.isFalse(server.state.operators.online.has("ada"), "ada is offline once gone")
+    }).pipe(Effect.scoped), 30_000)
+
   it.live("an operator's name must be a name", () =>
     Effect.gen(function*() {
       const server = yield* serveWithDesk(desk("1 second"), model)
