@@ -30,11 +30,13 @@
 import { Clock, Deferred, Effect, Exit, Fiber, Option, Queue, Scope, Stream } from "effect"
 import { Socket } from "effect/socket"
 import * as AudioFrame from "../services/AudioFrame.ts"
+import type { CallControl } from "../services/CallControl.ts"
 import type { ResamplerService, ResamplerStage } from "../services/Resampler.ts"
 import type { SttStream } from "../services/Stt.ts"
 import { type Agent, type AgentSession, Human } from "../src/index.ts"
 import type { SessionEvent } from "../src/Events.ts"
 import * as Timeline from "../src/Timeline.ts"
+import type * as Transfer from "../src/Transfer.ts"
 import type { Call } from "./Call.ts"
 import * as ListenIn from "./ListenIn.ts"
 import * as OperatorTransfer from "./OperatorTransfer.ts"
@@ -43,7 +45,7 @@ import type { Resumer } from "./Resumer.ts"
 /** What the desk works with: the live sessions, and the agents the floor may be handed back to. */
 export interface Desk {
   readonly resumer: Resumer
-  readonly agents: ReadonlyArray<Agent.Agent<any>>
+  readonly agents: ReadonlyArray<Agent.Agent<CallControl | Transfer.Transferer>>
   /** Where transfers to an operator ring: an operator connected here is online on it. */
   readonly line?: OperatorTransfer.OperatorLine | undefined
   /** Brings the listen-in audio to one rate, and the operator's voice to the transcriber's. */

@@ -64,7 +64,7 @@ export interface ServeOptions extends ServerOptions {
   readonly transferer?: Transfer.TransfererService
   /** With a durable store: the userdata's Schema (its JSON form is journaled). Needed when
    * `userdata` makes any. */
-  readonly userdataSchema?: Schema.Codec<any, any>
+  readonly userdataSchema?: Schema.Codec<unknown, unknown>
 }
 
 /**
