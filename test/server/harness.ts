@@ -9,6 +9,7 @@ import { defaults, type ServerOptions } from "../../server/Config.ts"
 import * as Server from "../../server/Server.ts"
 import type { CallControl } from "../../services/CallControl.ts"
 import type { Agent } from "../../src/index.ts"
+import type * as Transfer from "../../src/Transfer.ts"
 
 export interface Started {
   readonly url: string
@@ -17,7 +18,7 @@ export interface Started {
 }
 
 export const start = <E, R>(
-  agent: Agent.Agent<CallControl>,
+  agent: Agent.Agent<CallControl | Transfer.Transferer>,
   models: Layer.Layer<never, E, R> | Layer.Layer<any, E, R>,
   options: Partial<ServerOptions> & { readonly secret?: string; readonly realtimeInputRate?: number } = {}
 ): Effect.Effect<Started, E, R | Scope.Scope> =>
