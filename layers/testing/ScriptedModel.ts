@@ -309,6 +309,11 @@ export interface LayerOptions {
   readonly record?: boolean
   /** The model name it reports (`model_call` events, metrics; default "scripted"). */
   readonly model?: string
+  /**
+   * The number of its first call id (`call_<n>`, default 1). A model serving a session resumed
+   * in another process starts past the earlier one's ids, as a real model's are unique.
+   */
+  readonly firstCall?: number
 }
 
 /**
@@ -344,7 +349,7 @@ export const layer = (
       const record = options.record ?? true
       let seen = 0
       const used = rules.map(() => 0)
-      let calls = 0
+      let calls = (options.firstCall ?? 1) - 1
       const nextId = () => `call_${++calls}`
       const answer = (options: LanguageModel.ProviderOptions) => (info: ModelCallInfo | undefined): Parts => {
         const first = options.prompt.content[0]

@@ -48,21 +48,18 @@ export const create = (options: DurableOptions<any>, userdata: unknown): Effect.
     return { id, store: options.store, claim, options, journal: undefined }
   })
 
-/** The journals of live durable sessions in this process, by session id (for `crash`). */
-const journals = new Map<string, Journal.Journal>()
-
 /**
  * Tests and the simulation: the process of session `id` "dies" here. Its journal writes nothing
  * more (no flush, no end), whatever the session's fibers still do.
  */
 export const crash = (id: string): void => {
-  const journal = journals.get(id)
+  const journal = Journal.sessions.get(id)
   if (journal) Journal.halt(journal)
-  journals.delete(id)
+  Journal.sessions.delete(id)
 }
 
 /** Whether session `id` of this process keeps a journal (a session without a store has none). */
-export const journaled = (id: string): boolean => journals.has(id)
+export const journaled = (id: string): boolean => Journal.journaled(id)
 
 /** The session's events, each telling the journal something may have changed. */
 export const watch = (events: EventLog.EventLog, prepared: Prepared): EventLog.EventLog => {
@@ -107,14 +104,14 @@ export const attach = (prepared: Prepared, supervisor: Supervisor, parent: Scope
       onError: (message) => void core.emit({ type: "error", agent: undefined, source: "transport", message, recoverable: true })
     })
     prepared.journal = journal
-    journals.set(core.id, journal)
+    Journal.sessions.set(core.id, journal)
     // Not counted among the session's fibers (Diagnostics): it is the store's, not the floor's.
     yield* Effect.forkIn(Journal.flusher(journal), core.scope)
     let finished = false
     const finish = Effect.suspend(() => {
       if (finished) return Effect.void
       finished = true
-      if (journals.get(core.id) === journal) journals.delete(core.id)
+      if (Journal.sessions.get(core.id) === journal) Journal.sessions.delete(core.id)
       return Effect.andThen(
         Journal.flush(journal),
         Effect.suspend(() =>

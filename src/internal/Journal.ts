@@ -16,7 +16,12 @@
  * - `context` `{ key, from, items }`: the actor's context from index `from` on is `items`;
  * - `history` `{ from, items }`: the same for the shared history;
  * - `floor` `{ holder, actors }`: the holder's key and each live actor's lifecycle;
- * - `userdata` `{ value }`: the userdata's JSON form by its Schema.
+ * - `userdata` `{ value }`: the userdata's JSON form by its Schema;
+ * - `batch` `{ entries }`: the next `entries` entries are one append. It leads every append of
+ *   more than one entry, and a writer's first append and its first after a failed one. A store
+ *   appends atomically, but one that tore an append (kept a prefix of it) must not leave a
+ *   journal that says half a step (an actor without its context, a history without its floor):
+ *   `fold` drops a batch that is not whole, so a resume sees a prefix of whole appends.
  */
 import { Effect, Queue, Semaphore } from "effect"
 import type { Claim, JournalEntry, SessionStoreService, StoreError, StoreFenced } from "../../services/SessionStore.ts"
@@ -58,6 +63,8 @@ interface State {
   scheduled: boolean
   /** Halted or fenced: nothing more is written. */
   stopped: boolean
+  /** The next append is led by a `batch` entry even if it has one entry (see the header). */
+  mark: boolean
 }
 
 /**
@@ -131,9 +138,38 @@ export const make = (config: Config): Effect.Effect<Journal> =>
       floor: undefined,
       userdata: undefined,
       scheduled: false,
-      stopped: false
+      stopped: false,
+      mark: true
     }
   }))
+
+/** The journals of live durable sessions in this process, by session id (Durable.ts writes it). */
+export const sessions = new Map<string, Journal>()
+
+/** Whether session `id` of this process keeps a journal (a session without a store has none). */
+export const journaled = (id: string): boolean => sessions.has(id)
+
+/**
+ * How an actor's lifecycle is written. An actor activated whose onEnter (onResume) has not
+ * started is written as it was before (Starting, Paused): a process that dies now leaves a
+ * journal whose resume runs that hook, which did not run here.
+ */
+const journaledTag = (actor: Actor): string => {
+  const tag = actor.lifecycle._tag
+  if (tag !== "Active" || actor.inner.activation === undefined) return tag
+  return actor.inner.activation === "enter" ? "Starting" : "Paused"
+}
+
+/**
+ * The activation's hook of `actor` starts: durable from here on, before it runs (it must not
+ * run again after a resume, nor be skipped by one).
+ */
+export const activated = (actor: Actor): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    actor.inner.activation = undefined
+    const journal = sessions.get(actor.core.id)
+    return journal ? flush(journal) : Effect.void
+  })
 
 /** The entries for what changed, and how to mark them written once the store has them. */
 const collect = (journal: Journal): { entries: Array<Omit<JournalEntry, "seq">>; commit: Array<() => void> } => {
@@ -182,7 +218,7 @@ const collect = (journal: Journal): { entries: Array<Omit<JournalEntry, "seq">>;
   const holder = config.state.holder
   const floorEntry: FloorEntry = {
     holder: holder && config.state.live.has(holder) ? keyOf(holder) : null,
-    actors: live.map((actor) => [keyOf(actor), actor.lifecycle._tag] as const)
+    actors: live.map((actor) => [keyOf(actor), journaledTag(actor)] as const)
   }
   const floorText = JSON.stringify(floorEntry)
   if (floorText !== state.floor && !config.floorFrozen()) {
@@ -219,14 +255,19 @@ const write = (journal: Journal): Effect.Effect<void> =>
       for (const f of commit) f()
       return release
     }
-    return config.store.append(config.claim, entries).pipe(
+    const batch = entries.length > 1 || state.mark
+      ? [{ at: entries[0]!.at, kind: "batch", data: { entries: entries.length } }, ...entries]
+      : entries
+    return config.store.append(config.claim, batch).pipe(
       Effect.matchEffect({
         onSuccess: () =>
           Effect.sync(() => {
+            state.mark = false
             for (const f of commit) f()
           }),
         onFailure: (error: StoreError | StoreFenced) =>
           Effect.sync(() => {
+            state.mark = true
             if (error._tag === "StoreFenced") {
               state.stopped = true
               config.onFenced(error)
@@ -292,8 +333,17 @@ export const fold = (entries: ReadonlyArray<JournalEntry>): Folded => {
   let history: Array<ChatItem> = []
   let floor: FloorEntry | undefined
   let userdata: { readonly value: unknown } | undefined
-  for (const { kind, data } of entries) {
+  for (let i = 0; i < entries.length; i++) {
+    const { kind, data } = entries[i]!
     switch (kind) {
+      case "batch": {
+        // Not whole (the store kept a prefix of the append, then another began): dropped.
+        const end = i + (data as { entries: number }).entries
+        let next = i + 1
+        while (next < entries.length && next <= end && entries[next]!.kind !== "batch") next++
+        if (next <= end) i = next - 1
+        break
+      }
       case "actor": {
         const entry = data as ActorEntry
         actors.set(entry.key, { entry, items: [] })

@@ -195,10 +195,11 @@ export const restore = (
       owner.commit(functionCallOutput({ callId: `${call.callId}:result`, name: call.name, output: INTERRUPTED, isError: true, status: "interrupted", agent: owner.name }))
       if (owner === state.holder) holderAnswered = true
     }
-    // A caller still paused was handed the floor and lent it to a waiting task at once: its
-    // activation (onResume) had not run yet.
+    // A caller still paused (or not yet entered) was handed the floor and lent it to a waiting
+    // task at once: its activation (onResume, onEnter) had not run yet.
     for (const caller of callers) {
       if (caller.lifecycle._tag === "Paused") caller.send({ _tag: "Activate", mode: "resume", reply: false })
+      else if (caller.lifecycle._tag === "Starting") caller.send({ _tag: "Activate", mode: "enter", reply: false })
     }
     const current = state.holder
     for (const actor of actors.values()) yield* actor.start

@@ -43,7 +43,8 @@ export const CHECKS: ReadonlyArray<(ctx: Ctx) => Array<Violation>> = [
   checkTurnHooks
 ]
 
-export const check = (rec: Recording): Array<Violation> => {
+/** The checking context of a recording. `resumedAt`: the crash simulation's joined log (Crash.ts). */
+export const contextOf = (rec: Recording, resumedAt?: number): Ctx => {
   const specs = new Map<string, AgentSpec>([...rec.scenario.agents, ...rec.scenario.tasks].map((a) => [a.name, a]))
   const itemSeq = new Map<string, number>()
   const outputSeq = new Map<string, number>()
@@ -61,7 +62,7 @@ export const check = (rec: Recording): Array<Violation> => {
       for (const c of e.calls) notTransferred.add(c.call.callId)
     }
   }
-  const ctx: Ctx = {
+  return {
     rec,
     specs,
     tasks: new Set(rec.scenario.tasks.map((t) => t.name)),
@@ -71,7 +72,12 @@ export const check = (rec: Recording): Array<Violation> => {
     batches: rec.events.filter((e): e is FunctionToolsExecuted => e.type === "function_tools_executed"),
     itemSeq,
     outputSeq,
-    notTransferred
+    notTransferred,
+    resumedAt
   }
-  return CHECKS.flatMap((rule) => rule(ctx))
+}
+
+export const check = (rec: Recording, checks: ReadonlyArray<(ctx: Ctx) => Array<Violation>> = CHECKS): Array<Violation> => {
+  const ctx = contextOf(rec)
+  return checks.flatMap((rule) => rule(ctx))
 }

@@ -3,7 +3,7 @@
  */
 import type { FunctionCall, FunctionCallOutput } from "../../src/ChatContext.ts"
 import type { FunctionToolsExecuted } from "../../src/Events.ts"
-import { type Ctx, delivery, toolOf, v, type Violation } from "./CheckCore.ts"
+import { type Ctx, delivery, restartOutput, toolOf, v, type Violation } from "./CheckCore.ts"
 import { oddShapeIsError, type ToolSpec } from "./Scenario.ts"
 
 const handoffCalls = (ctx: Ctx, batch: FunctionToolsExecuted) =>
@@ -92,6 +92,9 @@ const checkContextReached = (ctx: Ctx, batch: FunctionToolsExecuted, target: str
   const until = ctx.handoffs.find((e) => e.seq > pass.seq)?.seq ?? Infinity
   const request = ctx.rec.requests.find((r) => r.agent === target && r.seq > pass.seq && r.seq < until)
   if (!request) return []
+  // A process that died between the pass and the new holder's activation took the context being
+  // handed over with it (docs/durability.md): the joined log of the crash simulation allows it.
+  if (ctx.resumedAt !== undefined && pass.seq < ctx.resumedAt && request.seq >= ctx.resumedAt) return []
   const missing = batch.calls.filter((c) => !request.callIds.includes(c.call.callId)).map((c) => c.call.name)
   return missing.length === 0 ? [] : [
     v("rule 3", `${target}'s first model request after the handoff lacks ${missing.join(", ")} of ${batch.agent}'s batch (policy full)`, request.seq)
@@ -133,8 +136,11 @@ const validTyped = (raw: string): boolean => {
 /** The output's status matches what the tool does. */
 const checkAnswer = (ctx: Ctx, call: FunctionCall, answer: FunctionCallOutput): Array<Violation> => {
   const seq = ctx.itemSeq.get(answer.id) ?? 0
+  // A call of the crash simulation's first life answered in its second is answered by the resume
+  // ("interrupted by a restart", or the result of the task it awaited as is), not by its tool.
+  if (ctx.resumedAt !== undefined && (ctx.itemSeq.get(call.id) ?? 0) < ctx.resumedAt && seq >= ctx.resumedAt) return []
   if (answer.status === "cancelled" || answer.status === "interrupted") {
-    if (seq >= ctx.closeSeq || (call.agent && ctx.tasks.has(call.agent) && delivery(call.callId))) return []
+    if (seq >= ctx.closeSeq || restartOutput(ctx, answer, seq) || (call.agent && ctx.tasks.has(call.agent) && delivery(call.callId))) return []
     // A task running when a person took the floor is cancelled, and its calls with it.
     const callSeq = ctx.itemSeq.get(call.id) ?? 0
     if (call.agent && ctx.tasks.has(call.agent) && ctx.handoffs.some((e) => e.kind === "take_over" && e.seq > callSeq && e.seq <= seq)) return []

@@ -2,6 +2,7 @@
  * What the rule checks share: the rules' names, violations, the checking context built from a
  * recording, and helpers over events and the scenario's tool specs.
  */
+import type { FunctionCallOutput } from "../../src/ChatContext.ts"
 import type { AgentHandoffEvent, FunctionToolsExecuted, SessionEvent } from "../../src/Events.ts"
 import type { Recording } from "./Runner.ts"
 import type { AgentSpec, ToolSpec } from "./Scenario.ts"
@@ -59,6 +60,11 @@ export interface Ctx {
   readonly outputSeq: ReadonlyMap<string, number>
   /** Call ids of background reports kept with a "not transferred" result (rule 9: kept, not told). */
   readonly notTransferred: ReadonlySet<string>
+  /**
+   * The crash simulation's joined log (Crash.ts): events from this seq on are the resumed
+   * process's. Undefined for one life.
+   */
+  readonly resumedAt?: number | undefined
 }
 
 export const v = (rule: Rule, message: string, seq?: number): Violation => ({ rule, message, seq })
@@ -86,3 +92,28 @@ export const delivery = (callId: string): { readonly call: string; readonly kind
   const m = DELIVERY.exec(callId)
   return m ? { call: m[1]!, kind: m[2] === "result" ? "result" : "progress" } : undefined
 }
+
+/** What a resumed process says for a call that died with the old one (src/internal/Resume.ts). */
+const RESTART = /^interrupted by a restart: /
+
+/**
+ * An answer a resume adds (docs/durability.md): a call that was running when the process died,
+ * or a background call whose result never came (its `:result` pair), answered "interrupted by a
+ * restart" by the agent that made it, holder or not. Only in the resumed life of a joined log.
+ */
+export const answeredByRestart = (ctx: Ctx, e: SessionEvent): boolean => {
+  if (ctx.resumedAt === undefined || e.seq < ctx.resumedAt || e.type !== "conversation_item_added") return false
+  const item = e.item
+  if (item._tag === "FunctionCallOutput") return restartOutput(ctx, item, e.seq)
+  // The `:result` call of a background call, recorded with its interrupted output right after.
+  if (item._tag === "FunctionCall" && delivery(item.callId)?.kind === "result") {
+    const next = ctx.rec.events[ctx.rec.events.indexOf(e) + 1]
+    return next?.type === "conversation_item_added" && next.item._tag === "FunctionCallOutput" && next.item.callId === item.callId &&
+      next.item.status === "interrupted" && RESTART.test(next.item.output)
+  }
+  return false
+}
+
+/** An output the resumed life of a joined log gave a call that died with the old process. */
+export const restartOutput = (ctx: Ctx, output: FunctionCallOutput, seq: number): boolean =>
+  ctx.resumedAt !== undefined && seq >= ctx.resumedAt && output.status === "interrupted" && RESTART.test(output.output)

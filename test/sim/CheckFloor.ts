@@ -3,7 +3,7 @@
  */
 import type { SessionEvent } from "../../src/Events.ts"
 import { firstValidHandoff } from "./CheckBatches.ts"
-import { agentOf, type Ctx, delivery, describeEvent, v, type Violation } from "./CheckCore.ts"
+import { agentOf, answeredByRestart, type Ctx, delivery, describeEvent, v, type Violation } from "./CheckCore.ts"
 
 /**
  * Events allowed while the session closes: the outputs of batches cut by the close (settled or
@@ -91,7 +91,7 @@ export const checkFloor = (ctx: Ctx): Array<Violation> => {
       continue
     }
     if (agent === holder) continue
-    if (keptWhilePaused(ctx, e, returned)) continue
+    if (keptWhilePaused(ctx, e, returned) || answeredByRestart(ctx, e)) continue
     if (e.type === "speech_finished" && endsLater.has(e.speechId)) continue
     const left = leftovers.get(agent)
     if (left && left.size > 0) {

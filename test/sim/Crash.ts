@@ -11,7 +11,18 @@
  * - no item twice, and every call answered exactly once (rule 4) in its final history: calls that
  *   were running at the crash get their "interrupted by a restart" output;
  * - no agent entered in life 1 runs its onEnter again (rule 5 across the restart);
- * - life 2 goes quiescent, logs no defect, and leaves nothing running after its close (rule 11).
+ * - life 2 goes quiescent, logs no defect, and leaves nothing running after its close (rule 11);
+ * - the event-log rules over both lives joined (`joined`): life 1's log up to the crash, then
+ *   life 2's, read as one session's: one floor and silence after handoff (rules 1, 2), batches
+ *   and every call answered (rules 3, 4), hooks exactly once (rule 5). What a resume adds is
+ *   allowed (docs/durability.md): "interrupted by a restart" outputs by the agent that made the
+ *   call, holder or not, and an activation that had not run running in life 2.
+ *
+ * Where the process dies (`Crash.kind`): after an append (`between`); or in the middle of one,
+ * which the store never finished: `lost` (the step's events happened, its entries never landed:
+ * the store holds the appends before it) and `torn` (a store that broke its contract of atomic
+ * appends: a prefix of the batch landed). Either way the resume must see a consistent journal:
+ * a prefix of whole appends (Journal.ts drops a batch that did not land whole).
  *
  * Cascaded voice scenarios are left out (their pipeline has no resume yet).
  */
@@ -20,13 +31,19 @@ import { TestClock } from "effect/testing"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { type JournalEntry, makeMemory, type SessionStoreService } from "../../services/SessionStore.ts"
 import type { ChatItem } from "../../src/ChatContext.ts"
+import type { SessionEvent } from "../../src/Events.ts"
 import * as Diagnostics from "../../src/Diagnostics.ts"
 import { AgentSession } from "../../src/index.ts"
 import * as Durable from "../../src/internal/Durable.ts"
 import * as Journal from "../../src/internal/Journal.ts"
-import { interpret, makeWorld, type World } from "./Interpret.ts"
+import { checkBatches, checkCalls } from "./CheckBatches.ts"
+import { contextOf } from "./Check.ts"
+import type { Ctx, Violation } from "./CheckCore.ts"
+import { checkFloor, checkSilence } from "./CheckFloor.ts"
+import { checkHooks } from "./CheckLife.ts"
+import { type HookCall, interpret, makeWorld, type ModelRequest, type TaskOutcome, type TimedCall, type World } from "./Interpret.ts"
 import { Prng } from "./Prng.ts"
-import { realtimeLayer } from "./Runner.ts"
+import { realtimeLayer, type Recording } from "./Runner.ts"
 import type { Scenario } from "./Scenario.ts"
 import { DEFAULT_EXCLUDE, scenarioFor, simulateScenario } from "./Sim.ts"
 import { inputText } from "./Timeline.ts"
@@ -43,14 +60,29 @@ export interface CrashResult {
   readonly appends: number
   /** The number of entries the store kept (the crash point). */
   readonly crashAt: number
+  /** Where in the writes the process died. */
+  readonly kind?: CrashKind | undefined
   /** The entries the store kept (for a failure's report). */
   readonly kept?: ReadonlyArray<JournalEntry> | undefined
   readonly violations: ReadonlyArray<CrashViolation>
 }
 
+/**
+ * Where the process dies: after an append returned (`between`); during one whose entries never
+ * landed (`lost`); during one of which only a prefix landed (`torn`: a store breaking its
+ * contract; the journal must still read as whole appends).
+ */
+export type CrashKind = "between" | "lost" | "torn"
+
+/** The last joined recording (for debugging a seed). */
+export const debug: { last?: { readonly rec: Recording; readonly cut: { readonly seq: number; readonly order: number } } } = {}
+
+/** The rules checked over both lives joined (one session's event log). */
+const JOINED_CHECKS: ReadonlyArray<(ctx: Ctx) => Array<Violation>> = [checkFloor, checkSilence, checkBatches, checkCalls, checkHooks]
+
 const SESSION_ID = "sim-session"
 const STEP = 1_000
-/** Life 2's realtime server numbers its items from here (a real server's ids are unique). */
+/** Life 2's model and realtime server number their calls and items from here (a real one's ids are unique). */
 const LIFE_2_IDS = 1_000_000
 const LIMIT = 600_000
 
@@ -85,32 +117,78 @@ const unanswered = (items: ReadonlyArray<ChatItem>): ReadonlyArray<string> => {
   return problems
 }
 
+/** One append of life 1: the entries before and after it, the session then. */
+interface Append {
+  /** Entries the store held before it. */
+  readonly from: number
+  /** Entries the store held after it. */
+  readonly count: number
+  /** The session's history's ids then. */
+  readonly history: ReadonlyArray<string>
+  /** The seq of the next event, and the world's tick, at the append. */
+  readonly seq: number
+  readonly order: number
+}
+
+/** Two folds describe the same session: floor, userdata and every actor's context. */
+const sameSession = (a: Journal.Folded, b: Journal.Folded): boolean => {
+  const text = (f: Journal.Folded) =>
+    JSON.stringify([f.floor, f.userdata, [...f.actors].map(([key, { entry, items }]) => [key, entry, ids(items)])])
+  return text(a) === text(b)
+}
+
 /** A store that records, at each append, how many entries it holds and the session's history. */
 const recording = (world: () => World | undefined) => {
   const inner = makeMemory(() => 0)
-  const appends: Array<{ readonly count: number; readonly history: ReadonlyArray<string> }> = []
+  const appends: Array<Append> = []
   const store: SessionStoreService = {
     ...inner,
-    append: (claim, entries) =>
-      inner.append(claim, entries).pipe(Effect.tap(() =>
+    append: (claim, entries) => {
+      const from = claim.nextSeq
+      return inner.append(claim, entries).pipe(Effect.tap(() =>
         Effect.sync(() => {
-          const session = world()?.session
+          const w = world()
+          const session = w?.session
           const history = session ? Effect.runSync(session.history).items : []
-          appends.push({ count: claim.nextSeq, history: ids(history) })
+          appends.push({ from, count: claim.nextSeq, history: ids(history), seq: w?.seq() ?? 0, order: w?.tick() ?? 0 })
         })
       ))
+    }
   }
   return { store, appends }
 }
 
-/** A fresh store holding `entries`: what a durable store has after the process died. */
-const storeWith = (entries: ReadonlyArray<JournalEntry>): Effect.Effect<SessionStoreService> =>
+/**
+ * A fresh store holding `entries`: what a durable store has after the process died. `renewed`:
+ * the dying write had renewed the claim (the session's row touched) before its entries.
+ */
+const storeWith = (entries: ReadonlyArray<JournalEntry>, renewed = false): Effect.Effect<SessionStoreService> =>
   Effect.gen(function*() {
-    const store = makeMemory(() => 0)
+    let now = 0
+    const store = makeMemory(() => now)
     const claim = yield* Effect.orDie(store.create({ id: SESSION_ID, owner: "life-1" }))
     if (entries.length > 0) yield* Effect.orDie(store.append(claim, entries.map(({ at, kind, data }) => ({ at, kind, data }))))
+    if (renewed) {
+      now = 1
+      yield* Effect.orDie(store.append(claim, []))
+    }
     return store
   })
+
+/** What life 2 recorded, for the joined log. */
+interface SecondLife {
+  readonly events: ReadonlyArray<SessionEvent>
+  readonly hooks: ReadonlyArray<HookCall>
+  readonly requests: ReadonlyArray<ModelRequest>
+  readonly taskOutcomes: ReadonlyArray<TaskOutcome>
+  readonly timed: ReadonlyArray<TimedCall>
+  readonly history: ReadonlyArray<ChatItem>
+  /** The seq and tick of the last quiescent point before the close, and of the close. */
+  readonly settledSeq: number | undefined
+  readonly settledOrder: number | undefined
+  readonly closeSeq: number
+  readonly closeOrder: number
+}
 
 /** Life 2: resumes from `store`, waits for quiescence, takes one more turn, closes. */
 const secondLife = (
@@ -119,15 +197,19 @@ const secondLife = (
   expected: ReadonlyArray<string>,
   entered: ReadonlySet<string>,
   violations: Array<CrashViolation>
-) =>
+): Effect.Effect<SecondLife> =>
   Effect.gen(function*() {
     const world = makeWorld()
+    let events: ReadonlyArray<SessionEvent> = []
+    let history: ReadonlyArray<ChatItem> = []
+    let settled: { seq: number; order: number } | undefined
+    let closed = { seq: 0, order: 0 }
     const built = interpret(scenario, world)
     const logs: Array<string> = []
     const before = Diagnostics.snapshot()
     const body = Effect.gen(function*() {
       yield* TestClock.setTime(0)
-      const session = yield* AgentSession.resume({ id: SESSION_ID, store, agents: built.all })
+      const session = yield* AgentSession.resume({ ...built.options, id: SESSION_ID, store, agents: built.all })
       world.session = session
       const start = ids((yield* session.history).items).slice(0, expected.length)
       if (start.join() !== expected.join()) {
@@ -147,12 +229,16 @@ const secondLife = (
         }
         return true
       })
-      if (yield* quiet) {
+      // (A tool may have hung up as life 2 began: then there is no one to say more.)
+      if ((yield* quiet) && world.hungUp === undefined) {
         yield* session.send(inputText(900))
-        yield* quiet
+        if ((yield* quiet) && world.hungUp === undefined) settled = { seq: world.seq(), order: world.tick() }
       }
+      // Closed by a tool that hung up, or now.
+      closed = world.hungUp ?? { seq: world.seq(), order: world.tick() }
       yield* session.close
-      const history = (yield* session.history).items
+      history = (yield* session.history).items
+      events = yield* session.eventLog
       // (An id life 1 itself recorded twice is life 1's: seed 935, a spoken turn passed on to the
       // next holder under its transcript's id, is in the history for both agents.)
       const before = new Set(expected.filter((id, i) => expected.indexOf(id) !== i))
@@ -168,7 +254,7 @@ const secondLife = (
           violations.push({ rule: "rule 5", message: `${call.agent} entered in life 1 and its onEnter ran again after the resume` })
         }
       }
-      for (const event of yield* session.eventLog) {
+      for (const event of events) {
         if (event.type === "error" && (event.source === "input" || event.source === "transport")) {
           violations.push({ rule: "no unhandled error", message: `life 2: ${event.message}` })
         }
@@ -176,7 +262,7 @@ const secondLife = (
     })
     yield* body.pipe(
       Effect.scoped,
-      Effect.provide(Layer.mergeAll(ScriptedModel.layer(built.rules), realtimeLayer(scenario, built, LIFE_2_IDS), TestClock.layer(), Logger.layer([
+      Effect.provide(Layer.mergeAll(ScriptedModel.layer(built.rules, { firstCall: LIFE_2_IDS }), realtimeLayer(scenario, built, LIFE_2_IDS), TestClock.layer(), Logger.layer([
         Logger.make((options) => {
           if (options.logLevel === "Warn" || options.logLevel === "Error" || options.logLevel === "Fatal") {
             const message = Array.isArray(options.message) ? options.message.map(String).join(" ") : String(options.message)
@@ -193,7 +279,90 @@ const secondLife = (
     const after = Diagnostics.snapshot()
     const leaked = Object.entries(after).filter(([key, value]) => typeof value === "number" && value !== (before as unknown as Record<string, number>)[key])
     if (leaked.length > 0) violations.push({ rule: "rule 11", message: `life 2 left running: ${leaked.map(([k, v]) => `${k}=${v}`).join(", ")}` })
+    return {
+      events,
+      hooks: world.hooks,
+      requests: world.requests,
+      taskOutcomes: world.taskOutcomes,
+      timed: world.timed,
+      history,
+      settledSeq: settled?.seq,
+      settledOrder: settled?.order,
+      closeSeq: closed.seq,
+      closeOrder: closed.order
+    }
   })
+
+/**
+ * Both lives as one session's recording: life 1's events and records up to the crash (`at`),
+ * then life 2's, its seqs and ticks moved on past them. Its history is life 2's final one; its
+ * quiescent point is life 2's last before its close (none: the hooks are checked as a prefix).
+ */
+export const joined = (life1: Recording, at: { readonly seq: number; readonly order: number }, life2: SecondLife): Recording => {
+  const seq = (n: number) => n + at.seq
+  const order = (n: number) => n + at.order + 1
+  const events = [
+    ...life1.events.filter((e) => e.seq < at.seq),
+    ...life2.events.map((e) => ({ ...e, seq: seq(e.seq) }) as SessionEvent)
+  ]
+  // A hook recorded at the tick right after the append, with no event between, started there:
+  // that append was its start made durable (Journal.activated), so it counts as run.
+  const before = life1.hooks.filter((h) => h.order < at.order || (h.order === at.order + 1 && h.seq === at.seq))
+  // An agent passing the floor on when the process died is paused by the resume: its onExit
+  // does not run (docs/durability.md). It counts as run at the crash.
+  const skipped: Array<HookCall> = []
+  for (const spec of [...life1.scenario.agents, ...life1.scenario.tasks]) {
+    if (spec.onExit === undefined) continue
+    const passes = life1.events.filter((e) =>
+      e.seq < at.seq && e.type === "agent_handoff" && e.from === spec.name && (e.kind === "handoff" || e.kind === "return" || e.kind === "take_over")
+    ).length
+    const ran = before.filter((h) => h.agent === spec.name && h.hook === "onExit").length
+    for (let k = ran; k < passes; k++) skipped.push({ agent: spec.name, hook: "onExit", seq: at.seq, order: at.order })
+  }
+  const hooks = [...before, ...skipped, ...life2.hooks.map((h) => ({ ...h, seq: seq(h.seq), order: order(h.order) }))]
+  const taskOutcomes = [
+    ...life1.taskOutcomes.filter((o) => o.seq < at.seq),
+    ...life2.taskOutcomes.map((o) => ({ ...o, seq: seq(o.seq) }))
+  ]
+  const settled = life2.settledSeq === undefined ? undefined : {
+    seq: seq(life2.settledSeq),
+    hooks: hooks.filter((h) => h.order < order(life2.settledOrder!)),
+    taskOutcomes,
+    holder: undefined,
+    diagnostics: life1.after,
+    awaiting: 0,
+    openConnections: 0,
+    lateEvents: 0,
+    order: order(life2.settledOrder!)
+  }
+  return {
+    ...life1,
+    events,
+    history: life2.history,
+    hooks,
+    requests: [
+      ...life1.requests.filter((r) => r.order < at.order),
+      ...life2.requests.map((r) => ({ ...r, seq: seq(r.seq), order: order(r.order) }))
+    ],
+    taskOutcomes,
+    finishes: life1.finishes.filter((f) => f.seq < at.seq),
+    timed: [...life1.timed, ...life2.timed],
+    actions: [],
+    runs: [],
+    handoffs: life1.handoffs.filter((h) => h.answeredSeq !== undefined && h.answeredSeq < at.seq),
+    settled,
+    closeSeq: seq(life2.closeSeq),
+    closeOrder: order(life2.closeOrder),
+    closedEarly: false,
+    failures: []
+  }
+}
+
+/** The rules of one session's event log over the joined recording (life 2 from `resumedAt`). */
+export const checkJoined = (rec: Recording, resumedAt: number): ReadonlyArray<Violation> => {
+  const ctx = contextOf(rec, resumedAt)
+  return JOINED_CHECKS.flatMap((rule) => rule(ctx))
+}
 
 export const simulateCrash = (seed: number): Effect.Effect<CrashResult> =>
   Effect.gen(function*() {
@@ -221,21 +390,58 @@ export const simulateCrash = (seed: number): Effect.Effect<CrashResult> =>
         break
       }
     }
-    // The crash point: after one of the appends that recorded a holder (started, not closing: a
-    // session closing when its process died is not resumable, SessionNotResumable).
-    const points = appends.filter((a) => {
-      const floor = Journal.fold(entries.slice(0, a.count)).floor
+    // Resumable: the entries kept record a holder (started, not closing: a session closing when
+    // its process died is not resumable, SessionNotResumable).
+    const resumable = (count: number) => {
+      const floor = Journal.fold(entries.slice(0, count)).floor
       return floor?.actors.some(([key, tag]) => key === floor.holder && tag !== "Closing" && tag !== "Terminated") ?? false
-    })
+    }
+    const prng = new Prng(seed).fork("crash")
+    const wanted: CrashKind = (["between", "lost", "torn"] as const)[prng.int(0, 2)]!
+    // The crash points of each kind: the append it falls in (or after) and the entries kept.
+    const candidates = (kind: CrashKind) =>
+      appends.flatMap((append) => {
+        if (kind === "between") return resumable(append.count) ? [{ append, kept: append.count }] : []
+        if (kind === "lost") return resumable(append.from) ? [{ append, kept: append.from }] : []
+        const cuts: Array<{ append: Append; kept: number }> = []
+        for (let kept = append.from + 1; kept < append.count; kept++) if (resumable(kept)) cuts.push({ append, kept })
+        return cuts
+      })
+    let kind = wanted
+    let points = candidates(kind)
+    if (points.length === 0 && kind !== "between") points = candidates(kind = "between")
     if (points.length === 0) return { seed, skipped: "no floor journaled", appends: appends.length, crashAt: 0, violations }
-    const point = points[new Prng(seed).fork("crash").int(0, points.length - 1)]!
+    const { append: point, kept: crashAt } = points[prng.int(0, points.length - 1)]!
+    // A lost write may have renewed the claim before its entries (SQLite touches the row first).
+    const renewed = kind === "lost" && prng.int(0, 1) === 1
     Durable.crash(SESSION_ID)
-    const kept = Journal.fold(entries.slice(0, point.count))
+    const kept = entries.slice(0, crashAt)
+    const folded = Journal.fold(kept)
+    // What was committed: the last append that returned, whole, before the crash.
+    const committed = [...appends].reverse().find((a) => a.count <= crashAt)
+    const journaled = ids(folded.history)
+    // A consistent journal: what the resume reads is the session as of its last whole append.
+    if (!committed) {
+      violations.push({ rule: "journal", message: `a ${kind} crash at entry ${crashAt} left a floor but no whole append` })
+    } else if (journaled.join() !== committed.history.join() || !sameSession(folded, Journal.fold(entries.slice(0, committed.count)))) {
+      violations.push({ rule: "journal", message: `after a ${kind} crash at entry ${crashAt} the journal reads other than its last whole append (${committed.count} entries): ${journaled.length} history items, ${committed.history.length} committed` })
+    }
     const entered = new Set<string>()
-    for (const [key, tag] of kept.floor?.actors ?? []) {
-      const actor = kept.actors.get(key)?.entry
+    for (const [key, tag] of folded.floor?.actors ?? []) {
+      const actor = folded.actors.get(key)?.entry
       if (actor && !actor.task && tag !== "Starting" && tag !== "Closing" && tag !== "Terminated") entered.add(actor.agent)
     }
-    yield* secondLife(scenario, yield* storeWith(entries.slice(0, point.count)), point.history, entered, violations)
-    return { seed, appends: appends.length, crashAt: point.count, kept: entries.slice(0, point.count), violations }
+    const life2 = yield* secondLife(scenario, yield* storeWith(kept, renewed), journaled, entered, violations)
+    // The joined log: life 1's up to the crash (a write that never finished: its step's events
+    // happened), then life 2's.
+    // The joined log: life 1's up to its last whole append, then life 2's. What happened after
+    // it (a write that never finished: its step's events) is lost with the process
+    // (docs/durability.md).
+    const cut = committed ?? point
+    const rec = joined(life1.recording, cut, life2)
+    debug.last = { rec, cut }
+    for (const v of checkJoined(rec, cut.seq)) {
+      violations.push({ rule: `joined ${v.rule}`, message: `${kind} crash: ${v.message}${v.seq === undefined ? "" : ` (seq ${v.seq}; life 2 from ${cut.seq})`}` })
+    }
+    return { seed, kind, appends: appends.length, crashAt, kept, violations }
   })

@@ -158,6 +158,8 @@ export interface Built {
   /** Every agent a session of the scenario may run: agents, tasks and groups (resume finds them by name). */
   readonly all: ReadonlyArray<Agent.Agent>
   readonly rules: ReadonlyArray<ScriptedModel.Rule>
+  /** The session's own options (its tools, the user-away timeout): a resume is given them too. */
+  readonly options: { readonly tools?: ReadonlyArray<Tool.Tool<unknown, never>>; readonly userAwayTimeout?: `${number} millis` }
 }
 
 const policy = (name: ContextPolicyName | undefined): ContextPolicy =>
@@ -559,7 +561,11 @@ export const interpret = (scenario: Scenario, world: World, options: InterpretOp
       : AgentSession.start(startOptions).pipe(Effect.orDie),
     agents,
     all: [...agents.values(), ...tasks.values(), ...groups.values()],
-    rules: [{ when: () => true, reply: respond }]
+    rules: [{ when: () => true, reply: respond }],
+    options: {
+      ...(sessionTools.length ? { tools: sessionTools } : {}),
+      ...(scenario.userAwayTimeout !== undefined ? { userAwayTimeout: `${scenario.userAwayTimeout} millis` as const } : {})
+    }
   }
 }
 

@@ -1,26 +1,29 @@
 /**
  * The simulation with crashes (Crash.ts): each seed's scenario runs as a durable session, its
- * process dies at a point the seed draws, and a new one resumes from the journal. Larger runs:
- * `node test/sim/crash-cli.ts --seeds 20000 --from 0`.
+ * process dies at a point the seed draws (after an append, or in the middle of one: lost or torn),
+ * and a new one resumes from the journal; the event-log rules are checked over both lives joined.
+ * Larger runs: `node test/sim/crash-cli.ts --seeds 20000 --from 0`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { simulateCrash } from "./Crash.ts"
+import type { SessionEvent } from "../../src/Events.ts"
+import { checkJoined, type CrashKind, debug, simulateCrash } from "./Crash.ts"
 
 describe("simulation with crashes", () => {
-  it.effect("seeds 0..199: the journal is the session, and a resume from any append loses no item, records none twice and answers every call once", () =>
+  it.effect("seeds 0..199: the journal is the session, and a resume after an append or in the middle of one loses no item, records none twice, answers every call once and keeps the rules over both lives joined", () =>
     Effect.gen(function*() {
       const failures: Array<string> = []
-      let crashed = 0
+      const kinds: Record<CrashKind, number> = { between: 0, lost: 0, torn: 0 }
       for (let seed = 0; seed < 200; seed++) {
         const result = yield* simulateCrash(seed)
-        if (!result.skipped) crashed++
+        if (result.kind) kinds[result.kind]++
         for (const v of result.violations) failures.push(`seed ${seed}: ${v.rule}: ${v.message.slice(0, 300)}`)
       }
       assert.deepStrictEqual(failures, [])
       // Most seeds crash and resume (cascade scenarios and sessions closed before their first
-      // journaled floor do not).
-      assert.isAbove(crashed, 150)
+      // journaled floor do not), at each kind of point.
+      assert.isAbove(kinds.between + kinds.lost + kinds.torn, 150)
+      for (const kind of ["between", "lost", "torn"] as const) assert.isAbove(kinds[kind], 30, kind)
     }), { timeout: 120_000 })
 
   it.effect("seed 38673: a crash after a handoff to an agent whose waiting task took the floor at once resumes both (the caller's onResume runs) and goes quiescent", () =>
@@ -28,5 +31,35 @@ describe("simulation with crashes", () => {
       const result = yield* simulateCrash(38673)
       assert.isUndefined(result.skipped)
       assert.deepStrictEqual(result.violations, [])
+    }), { timeout: 60_000 })
+
+  it.effect("seed 100: a crash after a handoff, while the new holder's onEnter waits for the old holder's onExit: the resume runs that onEnter once (it had been journaled as entered, and never ran)", () =>
+    Effect.gen(function*() {
+      const result = yield* simulateCrash(100)
+      assert.strictEqual(result.kind, "between")
+      assert.deepStrictEqual(result.violations, [])
+      const { rec, cut } = debug.last!
+      const enters = rec.hooks.filter((h) => h.agent === "a4" && h.hook === "onEnter")
+      assert.strictEqual(enters.length, 1)
+      assert.isAtLeast(enters[0]!.seq, cut.seq)
+    }), { timeout: 60_000 })
+
+  it.effect("the joined check finds a break across the restart: an onEnter again after the resume (rule 5), input to the agent that passed the floor in life 1 (rule 1)", () =>
+    Effect.gen(function*() {
+      const result = yield* simulateCrash(100)
+      assert.deepStrictEqual(result.violations, [])
+      const { rec, cut } = debug.last!
+      assert.deepStrictEqual(checkJoined(rec, cut.seq), [])
+      // a0 entered in life 1; its onEnter once more after the resume.
+      const enter = { agent: "a0", hook: "onEnter" as const, seq: cut.seq + 1, order: cut.order + 1 }
+      assert.isDefined(rec.settled)
+      const again = { ...rec, hooks: [...rec.hooks, enter], settled: { ...rec.settled!, hooks: [...rec.settled!.hooks, enter] } }
+      assert.include(checkJoined(again, cut.seq).map((v) => v.rule), "rule 5")
+      // a0 passed the floor to a4 before the crash; the user's next turn recorded for a0 after it.
+      const turn = rec.events.findIndex((e) => e.seq >= cut.seq && e.type === "conversation_item_added" && e.item._tag === "Message" && e.item.role === "user")
+      assert.isAtLeast(turn, 0)
+      const events = rec.events.map((e, i) => i === turn ? { ...e, agent: "a0" } as SessionEvent : e)
+      const found = checkJoined({ ...rec, events }, cut.seq)
+      assert.isTrue(found.some((v) => v.rule === "rule 1" && /user input went to a0 while a4 held the floor/.test(v.message)), JSON.stringify(found))
     }), { timeout: 60_000 })
 })

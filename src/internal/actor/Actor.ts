@@ -169,6 +169,12 @@ export interface ActorInner {
   /** Where the loop is: not started yet (`startLater`), or started and handling a message (it
    * starts the next speech itself once the message is handled: no `Kick` needed), or not. */
   loop: LoopState
+  /**
+   * A durable session's actor activated whose `onEnter` (or `onResume`) has not started yet (it
+   * waits for earlier onExits, or a connection): the journal writes it as not activated, so a
+   * resume runs that hook (Journal.ts). Not kept without a store.
+   */
+  activation: "enter" | "resume" | undefined
 }
 
 export type LoopState = "unstarted" | "handling" | "waiting"
@@ -239,7 +245,8 @@ const build = (
     state: "initializing",
     model: core.defaultModel,
     tools,
-    loop: "unstarted"
+    loop: "unstarted",
+    activation: undefined
   }
   const actor: Actor = {
     agent,

@@ -14,6 +14,7 @@ import * as Speeches from "../Speeches.ts"
 import * as Tasks from "../Tasks.ts"
 import type { SessionMessage } from "../SessionCore.ts"
 import type { Actor, ActorMessage } from "./Actor.ts"
+import * as Journal from "../Journal.ts"
 import * as Hooks from "./Hooks.ts"
 import * as Input from "./Input.ts"
 import * as Speech from "../../Speech.ts"
@@ -59,6 +60,8 @@ const sayOrReply: Handler<"Say" | "Reply"> = (actor, msg) => {
 
 const activate: Handler<"Activate"> = (actor, msg) => {
   Lifecycle.activate(actor)
+  // Until its hook starts, a durable session journals it as not activated (Journal.activated).
+  if (Journal.journaled(actor.core.id)) actor.inner.activation = msg.mode
   if (msg.merge) actor.chat = actor.chat.merge(msg.merge)
   // Without a connection to take (a text or cascaded agent), the hook starts on this step.
   if (!takesConnection(actor)) return enterOrResume(actor, msg)
@@ -69,8 +72,8 @@ const enterOrResume = (actor: Actor, msg: Extract<ActorMessage, { readonly _tag:
   if (msg.reply && actor.holdsFloor()) Speeches.enqueue(actor.speeches, "generate_reply", {}, (speech) => Reply.run(actor, speech, {}))
   const agent = actor.agent
   return msg.mode === "enter"
-    ? Hooks.run(actor, agent.onEnter, "onEnter", { holdsInput: true, waitFor: msg.after })
-    : Hooks.run(actor, agent.onResume, "onResume", { holdsInput: true, waitFor: msg.after })
+    ? Hooks.run(actor, agent.onEnter, "onEnter", { holdsInput: true, waitFor: msg.after, activation: true })
+    : Hooks.run(actor, agent.onResume, "onResume", { holdsInput: true, waitFor: msg.after, activation: true })
 }
 
 const deactivate: Handler<"Deactivate"> = (actor, msg) => {

@@ -12,6 +12,7 @@ import { forkBodyWith } from "../EffectFastPaths.ts"
 import { HookLane, WorkToken } from "../FlowContext.ts"
 import type { Actor } from "./Actor.ts"
 import type { FlowObserver, HookName } from "../../FlowObserver.ts"
+import * as Journal from "../Journal.ts"
 import * as Work from "../Work.ts"
 
 export interface HookOptions {
@@ -21,6 +22,9 @@ export interface HookOptions {
   readonly after?: Effect.Effect<void>
   /** The hook starts only once these complete (earlier holders' onExits have run). */
   readonly waitFor?: ReadonlyArray<Deferred.Deferred<void>> | undefined
+  /** An activation's hook (onEnter, onResume): in a durable session, its start is journaled
+   * before it runs, so a resume neither runs it again nor skips it. */
+  readonly activation?: boolean | undefined
 }
 
 /** Starts `hook` in the lane. */
@@ -44,6 +48,7 @@ export const run = (
   let body = (hook ?? Effect.void) as Effect.Effect<void, unknown>
   // An observer (the simulation on a user's agents) hears the hook start once what it waits for is done.
   if (hook !== undefined && actor.core.observer !== undefined) body = observed(actor.core.observer, actor, name, body)
+  if (options.activation && inner.activation !== undefined) body = Effect.andThen(Journal.activated(actor), body)
   for (const exit of options.waitFor ?? []) if (!Deferred.isDoneUnsafe(exit)) body = Effect.andThen(Deferred.await(exit), body)
   if (!Deferred.isDoneUnsafe(previous)) body = Effect.andThen(Deferred.await(previous), body)
   // A hook that waits for a task lets the next hook go (Tasks.run calls HookLane's function).
