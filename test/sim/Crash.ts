@@ -16,7 +16,8 @@
  *   life 2's, read as one session's: one floor and silence after handoff (rules 1, 2), batches
  *   and every call answered (rules 3, 4), hooks exactly once (rule 5). What a resume adds is
  *   allowed (docs/durability.md): "interrupted by a restart" outputs by the agent that made the
- *   call, holder or not, and an activation that had not run running in life 2.
+ *   call, holder or not; an activation that had not run running in life 2; the hooks not run
+ *   yet of an agent no longer holding the floor at the crash (the resume pauses it).
  *
  * Where the process dies (`Crash.kind`): after an append (`between`); or in the middle of one,
  * which the store never finished: `lost` (the step's events happened, its entries never landed:
@@ -31,7 +32,7 @@ import { TestClock } from "effect/testing"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { type JournalEntry, makeMemory, type SessionStoreService } from "../../services/SessionStore.ts"
 import type { ChatItem } from "../../src/ChatContext.ts"
-import type { SessionEvent } from "../../src/Events.ts"
+import type { AgentHandoffEvent, SessionEvent } from "../../src/Events.ts"
 import * as Diagnostics from "../../src/Diagnostics.ts"
 import { AgentSession } from "../../src/index.ts"
 import * as Durable from "../../src/internal/Durable.ts"
@@ -41,7 +42,7 @@ import { contextOf } from "./Check.ts"
 import type { Ctx, Violation } from "./CheckCore.ts"
 import { checkFloor, checkSilence } from "./CheckFloor.ts"
 import { checkHooks } from "./CheckLife.ts"
-import { type HookCall, interpret, makeWorld, type ModelRequest, type TaskOutcome, type TimedCall, type World } from "./Interpret.ts"
+import { type HookCall, type HookName, interpret, makeWorld, type ModelRequest, type TaskOutcome, type TimedCall, type World } from "./Interpret.ts"
 import { Prng } from "./Prng.ts"
 import { realtimeLayer, type Recording } from "./Runner.ts"
 import type { Scenario } from "./Scenario.ts"
@@ -128,6 +129,19 @@ interface Append {
   /** The seq of the next event, and the world's tick, at the append. */
   readonly seq: number
   readonly order: number
+}
+
+/** The agents the journal says hold the floor: the holder, and the callers its task was lent by. */
+const holding = (folded: Journal.Folded): ReadonlySet<string> => {
+  const names = new Set<string>()
+  let key = folded.floor?.holder ?? null
+  while (key !== null) {
+    const actor = folded.actors.get(key)?.entry
+    if (!actor) break
+    names.add(actor.agent)
+    key = actor.task?.caller ?? null
+  }
+  return names
 }
 
 /** Two folds describe the same session: floor, userdata and every actor's context. */
@@ -298,7 +312,12 @@ const secondLife = (
  * then life 2's, its seqs and ticks moved on past them. Its history is life 2's final one; its
  * quiescent point is life 2's last before its close (none: the hooks are checked as a prefix).
  */
-export const joined = (life1: Recording, at: { readonly seq: number; readonly order: number }, life2: SecondLife): Recording => {
+export const joined = (
+  life1: Recording,
+  at: { readonly seq: number; readonly order: number },
+  life2: SecondLife,
+  holding: ReadonlySet<string>
+): Recording => {
   const seq = (n: number) => n + at.seq
   const order = (n: number) => n + at.order + 1
   const events = [
@@ -308,16 +327,24 @@ export const joined = (life1: Recording, at: { readonly seq: number; readonly or
   // A hook recorded at the tick right after the append, with no event between, started there:
   // that append was its start made durable (Journal.activated), so it counts as run.
   const before = life1.hooks.filter((h) => h.order < at.order || (h.order === at.order + 1 && h.seq === at.seq))
-  // An agent passing the floor on when the process died is paused by the resume: its onExit
-  // does not run (docs/durability.md). It counts as run at the crash.
+  // An agent that no longer holds the floor when the process died (not the holder, nor a caller
+  // waiting for it) is paused by the resume: the hooks its handoffs called for that had not run
+  // (its onExit as it passed the floor on; its onEnter too, when it passed the floor before that
+  // started) do not run (docs/durability.md). They count as run at the crash.
   const skipped: Array<HookCall> = []
+  const handoffs = life1.events.filter((e): e is AgentHandoffEvent => e.seq < at.seq && e.type === "agent_handoff")
   for (const spec of [...life1.scenario.agents, ...life1.scenario.tasks]) {
-    if (spec.onExit === undefined) continue
-    const passes = life1.events.filter((e) =>
-      e.seq < at.seq && e.type === "agent_handoff" && e.from === spec.name && (e.kind === "handoff" || e.kind === "return" || e.kind === "take_over")
-    ).length
-    const ran = before.filter((h) => h.agent === spec.name && h.hook === "onExit").length
-    for (let k = ran; k < passes; k++) skipped.push({ agent: spec.name, hook: "onExit", seq: at.seq, order: at.order })
+    if (holding.has(spec.name)) continue
+    const expected: Array<HookName> = []
+    for (const e of handoffs) {
+      if (e.from === spec.name && (e.kind === "handoff" || e.kind === "return" || e.kind === "take_over")) expected.push("onExit")
+      if (e.to === spec.name && !e.resumed) expected.push("onEnter")
+      if (e.to === spec.name && e.resumed && (e.kind === "handoff" || e.kind === "hand_back")) expected.push("onResume")
+    }
+    const due = expected.filter((hook) => spec[hook] !== undefined)
+    const ran = before.filter((h) => h.agent === spec.name).map((h) => h.hook)
+    if (ran.some((hook, i) => due[i] !== hook)) continue
+    for (const hook of due.slice(ran.length)) skipped.push({ agent: spec.name, hook, seq: at.seq, order: at.order })
   }
   const hooks = [...before, ...skipped, ...life2.hooks.map((h) => ({ ...h, seq: seq(h.seq), order: order(h.order) }))]
   const taskOutcomes = [
@@ -438,7 +465,7 @@ export const simulateCrash = (seed: number): Effect.Effect<CrashResult> =>
     // it (a write that never finished: its step's events) is lost with the process
     // (docs/durability.md).
     const cut = committed ?? point
-    const rec = joined(life1.recording, cut, life2)
+    const rec = joined(life1.recording, cut, life2, holding(folded))
     debug.last = { rec, cut }
     for (const v of checkJoined(rec, cut.seq)) {
       violations.push({ rule: `joined ${v.rule}`, message: `${kind} crash: ${v.message}${v.seq === undefined ? "" : ` (seq ${v.seq}; life 2 from ${cut.seq})`}` })

@@ -44,6 +44,21 @@ describe("simulation with crashes", () => {
       assert.isAtLeast(enters[0]!.seq, cut.seq)
     }), { timeout: 60_000 })
 
+  it.effect("seed 111059 (failed with life 2 closed before its next turn was sent, a defect of the harness): the resumed session takes that turn and closes with every rule kept", () =>
+    Effect.gen(function*() {
+      const result = yield* simulateCrash(111059)
+      assert.isUndefined(result.skipped)
+      assert.deepStrictEqual(result.violations, [])
+    }), { timeout: 60_000 })
+
+  it.effect("seed 116808: an agent handed the floor and passing it on before its onEnter started, when the process died, is paused by the resume without its onEnter, which the joined log allows", () =>
+    Effect.gen(function*() {
+      const result = yield* simulateCrash(116808)
+      assert.deepStrictEqual(result.violations, [])
+      const { rec, cut } = debug.last!
+      assert.isFalse(rec.hooks.some((h) => h.agent === "a4" && h.seq > cut.seq))
+    }), { timeout: 60_000 })
+
   it.effect("the joined check finds a break across the restart: an onEnter again after the resume (rule 5), input to the agent that passed the floor in life 1 (rule 1)", () =>
     Effect.gen(function*() {
       const result = yield* simulateCrash(100)
