@@ -50,6 +50,7 @@ export const checkBatches = (ctx: Ctx): Array<Violation> => {
     }
     const winner = firstValidHandoff(ctx, batch)
     for (const c of handoffCalls(ctx, batch)) {
+      if (c.output.status === "cancelled" && cancelledByTakeOver(ctx, c.call, ctx.itemSeq.get(c.output.id) ?? 0)) continue
       const expected = c === winner ? "handoff" : "error"
       if (c.output.status !== expected) {
         out.push(v("rule 3", `${batch.agent}: ${c.call.name} (${c.call.callId}) got a "${c.output.status}" output, expected "${expected}"${c === winner ? " (the first handoff in call order wins)" : ""}`, batch.seq))
@@ -133,6 +134,13 @@ const validTyped = (raw: string): boolean => {
   }
 }
 
+/** A task running when a person took the floor is cancelled, and its calls with it. */
+const cancelledByTakeOver = (ctx: Ctx, call: FunctionCall, outputSeq: number): boolean => {
+  const callSeq = ctx.itemSeq.get(call.id) ?? 0
+  return call.agent !== undefined && ctx.tasks.has(call.agent) &&
+    ctx.handoffs.some((e) => e.kind === "take_over" && e.seq > callSeq && e.seq <= outputSeq)
+}
+
 /** The output's status matches what the tool does. */
 const checkAnswer = (ctx: Ctx, call: FunctionCall, answer: FunctionCallOutput): Array<Violation> => {
   const seq = ctx.itemSeq.get(answer.id) ?? 0
@@ -141,9 +149,7 @@ const checkAnswer = (ctx: Ctx, call: FunctionCall, answer: FunctionCallOutput): 
   if (ctx.resumedAt !== undefined && (ctx.itemSeq.get(call.id) ?? 0) < ctx.resumedAt && seq >= ctx.resumedAt) return []
   if (answer.status === "cancelled" || answer.status === "interrupted") {
     if (seq >= ctx.closeSeq || restartOutput(ctx, answer, seq) || (call.agent && ctx.tasks.has(call.agent) && delivery(call.callId))) return []
-    // A task running when a person took the floor is cancelled, and its calls with it.
-    const callSeq = ctx.itemSeq.get(call.id) ?? 0
-    if (call.agent && ctx.tasks.has(call.agent) && ctx.handoffs.some((e) => e.kind === "take_over" && e.seq > callSeq && e.seq <= seq)) return []
+    if (cancelledByTakeOver(ctx, call, seq)) return []
     if (/replaced by a newer call/.test(answer.output) && call.agent && toolOf(ctx, call.agent, call.name)?.onDuplicate === "replace") return []
     return [v("rule 4", `${call.name} (${call.callId}) was ${answer.status} while the session was open`, seq)]
   }
