@@ -9,9 +9,11 @@ import type { Claim, SessionNotFound, SessionStoreService, StoreError, StoreFenc
 import type { Agent } from "../Agent.ts"
 import { ChatContext, nextId } from "../ChatContext.ts"
 import { AgentNotFound, decodeUserdata, type DurableOptions, encodeUserdata, SessionNotResumable, UserdataRefused } from "../Durability.ts"
+import * as Lifecycle from "./actor/Lifecycle.ts"
 import * as EventLog from "./EventLog.ts"
 import * as Journal from "./Journal.ts"
 import * as Resume from "./Resume.ts"
+import * as Speeches from "./Speeches.ts"
 import type { Supervisor } from "./Supervisor.ts"
 
 /** A durable session about to start: its claim and, when resumed, what its journal holds. */
@@ -97,6 +99,11 @@ export const attach = (prepared: Prepared, supervisor: Supervisor, parent: Scope
       now: core.now,
       work: core.work,
       floorFrozen: () => options.endOnClose === false && core.closed(),
+      held: () => {
+        const holder = state.holder
+        if (holder === undefined || core.closed()) return false
+        return Lifecycle.isPassing(holder) || Speeches.current(holder.speeches)?.state._tag === "Passing"
+      },
       onFenced: (error: StoreFenced) => {
         core.emit({ type: "error", agent: undefined, source: "transport", message: `${error.message}: this process stops the session`, recoverable: false })
         Effect.runFork(supervisor.close)

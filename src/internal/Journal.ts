@@ -97,6 +97,13 @@ export interface Config {
    * so another process resumes it as it was before, not as closing. Its words are still written.
    */
   readonly floorFrozen: () => boolean
+  /**
+   * Nothing is written now: the holder's batch decided to pass the floor and the session has not
+   * answered yet. Its outputs (a `handoff` output among them) and the floor change are appended
+   * together once it has, so a resume never finds a handoff decided and not applied (the
+   * agent would hold the floor again after saying it passed it). What ends it is an event.
+   */
+  readonly held: () => boolean
   /** Another writer took the session: this one stops (called once). */
   readonly onFenced: (error: StoreFenced) => void
   /** The store failed: the entries are written again at the next flush. */
@@ -249,7 +256,7 @@ const write = (journal: Journal): Effect.Effect<void> =>
     const token = state.scheduled
     state.scheduled = false
     const release = token ? Effect.sync(() => Work.release(config.work)) : Effect.void
-    if (state.stopped) return release
+    if (state.stopped || config.held()) return release
     const { entries, commit } = collect(journal)
     if (entries.length === 0) {
       for (const f of commit) f()

@@ -59,6 +59,15 @@ describe("simulation with crashes", () => {
       assert.isFalse(rec.hooks.some((h) => h.agent === "a4" && h.seq > cut.seq))
     }), { timeout: 60_000 })
 
+  it.effect("seeds 117582, 116039, 118372: a crash after a batch decided a handoff and before the floor passed (after an append, during a lost one, during a torn one) resumes without the decision: the batch's outputs and the pass are appended together, so the agent never holds the floor again after saying it passed it (rule 2 across the restart)", () =>
+    Effect.gen(function*() {
+      for (const [seed, kind] of [[117582, "between"], [116039, "lost"], [118372, "torn"]] as const) {
+        const result = yield* simulateCrash(seed)
+        assert.strictEqual(result.kind, kind)
+        assert.deepStrictEqual(result.violations, [], `seed ${seed}`)
+      }
+    }), { timeout: 60_000 })
+
   it.effect("the joined check finds a break across the restart: an onEnter again after the resume (rule 5), input to the agent that passed the floor in life 1 (rule 1)", () =>
     Effect.gen(function*() {
       const result = yield* simulateCrash(100)
