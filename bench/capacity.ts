@@ -15,8 +15,10 @@
  * N goes up step by step until the turn latency p99 is more than 50 ms above the one-call
  * baseline's, an output underruns, or a reply is missing. Per step: CPU (cores, and per call),
  * RSS (and per call), event-loop lag p99/max, turn latency p50/p99 and the p99 added over one
- * call. Calls per core = the last step that held, divided by the cores it used. The last line is
- * `Target (capacity): ...`: at least 10× agents-js's calls per core, and at least 100 with Silero.
+ * call. Calls per core = the last step that held, divided by the cores it used; "from CPU alone"
+ * = the best calls ÷ cores of a step where every reply came and nothing underran, its latency
+ * aside (a loaded host's neighbours move it less). The last line is `Target (capacity): ...`: at
+ * least 10× agents-js's calls per core, and at least 100 with Silero.
  *
  *   --short          fewer, shorter steps (what `npm run bench` runs); also CAPACITY_SHORT=1
  *   --no-peer        baton only
