@@ -27,8 +27,13 @@ export interface SttOptions {
  * @category models
  */
 export type SttEvent =
-  /** A guess at what is being said; replaced by the next interim or the final. */
-  | { readonly _tag: "Interim"; readonly text: string }
+  /**
+   * A guess at what is being said; replaced by the next interim or the final. `endOfSpeech`: the
+   * engine finalized every word so far and heard a pause after them (Deepgram's `speech_final`):
+   * the user may be done, so a reply may start (the utterance's `Final` still comes after
+   * `endUtterance`).
+   */
+  | { readonly _tag: "Interim"; readonly text: string; readonly endOfSpeech?: boolean }
   /** What was said in one utterance (may be empty when nothing was recognised). */
   | { readonly _tag: "Final"; readonly text: string; readonly confidence?: number }
 

@@ -77,9 +77,10 @@ export interface AgentSession<out U = unknown, in R = never> {
    * The voice pipeline's preemptive generation: `start` the holder's reply to the user's words
    * before their turn ended (false when the holder cannot take it now), `commit` when the turn is
    * sent with those words (the reply uses the call made ahead), `discard` when the user went on.
+   * `onText` sees the reply's text as it comes (to synthesize its first words ahead, unheard).
    */
   readonly preemptive: {
-    readonly start: (text: string) => Effect.Effect<boolean>
+    readonly start: (text: string, onText?: (agent: string, delta: string, complete: boolean) => Effect.Effect<void>) => Effect.Effect<boolean>
     readonly commit: (text: string) => Effect.Effect<void>
     readonly discard: Effect.Effect<void>
   }

@@ -1,8 +1,11 @@
 /**
  * Streaming speech to text with Deepgram's live API (`/v1/listen` over WebSocket, Nova): one
  * socket per stream, audio as binary PCM16 16 kHz messages of `chunkMs` (default 60 ms: three
- * 20 ms frames a message, not one; what is gathered goes out before a `Finalize`), transcripts
- * back as JSON. Interims are the finalized segments so far plus the current guess.
+ * 20 ms frames a message, not one; what is gathered goes out before a `Finalize`, and the first
+ * 60 ms of a pause after loud audio go out frame by frame, so Deepgram's endpointing hears the
+ * pause at once), transcripts back as JSON. Interims are the finalized segments so far plus the
+ * current guess; a `speech_final` result (Deepgram heard the words end) is an interim with
+ * `endOfSpeech`, so that a reply can start before the pipeline ends the utterance.
  *
  * Deepgram finalizes words by itself: its endpointing (`endpointing`, sent explicitly, default
  * 25 ms of silence) sends `is_final`/`speech_final` results mid-stream, and `UtteranceEnd` (after
@@ -141,6 +144,20 @@ interface State {
   gatheredBytes: number
   closedWith: VoiceError | undefined
   audioSinceTick: boolean
+  /** Quiet audio since the last loud frame (ms): the first of a pause goes out frame by frame. */
+  quietMs: number
+}
+
+/** A frame quieter than this (RMS, 1% of full scale) may be a pause after words. */
+const QUIET_RMS = 328
+/** A pause's first audio is sent at once: Deepgram's endpointing (25 ms by default) hears it
+ * without waiting for a whole message, so its final for the words before it comes sooner. */
+const PAUSE_SEND_MS = 60
+
+const isQuiet = (samples: Int16Array) => {
+  let sum = 0
+  for (let i = 0; i < samples.length; i++) sum += samples[i]! * samples[i]!
+  return samples.length === 0 || sum < QUIET_RMS * QUIET_RMS * samples.length
 }
 
 const wake = (state: State) => state.wake === undefined ? Effect.void : Deferred.succeed(state.wake, undefined)
@@ -165,6 +182,11 @@ const onResults = (state: State, message: Results) =>
     }
     if (transcript !== "") state.segments.push(transcript)
     state.pending = ""
+    // Deepgram's own endpointing: every word so far is final and a pause followed them, told now
+    // (the utterance's Final waits for endUtterance) so that a reply can start on them
+    if (message.speech_final && !message.from_finalize && state.segments.length > 0) {
+      yield* Queue.offer(state.events, { _tag: "Interim", text: state.segments.join(" "), endOfSpeech: true })
+    }
     yield* (message.from_finalize ? settle(state) : wake(state))
   })
 
@@ -231,7 +253,9 @@ const push = (state: State, chunkBytes: number) => (frame: AudioFrame.AudioFrame
     }
     state.gathered.set(bytes, state.gatheredBytes)
     state.gatheredBytes += bytes.byteLength
-    if (state.gatheredBytes < chunkBytes) return state.socket.isOpen() ? Effect.void : Effect.fail(notOpen())
+    state.quietMs = isQuiet(frame.data) ? state.quietMs + (frame.data.length / sampleRate) * 1000 : 0
+    const pause = state.quietMs > 0 && state.quietMs <= PAUSE_SEND_MS
+    if (state.gatheredBytes < chunkBytes && !pause) return state.socket.isOpen() ? Effect.void : Effect.fail(notOpen())
     return sendGathered(state) ? Effect.void : Effect.fail(notOpen())
   })
 
@@ -330,7 +354,8 @@ export const make = (options: DeepgramSttOptions): SttService => ({
       gathered: new Uint8Array(chunkBytes),
       gatheredBytes: 0,
       closedWith: undefined,
-      audioSinceTick: false
+      audioSinceTick: false,
+      quietMs: PAUSE_SEND_MS
     }
     const lock = yield* Semaphore.make(1)
     yield* Effect.forkScoped(readFrames(state))

@@ -48,9 +48,14 @@ const stop = (core: SessionCore, slot: Preempted, outcome: "discarded" | "used")
 /**
  * Starts the holder's reply to `text` ahead of the turn's end: only for an agent that listens
  * (active, saying nothing), talks through a text model and holds the floor. Returns whether it
- * started. Replaces (and drops) an earlier one.
+ * started. Replaces (and drops) an earlier one. `onText` sees its text as it comes (the agent's
+ * name and each delta, then `complete` once it is all there), while the agent holds the floor.
  */
-export const start = (core: SessionCore, text: string): Effect.Effect<boolean> =>
+export const start = (
+  core: SessionCore,
+  text: string,
+  onText?: (agent: string, delta: string, complete: boolean) => Effect.Effect<void>
+): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     discardNow(core)
     const actor = core.holder()
@@ -76,10 +81,18 @@ export const start = (core: SessionCore, text: string): Effect.Effect<boolean> =
     const run = Stream.suspend(() => (mayCall() ? call : Stream.empty)).pipe(
       // cut, not sent, once the agent no longer holds the floor (rule 2)
       Stream.takeWhile(() => actor.holdsFloor()),
-      Stream.runForEach((part) => Queue.offer(parts, part)),
+      // (the voice output may synthesize the first words ahead, unheard: `onText`)
+      Stream.runForEach((part) =>
+        onText !== undefined && part.type === "text-delta"
+          ? Effect.andThen(onText(actor.name, part.delta, false), Queue.offer(parts, part))
+          : Queue.offer(parts, part)
+      ),
       Effect.matchCauseEffect({
         onFailure: (cause) => Effect.sync(() => void Queue.failCauseUnsafe(parts, cause)),
-        onSuccess: () => Queue.end(parts)
+        onSuccess: () =>
+          onText !== undefined && actor.holdsFloor()
+            ? Effect.andThen(onText(actor.name, "", true), Queue.end(parts))
+            : Queue.end(parts)
       }),
       Effect.asVoid,
       Effect.provideService(ModelCall, { agent: actor.name, speechId: "preemptive" })

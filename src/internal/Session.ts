@@ -195,7 +195,7 @@ const facade = <U>(
     voiceDecision: (decision) =>
       Effect.sync(() => void (supervisor.closed() || EventLog.emit(events, { type: "voice_decision", ...decision }))),
     preemptive: {
-      start: (text) => Preemptive.start(core, text),
+      start: (text, onText) => Preemptive.start(core, text, onText),
       commit: (text) => Preemptive.commit(core, text),
       discard: Preemptive.discard(core)
     },

@@ -205,6 +205,8 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
     const held: Array<string> = []
     /** The engine's latest guess at the utterance in progress. */
     let interim = ""
+    /** The words a reply was last started on ahead of the turn's end (preemptive generation). */
+    let ahead: string | undefined
     const preRoll: Array<{ readonly atMs: number; readonly frame: AudioFrame.AudioFrame }> = []
 
     /** The utterances whose final transcripts are awaited, in order: their turn, and their audio
@@ -288,6 +290,7 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
         if (turn === current && inUtterance) return Effect.void
         if (!turn.force && (turn.endpointAt === undefined || audioMs < turn.endpointAt)) return Effect.void
         turn.done = true
+        ahead = undefined
         if (settled()) onSettled?.()
         const overReply = turn === current ? barge : undefined
         if (turn === current) {
@@ -304,14 +307,14 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
           if (overReply !== undefined && interruptionWords > 0 && wordCount(text) < interruptionWords && output.playing()) {
             // too few words to cut the reply (a backchannel, "mm-hmm"): said once it is over
             held.push(text)
-            return yield* session.preemptive.discard
+            return yield* discardAhead
           }
           if (text !== "") {
             yield* session.preemptive.commit(text)
             yield* session.send(text).pipe(Effect.ignore)
             return
           }
-          yield* session.preemptive.discard
+          yield* discardAhead
           if (turn.cut && resumes && !turn.resumed) yield* falseInterruption(turn)
         })
       })
@@ -366,7 +369,8 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
         if (goesOn) {
           // the user goes on: the turn waits for a new silence, a reply started for it is dropped
           current!.endpointAt = undefined
-          yield* session.preemptive.discard
+          ahead = undefined
+          yield* discardAhead
         } else {
           yield* followHolder
           current = newTurn()
@@ -455,6 +459,12 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
             if (event.text !== "") yield* session.transcribed(event.text, false)
             // the words speech over a reply needed may be these
             if (barge !== undefined && inUtterance) yield* bargeIn(0)
+            // words beyond those a reply was started on: the user goes on
+            if (ahead !== undefined && inUtterance && current !== undefined && wordsOf(current, true) !== ahead) {
+              ahead = undefined
+              yield* discardAhead
+            }
+            if (event.endOfSpeech === true) yield* startAhead
             return
           }
           const entry = pending.shift()
@@ -472,14 +482,37 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
           const waiting = turn === current && !inUtterance && turn.awaiting === 0 && !turn.force && turn.endpointAt !== undefined
           if (waiting) {
             yield* endpoint(turn, wordsOf(turn, false))
-            if (preemptive && turn.texts.length > 0 && audioMs < turn.endpointAt!) {
-              yield* session.preemptive.start(turn.texts.join(" "))
+            // (one started on the engine's own end of speech for these very words goes on)
+            const words = turn.texts.join(" ")
+            if (preemptive && turn.texts.length > 0 && audioMs < turn.endpointAt! && words !== ahead) {
+              ahead = (yield* startAheadOf(words)) ? words : undefined
             }
           }
           yield* maybeSend(turn)
         })
       )
     )
+
+    /** The reply to `words`, started ahead of the turn's end; its first sentence is synthesized
+     * as it comes and held by the output, unheard, until the turn is confirmed. */
+    const startAheadOf = (words: string) => Effect.andThen(output.dropAhead, session.preemptive.start(words, output.speakAhead))
+    /** The reply made ahead is thrown away, and what was synthesized of it. */
+    const discardAhead = Effect.andThen(session.preemptive.discard, output.dropAhead)
+
+    /** The engine heard the user pause after final words (`endOfSpeech`), before the VAD ended
+     * the utterance: the holder's reply starts on them now (its model call is the longest wait
+     * of a turn); the endpointing silence still decides whether the turn is over. */
+    const startAhead = Effect.suspend(() => {
+      const turn = current
+      if (!preemptive || !inUtterance || turn === undefined || turn.done || turn.awaiting > 0) return Effect.void
+      // not over a reply (a barge-in decides that speech), nor on words that trail off
+      if (barge !== undefined || output.playing()) return Effect.void
+      const words = wordsOf(turn, true)
+      if (words === ahead || Endpointing.decide(words, false, minDelayMs, maxDelayMs).reason === "trailing_off") return Effect.void
+      return Effect.map(startAheadOf(words), (started) => {
+        ahead = started ? words : undefined
+      })
+    })
 
     /** The agent holding the floor's STT options (a handoff may change the language). */
     const wanted = Effect.map(session.currentAgent, (agent) => (agent && options.sttByAgent?.[agent.name]) ?? options.stt)

@@ -54,6 +54,24 @@ export interface VoiceOutput {
   readonly cut: Effect.Effect<void>
   /** The last reply cut short: its whole text and what was heard of it. */
   readonly lastCut: () => { readonly agent: string; readonly text: string; readonly heard: string } | undefined
+  /**
+   * Sees the text of a reply made ahead of the user's turn end (preemptive generation) and
+   * synthesizes its first sentence now, unheard: held until a speech of `agent` begins with that
+   * very sentence, which then plays it at once; any other first sentence drops it.
+   */
+  readonly speakAhead: (agent: string, delta: string, complete: boolean) => Effect.Effect<void>
+  /** Drops what `speakAhead` holds (the user went on, the reply made ahead was thrown away):
+   * nothing of it is heard, its synthesis is cancelled. */
+  readonly dropAhead: Effect.Effect<void>
+}
+
+/** The first sentence of a reply made ahead, being synthesized (or done), not played. */
+interface Ahead {
+  readonly agent: string
+  readonly chunker: Sentences.Chunker
+  sentence: string | undefined
+  frames: Queue.Queue<AudioFrame.AudioFrame, VoiceError | Cause.Done> | undefined
+  fiber: Fiber.Fiber<void> | undefined
 }
 
 /** One reply's audio: its sentences in order, their place in its audio, and the clock of its playout. */
@@ -94,6 +112,52 @@ export const make = (options: VoiceOutputOptions = {}) =>
     const playbacks = new Map<string, Playback>()
     let lastCut: ReturnType<VoiceOutput["lastCut"]>
 
+    let ahead: Ahead | undefined
+
+    const dropAheadNow = () => {
+      const held = ahead
+      ahead = undefined
+      // (interrupting the synthesis cancels the provider's generation)
+      held?.fiber?.interruptUnsafe()
+    }
+
+    /** The audio synthesized ahead for `p`'s first sentence, if it is this one (taken once). */
+    const heldFor = (p: Playback, sentence: string) => {
+      if (ahead === undefined || p.spoken.length !== 1) return undefined
+      const held = ahead
+      if (held.agent !== p.info.agent || held.sentence !== sentence || held.frames === undefined) {
+        dropAheadNow()
+        return undefined
+      }
+      ahead = undefined
+      return Stream.fromQueue(held.frames)
+    }
+
+    const speakAhead = (agent: string, delta: string, complete: boolean) =>
+      Effect.suspend(() => {
+        if (ahead !== undefined && ahead.agent !== agent) dropAheadNow()
+        const held = ahead ?? (ahead = { agent, chunker: Sentences.make(options.minSentenceChars ?? 20), sentence: undefined, frames: undefined, fiber: undefined })
+        if (held.sentence !== undefined) return Effect.void
+        // (the reply's own chunker cuts the same text the same way: its first sentence is this one)
+        const first = held.chunker.push(delta)[0] ?? (complete ? held.chunker.flush() : undefined)
+        if (first === undefined || first === "") return Effect.void
+        held.sentence = first
+        return Effect.gen(function*() {
+          const frames = yield* Queue.unbounded<AudioFrame.AudioFrame, VoiceError | Cause.Done>()
+          held.frames = frames
+          const voice = options.voices?.[agent] ?? options.tts
+          held.fiber = yield* tts.synthesize(first, voice).pipe(
+            Stream.runForEach((frame) => Queue.offer(frames, frame)),
+            Effect.matchCauseEffect({
+              onFailure: (cause) => Effect.sync(() => void Queue.failCauseUnsafe(frames, cause)),
+              onSuccess: () => Queue.end(frames)
+            }),
+            Effect.asVoid,
+            Effect.forkIn(scope)
+          )
+        })
+      })
+
     const now = Clock.currentTimeMillis
     const playedMs = (p: Playback, at: number) =>
       p.frozenMs ?? (p.startedAt === undefined ? 0 : Math.min(p.writtenMs, Math.max(0, at - p.startedAt)))
@@ -115,7 +179,7 @@ export const make = (options: VoiceOutputOptions = {}) =>
         p.spoken.push(spoken)
         const startMs = p.writtenMs
         const voice = options.voices?.[p.info.agent] ?? options.tts
-        yield* tts.synthesize(sentence, voice).pipe(
+        yield* (heldFor(p, sentence) ?? tts.synthesize(sentence, voice)).pipe(
           Stream.flatMap((frame) => Stream.fromIterable(AudioFrame.split(frame, 20))),
           Stream.runForEach((frame) =>
             play(p, frame).pipe(Effect.andThen(Effect.sync(() => {
@@ -234,7 +298,9 @@ export const make = (options: VoiceOutputOptions = {}) =>
         return false
       },
       cut: Effect.suspend(() => Effect.forEach(Array.from(playbacks.values()), stop, { discard: true })),
-      lastCut: () => lastCut
+      lastCut: () => lastCut,
+      speakAhead,
+      dropAhead: Effect.sync(dropAheadNow)
     }
     return service
   })

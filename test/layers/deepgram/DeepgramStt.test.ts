@@ -248,12 +248,13 @@ describe("DeepgramStt", () => {
       assert.deepStrictEqual(events.filter((e) => e._tag === "Final").map((e) => e.text), ["first words here", "second words here"])
     }))
 
-  it.live("audio goes out in messages of chunkMs, and what is gathered goes out before Finalize and CloseStream", () =>
+  it.live("audio goes out in messages of chunkMs, a pause's first 60 ms frame by frame, and what is gathered before Finalize and CloseStream", () =>
     Effect.gen(function*() {
       const mock = yield* Mock.make({ transcripts: ["book a table"], msPerWord: 100 })
       yield* Effect.scoped(Effect.gen(function*() {
         const stream = yield* sttOf(mock).stream()
-        // 11 frames of 20 ms: three messages of 60 ms, and 40 ms gathered when the utterance ends
+        // 160 ms of words, then a pause: 60 ms messages until the pause, whose frames go out as
+        // they come; the pause's next 20 ms are gathered, and go out before CloseStream
         for (const f of [...tone(160), ...quiet(60)]) yield* stream.push(f)
         yield* stream.endUtterance
         for (const f of quiet(20)) yield* stream.push(f)
@@ -264,11 +265,29 @@ describe("DeepgramStt", () => {
         1920,
         1920,
         1920,
-        1280,
+        640,
+        640,
         "Finalize",
         640,
         "CloseStream"
       ])
+    }))
+
+  it.live("Deepgram's own end of speech (speech_final) is an interim with endOfSpeech, before the utterance's Final", () =>
+    Effect.gen(function*() {
+      const mock = yield* Mock.make({ transcripts: ["book a table"], msPerWord: 100 })
+      yield* Effect.scoped(Effect.gen(function*() {
+        const stream = yield* sttOf(mock).stream()
+        const events: Array<SttEvent> = []
+        yield* Effect.forkScoped(Stream.runForEach(stream.events, (e) => Effect.sync(() => events.push(e))))
+        for (const f of [...tone(300), ...quiet(60)]) yield* stream.push(f)
+        yield* eventually(() => events.some((e) => e._tag === "Interim" && e.endOfSpeech === true))
+        assert.deepStrictEqual(events.filter((e) => e._tag === "Interim" && e.endOfSpeech === true).map((e) => e.text), ["book a table"])
+        assert.isFalse(events.some((e) => e._tag === "Final"), "the Final waits for endUtterance")
+        yield* stream.endUtterance
+        yield* eventually(() => events.some((e) => e._tag === "Final"))
+        assert.deepStrictEqual(events.filter((e) => e._tag === "Final").map((e) => e.text), ["book a table"])
+      }))
     }))
 })
 
