@@ -15,8 +15,8 @@
  * "note"}` (the floor back to an agent, the note for its next reply), `{"type":"timeline"}` (the
  * open session's timeline picture as SVG). Transfers: an `offer` frame (who it is for, the
  * session, the briefing, how long it still rings) is answered with `{"type":"accept","offer":id}`
- * (the transfer is Answered, the session opens and the operator takes the floor once the
- * transfer has given it back to its agent) or `{"type":"decline","offer":id,"reason"}`; an
+ * (the transfer is Answered, the session opens and the operator takes the floor in the step the
+ * transfer task returns: its agent's tool gets the outcome, the agent says nothing more) or `{"type":"decline","offer":id,"reason"}`; an
  * `offer_closed` frame says when it stopped ringing and how. Voice: while holding the floor,
  * binary PCM16 frames (at the rate of `{"type":"audio_format","sampleRate"}`, 16 kHz until
  * declared) go to the caller where the agents' audio would, and with a voice pipeline are
@@ -103,7 +103,7 @@ const parse = (frame: string): { readonly type: string; readonly [k: string]: un
   }
 }
 
-/** How long an accepted transfer may take to give the floor back to its agent before the take-over. */
+/** How long an accepted transfer may take to return (the operator then holds the floor). */
 const RETURN_WAIT = "5 seconds"
 /** How long a hand back waits for the transcript of the operator's last words. */
 const LAST_WORDS_WAIT = "3 seconds"
@@ -196,22 +196,26 @@ export const serve = (socket: Socket.Socket, desk: Desk, name = "operator") =>
             return yield* send(answered ? { type: "result", of: "decline", offer: id } : { type: "error", of: "decline", message: `offer ${id} stopped ringing` })
           }
           const call = offer.session === undefined ? undefined : desk.resumer.find(offer.session)
-          // Watched before answering, so the transfer giving the floor back is not missed.
-          const returned = call
+          if (!(yield* OperatorTransfer.answer(line, name, id, true))) {
+            return yield* send({ type: "error", of: "accept", message: `offer ${id} stopped ringing` })
+          }
+          // Asked at once, before the transfer task can return: the operator takes the floor in
+          // the step it returns, so the agent's tool gets Answered but the agent never replies.
+          const taken = call
             ? yield* Effect.forkScoped(
-              Stream.runHead(Stream.filter(call.line.session.events, (e) => e.type === "agent_handoff" && e.kind === "return")),
+              call.line.session.takeOver(operator, { reason: `${name} accepted the transfer`, afterTask: true }),
               { startImmediately: true }
             )
             : undefined
-          if (!(yield* OperatorTransfer.answer(line, name, id, true))) {
-            if (returned) yield* Fiber.interrupt(returned)
-            return yield* send({ type: "error", of: "accept", message: `offer ${id} stopped ringing` })
-          }
           yield* send({ type: "result", of: "accept", offer: id, session: offer.session })
-          if (!call || !returned) return
+          if (!call || !taken) return
           yield* open(call.id)
-          yield* Effect.timeoutOption(Fiber.join(returned), RETURN_WAIT)
-          return yield* takeOver(call.line.session)
+          const outcome = yield* Effect.timeoutOption(Fiber.join(taken), RETURN_WAIT)
+          return yield* send(
+            Option.isSome(outcome)
+              ? { type: "result", of: "take_over", outcome: outcome.value }
+              : { type: "error", of: "take_over", message: `the transfer did not return within ${RETURN_WAIT}` }
+          )
         }
         const call = opened
         if (!call) return yield* send({ type: "error", message: "open a session first" })

@@ -116,8 +116,11 @@ export interface AgentSession<out U = unknown, in R = never> {
    * speech cut, its running tool calls answered, a running task cancelled), and says nothing more;
    * the caller's words go to `human.heard` and the human's (`human.say`) to the caller, both
    * recorded in the history. `NotApplied` when a human already holds it or no agent does.
+   * `afterTask`: a task holding the floor (a transfer the human answered) is not cancelled; the
+   * human takes the floor when it returns, in that step, so its result reaches the tool and the
+   * agent never replies to it.
    */
-  readonly takeOver: (human: Human, options?: { readonly reason?: string }) => Effect.Effect<HandoffOutcome>
+  readonly takeOver: (human: Human, options?: { readonly reason?: string; readonly afterTask?: boolean }) => Effect.Effect<HandoffOutcome>
   /**
    * The human holding the floor hands it back to `agent` (resumed when it was paused, as a
    * handoff would: its onResume or onEnter runs); `note` is an instruction for its next reply.

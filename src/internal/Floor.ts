@@ -24,7 +24,7 @@ import * as HandoffRules from "./HandoffRules.ts"
 import * as HumanFloor from "./HumanFloor.ts"
 import * as RealtimeBinding from "./realtime/Binding.ts"
 import * as Tasks from "./Tasks.ts"
-import type { HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
+import type { Handover, HandoffOutcome, SessionCore, SessionMessage } from "./SessionCore.ts"
 import * as Lifecycle from "./actor/Lifecycle.ts"
 
 type StartTask = Extract<SessionMessage, { readonly _tag: "StartTask" }>
@@ -43,6 +43,8 @@ export interface FloorState {
   readonly exiting: Set<Deferred.Deferred<void>>
   /** A person holding the floor (then `holder` is undefined: no actor holds it). */
   human: HumanFloor.Seat | undefined
+  /** A take-over waiting for the task holding the floor to return (`afterTask`). */
+  claim: HumanFloor.Claim | undefined
 }
 
 export const makeState = (): FloorState => ({
@@ -51,7 +53,8 @@ export const makeState = (): FloorState => ({
   live: new Set(),
   pending: new Map(),
   exiting: new Set(),
-  human: undefined
+  human: undefined,
+  claim: undefined
 })
 
 /** `actor` passes the floor: its onExit (if it has one) is waited for by later activations.
@@ -286,7 +289,14 @@ const completeTask = (
     // Requests of flows that die with the task (its scope closes) are dropped with it.
     state.pending.delete(actor)
     pass(core, state, { from: actor, to: caller, kind: "return", resumed: true })
-    returnTo(state, actor, caller, merge, result)
+    returnTo(core, state, actor, caller, merge, result)
+    // A person waiting for this return takes the floor in this step: the caller gets the task's
+    // result but never holds the floor to reply to it.
+    const claim = state.claim
+    if (claim && !caller.task) {
+      state.claim = undefined
+      return yield* HumanFloor.takeOver(core, state, floorOps, { ...claim, cut: true })
+    }
     yield* startPending(core, state, caller)
   })
 
@@ -302,21 +312,33 @@ const abandon = (
 const abandonNow = (core: SessionCore, state: FloorState, task: Actor.Actor, caller: Actor.Actor, reason: string) => {
   state.live.delete(task)
   pass(core, state, { from: task, to: caller, kind: "return", resumed: true, reason })
-  returnTo(state, task, caller, ChatContext.empty, { _tag: "Failure", error: cancelled(task.agent, reason) })
+  returnTo(core, state, task, caller, ChatContext.empty, { _tag: "Failure", error: cancelled(task.agent, reason) })
+  // A caller that is a task is cancelled in this same step (a take-over, or a task completed
+  // under it): it closes once this result reached its flow (`returnTo`).
+  if (caller.task) returning.set(caller, task.task!.handover)
 }
+
+/** A task cancelled with the task it awaits: that task's handover, whose flow gets the result
+ * before this one closes (its Scope would interrupt the flow first: rule 6). */
+const returning = new WeakMap<Actor.Actor, Handover>()
 
 /** A task that passed the floor back closes: its onExit runs (waited for by later
  * activations), then its caller's flow gets `result`. */
-const returnTo = (state: FloorState, task: Actor.Actor, caller: Actor.Actor, merge: ChatContext, result: TaskResult) => {
+const returnTo = (core: SessionCore, state: FloorState, task: Actor.Actor, caller: Actor.Actor, merge: ChatContext, result: TaskResult) => {
   const exited = exitOf(state, task)
-  task.send({
-    _tag: "Deactivate",
-    final: true,
-    then: () => {
-      exited()
-      caller.send({ _tag: "Return", merge, role: task.task!, result })
-    }
-  })
+  const close = () =>
+    task.send({
+      _tag: "Deactivate",
+      final: true,
+      then: () => {
+        exited()
+        caller.send({ _tag: "Return", merge, role: task.task!, result })
+      }
+    })
+  const under = returning.get(task)
+  if (!under) return close()
+  returning.delete(task)
+  Tasks.whenTaken(core.work, under, close)
 }
 
 /** What HumanFloor.ts needs of this module. */

@@ -94,6 +94,9 @@ const moved = (core: SessionCore, fields: { readonly from: string; readonly to: 
   core.emit({ type: "agent_handoff", ...fields })
 }
 
+/** A take-over waiting for a task to return. */
+export type Claim = Msg<"TakeOver">
+
 /** The human takes the floor from the agent holding it (tasks running give it back first). */
 export const takeOver = (core: SessionCore, state: FloorState, floor: FloorOps, msg: Msg<"TakeOver">): Effect.Effect<void> => {
   const { human } = msg
@@ -102,6 +105,12 @@ export const takeOver = (core: SessionCore, state: FloorState, floor: FloorOps, 
   if (elsewhere && !elsewhere.core.closed()) return refuse(msg.reply, `${human.name} holds the floor of session ${elsewhere.core.id}`)
   let holder = state.holder
   if (!holder) return refuse(msg.reply, "no agent holds the floor")
+  if (msg.afterTask && holder.task && !msg.cut) {
+    // Floor.completeTask applies it when the task returns to an agent.
+    if (state.claim) return refuse(msg.reply, `${state.claim.human.name} takes the floor when ${holder.name} returns`)
+    state.claim = msg
+    return Effect.void
+  }
   if (!msg.cut) {
     // First the holder stops at once, as on a barge-in (its words so far recorded as its own),
     // then the floor moves, from whoever holds it by then.
@@ -113,6 +122,11 @@ export const takeOver = (core: SessionCore, state: FloorState, floor: FloorOps, 
     const caller: Actor.Actor = holder.task.caller
     floor.abandon(core, state, holder, caller, `${human.name} took over`)
     holder = caller
+  }
+  // A take-over waiting for a task's return is overtaken by this one.
+  if (state.claim && state.claim !== msg && state.claim.reply !== msg.reply) {
+    refuse(state.claim.reply, `${human.name} took over first`)
+    state.claim = undefined
   }
   const seat: Seat = { human, core, since: core.now(), from: holder, items: [] }
   state.holder = undefined

@@ -145,8 +145,8 @@ const handoff = Effect.fn("AgentSession.handoff")((facade: Facade, target: Agent
   ask<HandoffOutcome, never>(facade, (reply) => ({ _tag: "Handoff", from: undefined, target, options, reply }))
 )
 
-const takeOver = Effect.fn("AgentSession.takeOver")((facade: Facade, human: Human, options: { readonly reason?: string } = {}) =>
-  ask<HandoffOutcome, never>(facade, (reply) => ({ _tag: "TakeOver", human, reason: options.reason, reply }))
+const takeOver = Effect.fn("AgentSession.takeOver")((facade: Facade, human: Human, options: { readonly reason?: string; readonly afterTask?: boolean } = {}) =>
+  ask<HandoffOutcome, never>(facade, (reply) => ({ _tag: "TakeOver", human, reason: options.reason, afterTask: options.afterTask, reply }))
 )
 
 const handBack = Effect.fn("AgentSession.handBack")((facade: Facade, agent: Agent, options: HandBackOptions = {}) =>

@@ -83,6 +83,9 @@ export type SessionMessage =
     /** The holder has cut what it was saying (it is asked first, so its words are recorded
      * before the floor moves: one atomic step, rule 1). */
     readonly cut?: boolean | undefined
+    /** A task holding the floor is not cancelled: the human takes the floor from its caller in the
+     * very step the task returns (its result still reaches the caller's tool, no reply starts). */
+    readonly afterTask?: boolean | undefined
   }
   /** The person holding the floor hands it back to `agent`. */
   | { readonly _tag: "HandBack"; readonly agent: Agent; readonly options: HandBackOptions; readonly reply: Deferred.Deferred<HandoffOutcome> }

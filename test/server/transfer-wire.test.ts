@@ -282,7 +282,8 @@ describe("transfers wired into /ws", () => {
       operator.sendJson({ type: "accept", offer: second.offer.id })
       const handoff = yield* wait(() => caller.waitFor((f) => f.type === "agent_handoff" && f.to === "sam", "the operator taking the floor"))
       assert.strictEqual(handoff.kind, "take_over")
-      // The tool had its outcome (the operator took the floor before the agent could reply to it).
+      // The tool has its outcome (the operator took the floor in the step the transfer returned).
+      yield* wait(() => caller.waitFor(() => caller.frames.filter((f) => f.type === "function_tools_executed").length === 2, "the tool's outcome"))
       const outputs = caller.frames.filter((f) => f.type === "function_tools_executed").flatMap((f) => f.calls.map((c: any) => c.output.output))
       assert.deepStrictEqual(outputs.map((o: string) => o.split(" (")[0]), ["The person declined the transfer", "The transfer was answered"])
       assert.include(outputs[1], "(sam accepted)")
