@@ -39,6 +39,8 @@ export interface ActorEntry {
 export interface FloorEntry {
   readonly holder: number | null
   readonly actors: ReadonlyArray<readonly [number, string]>
+  /** Actors that passed the floor whose onExit had not started (only when there are some). */
+  readonly exiting?: ReadonlyArray<number> | undefined
 }
 
 /** What the journal last wrote of one context. */
@@ -178,6 +180,17 @@ export const activated = (actor: Actor): Effect.Effect<void> =>
     return journal ? flush(journal) : Effect.void
   })
 
+/**
+ * The onExit of `actor` starts: durable from here on, before it runs (a resume that hands it the
+ * floor again must neither run it again nor skip it).
+ */
+export const exited = (actor: Actor): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    actor.inner.exiting = false
+    const journal = sessions.get(actor.core.id)
+    return journal ? flush(journal) : Effect.void
+  })
+
 /** The entries for what changed, and how to mark them written once the store has them. */
 const collect = (journal: Journal): { entries: Array<Omit<JournalEntry, "seq">>; commit: Array<() => void> } => {
   const { config, state } = journal
@@ -223,10 +236,12 @@ const collect = (journal: Journal): { entries: Array<Omit<JournalEntry, "seq">>;
     commit.push(() => apply(state.history, shared, historyChange.from, historyChange.items))
   }
   const holder = config.state.holder
-  const floorEntry: FloorEntry = {
+  let floorEntry: FloorEntry = {
     holder: holder && config.state.live.has(holder) ? keyOf(holder) : null,
     actors: live.map((actor) => [keyOf(actor), journaledTag(actor)] as const)
   }
+  const exiting = live.filter((actor) => actor.inner.exiting).map(keyOf)
+  if (exiting.length > 0) floorEntry = { ...floorEntry, exiting }
   const floorText = JSON.stringify(floorEntry)
   if (floorText !== state.floor && !config.floorFrozen()) {
     entries.push({ at, kind: "floor", data: floorEntry })

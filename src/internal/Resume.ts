@@ -13,6 +13,7 @@ import type { TaskResult } from "../CurrentAgent.ts"
 import type { TaskError } from "../Errors.ts"
 import * as ToolOutput from "../ToolOutput.ts"
 import * as Actor from "./actor/Actor.ts"
+import * as Hooks from "./actor/Hooks.ts"
 import * as Lifecycle from "./actor/Lifecycle.ts"
 import type { FloorState } from "./Floor.ts"
 import * as Journal from "./Journal.ts"
@@ -204,6 +205,14 @@ export const restore = (
     const current = state.holder
     for (const actor of actors.values()) yield* actor.start
     if (!current) return
+    // Handed the floor again before the onExit of its earlier pass started: that onExit runs
+    // first (its activation's hook waits for it in the lane). Others that had not run it are
+    // paused without it (above).
+    const currentKey = [...actors].find(([, actor]) => actor === current)?.[0]
+    if (currentKey !== undefined && folded.floor?.exiting?.includes(currentKey)) {
+      current.inner.exiting = true
+      yield* Hooks.run(current, current.agent.onExit, "onExit", { exit: true })
+    }
     if (current.lifecycle._tag === "Starting") {
       // Its onEnter had not started: it runs now.
       current.send({ _tag: "Activate", mode: "enter", reply: !current.agent.onEnter })

@@ -175,6 +175,12 @@ export interface ActorInner {
    * resume runs that hook (Journal.ts). Not kept without a store.
    */
   activation: "enter" | "resume" | undefined
+  /**
+   * A durable session's actor that passed the floor and whose `onExit` has not started yet (it
+   * waits for its earlier hooks): the journal writes it as exiting, so a resume that hands it the
+   * floor again runs that onExit before its onResume (Journal.ts). Not kept without a store.
+   */
+  exiting: boolean
 }
 
 export type LoopState = "unstarted" | "handling" | "waiting"
@@ -246,7 +252,8 @@ const build = (
     model: core.defaultModel,
     tools,
     loop: "unstarted",
-    activation: undefined
+    activation: undefined,
+    exiting: false
   }
   const actor: Actor = {
     agent,

@@ -86,7 +86,9 @@ const deactivate: Handler<"Deactivate"> = (actor, msg) => {
       Speeches.dropQueued(actor.speeches, `${actor.name} passed the floor`, { force: true })
       Input.forwardHeld(actor)
       const then = Effect.sync(msg.then)
-      return Hooks.run(actor, actor.agent.onExit, "onExit", { after: msg.final ? Effect.andThen(then, closeSelf(actor)) : then })
+      // Until its onExit starts, a durable session journals it as exiting (Journal.exited).
+      if (actor.agent.onExit && Journal.journaled(actor.core.id)) actor.inner.exiting = true
+      return Hooks.run(actor, actor.agent.onExit, "onExit", { after: msg.final ? Effect.andThen(then, closeSelf(actor)) : then, exit: true })
     })
   )
 }

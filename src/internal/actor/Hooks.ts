@@ -25,6 +25,8 @@ export interface HookOptions {
   /** An activation's hook (onEnter, onResume): in a durable session, its start is journaled
    * before it runs, so a resume neither runs it again nor skips it. */
   readonly activation?: boolean | undefined
+  /** An onExit: in a durable session, its start is journaled before it runs (Journal.exited). */
+  readonly exit?: boolean | undefined
 }
 
 /** Starts `hook` in the lane. */
@@ -49,6 +51,7 @@ export const run = (
   // An observer (the simulation on a user's agents) hears the hook start once what it waits for is done.
   if (hook !== undefined && actor.core.observer !== undefined) body = observed(actor.core.observer, actor, name, body)
   if (options.activation && inner.activation !== undefined) body = Effect.andThen(Journal.activated(actor), body)
+  if (options.exit && inner.exiting) body = Effect.andThen(Journal.exited(actor), body)
   for (const exit of options.waitFor ?? []) if (!Deferred.isDoneUnsafe(exit)) body = Effect.andThen(Deferred.await(exit), body)
   if (!Deferred.isDoneUnsafe(previous)) body = Effect.andThen(Deferred.await(previous), body)
   // A hook that waits for a task lets the next hook go (Tasks.run calls HookLane's function).
