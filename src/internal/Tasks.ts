@@ -32,13 +32,17 @@ export const run = (caller: Actor, task: Agent, options: RunTaskOptions = {}): E
     const work = caller.core.work
     const handover: Handover = { pending: (yield* WorkToken).held }
     const result = yield* Deferred.make<unknown, TaskError>()
+    waiting.set(handover, [])
     const call = yield* CurrentCall
     const callId = call?.actor === caller ? call.callId : undefined
     caller.core.send({ _tag: "StartTask", caller, task, result, handover, extraTools: options.extraTools ?? [], callId })
     if (handover.pending) Work.release(work)
     // A hook waiting for a task does not hold up the actor's next hook.
     ;(yield* HookLane)?.()
-    const awaited = Deferred.await(result).pipe(Effect.onInterrupt(() => Effect.sync(() => returnToken(work, handover))))
+    const awaited = Deferred.await(result).pipe(
+      Effect.onInterrupt(() => Effect.sync(() => returnToken(work, handover))),
+      Effect.ensuring(Effect.sync(() => taken(handover)))
+    )
     const observer = caller.core.observer
     return yield* observer === undefined ? awaited : observed(observer, caller, task.name, awaited)
   })
@@ -49,6 +53,32 @@ const observed = <A, E>(observer: FlowObserver, caller: Actor, task: string, awa
     Effect.tap(() => Effect.sync(() => observer.taskReturned(caller.core.session(), caller.name, task, true))),
     Effect.tapError(() => Effect.sync(() => observer.taskReturned(caller.core.session(), caller.name, task, false)))
   )
+
+/** Flows waiting for a task's result, by their handover: what is to happen once they have it
+ * (`whenTaken`). */
+const waiting = new WeakMap<Handover, Array<() => void>>()
+
+/** The flow stopped waiting: it has its result, or it was interrupted. */
+const taken = (handover: Handover) => {
+  const then = waiting.get(handover)
+  waiting.delete(handover)
+  if (then) for (const f of then) f()
+}
+
+/**
+ * Runs `f` once the flow awaiting the task of `handover` has its result (at once if none waits
+ * any more). A task cancelled with the task it awaits closes only then, or its Scope would
+ * interrupt the flow before the result reached it (rule 6). The session stays busy meanwhile.
+ */
+export const whenTaken = (work: Work.Work, handover: Handover, f: () => void): void => {
+  const then = waiting.get(handover)
+  if (!then) return f()
+  Work.acquire(work)
+  then.push(() => {
+    f()
+    Work.release(work)
+  })
+}
 
 const returnToken = (work: Work.Work, handover: Handover) => {
   if (!handover.pending) return
