@@ -106,7 +106,10 @@ export const checkQuiescence = (ctx: Ctx): Array<Violation> => {
     if (run.othersPending) continue
     // Background tools report when they finish: a run that did not wait for them may see that.
     if (!run.background && (run.backgroundRunning || backgroundPending(ctx, run.resolvedSeq))) continue
-    const next = rec.actions.find((a) => a.order > run.resolvedOrder && a.op !== "idle")?.seq ?? rec.settled?.seq ?? rec.closeSeq ?? Infinity
+    // A close asked (by a hook too: an onUserAway that ends the call) is something happening:
+    // what it records (reports its agents kept) is its doing (seed 159250).
+    const action = rec.actions.find((a) => a.order > run.resolvedOrder && a.op !== "idle")?.seq ?? rec.settled?.seq ?? Infinity
+    const next = Math.min(action, ctx.closeSeq)
     const late = beforeAway(ctx, rec.events.filter((e) => e.seq >= run.resolvedSeq! && e.seq < next && !fromTheNetwork(ctx, e)))
     // A spoken turn is the server's until it reports it: what it brings may follow the run.
     if (late.length > 0 && voiceInFlight(ctx, run.resolvedOrder, late[0]!.at)) continue
