@@ -68,7 +68,7 @@ export interface JobOptions {
   /** The app's own transferer for the job's caller, instead of LiveKit SIP. */
   readonly transferer?: ((room: string, caller: RoomParticipant) => Transfer.TransfererService) | undefined
   /** A supervisor may take the call over and hand it back (Supervisor.ts); none unless given. */
-  readonly supervisors?: Supervisor.SupervisorOptions | undefined
+  readonly supervisors?: Supervisor.SupervisorOptions<CallControl | Transfer.Transferer> | undefined
 }
 
 /**

@@ -42,13 +42,13 @@ export const TOPIC = "baton.supervisor"
  * @since 0.1.0
  * @category models
  */
-export interface SupervisorOptions {
+export interface SupervisorOptions<R = never> {
   /** Identities obeyed whatever their attributes. */
   readonly identities?: ReadonlyArray<string> | undefined
   /** Obey a participant whose `baton.role` attribute is `supervisor` (default true). */
   readonly byAttribute?: boolean | undefined
   /** The agents the floor may be handed back to, by name (default: the job's entry agent). */
-  readonly agents?: ReadonlyArray<Agent.Agent<any>> | undefined
+  readonly agents?: ReadonlyArray<Agent.Agent<R>> | undefined
 }
 
 /**
@@ -57,7 +57,7 @@ export interface SupervisorOptions {
  * @since 0.1.0
  * @category utils
  */
-export const isSupervisor = (options: SupervisorOptions, participant: RoomParticipant): boolean =>
+export const isSupervisor = <R>(options: SupervisorOptions<R>, participant: RoomParticipant): boolean =>
   (options.identities ?? []).includes(participant.identity) ||
   ((options.byAttribute ?? true) && participant.attributes?.["baton.role"] === "supervisor")
 
@@ -81,11 +81,11 @@ const text = (command: Command) => (typeof command["text"] === "string" ? comman
  * @since 0.1.0
  * @category constructors
  */
-export const serve = (
+export const serve = <R>(
   conn: RoomConnection,
   session: AgentSession.AgentSession,
-  entry: Agent.Agent<any>,
-  options: SupervisorOptions = {}
+  entry: Agent.Agent<R>,
+  options: SupervisorOptions<R> = {}
 ): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
     const dataOf = conn.dataOf
