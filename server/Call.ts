@@ -227,9 +227,15 @@ const openWith = <E>(
     // The drain: closes the call at its deadline, or moves its client to another node at once.
     const closer = yield* Deferred.make<string>()
     // A /ws call away from its client moves too: the client resumes wherever it reconnects.
+    // Nothing more reaches the client from here on, and what it was told (each event after its
+    // item was committed) is in the store before it is told to go: the node it goes to claims the
+    // session, which fences any later append from this one.
     const move = Effect.gen(function*() {
       const client = current
       if (client === undefined ? !withText : client.move === undefined) return false
+      current = undefined
+      yield* stopTimers
+      yield* line.session.persist
       if (client?.move) yield* client.move(yield* mint)
       yield* end(movedReason)
       return true

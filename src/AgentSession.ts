@@ -59,6 +59,13 @@ export interface AgentSession<out U = unknown, in R = never> {
   /** Waits until the session is quiescent and no background tool is running. */
   readonly idleWithBackground: Effect.Effect<void>
   /**
+   * A durable session: writes everything it has committed so far to its store and returns once
+   * the store has it (an append in flight first). What a server runs before it sends a client to
+   * resume elsewhere, so the node that claims the session reads all the client was told. Nothing
+   * to do without a store.
+   */
+  readonly persist: Effect.Effect<void>
+  /**
    * Tells the session whether the user is speaking (from a VAD or a transport). While they
    * are, no speech starts and nothing is told; when they start, the current reply is cut.
    */

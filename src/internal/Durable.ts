@@ -71,8 +71,12 @@ export const watch = (events: EventLog.EventLog, prepared: Prepared): EventLog.E
   return events
 }
 
+/** Everything committed so far into the store; returns once the store has it (after an append
+ * in flight, which holds the journal's lock). */
+export const persist = (prepared: Prepared): Effect.Effect<void> => Effect.suspend(() => prepared.journal ? Journal.flush(prepared.journal) : Effect.void)
+
 /** What the supervisor runs before each message: the last step's changes into the store. */
-export const beforeStep = (prepared: Prepared): Effect.Effect<void> => Effect.suspend(() => prepared.journal ? Journal.flush(prepared.journal) : Effect.void)
+export const beforeStep = persist
 
 /** The history a resumed session starts with. */
 export const history = (prepared: Prepared): ChatContext | undefined =>

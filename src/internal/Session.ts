@@ -67,7 +67,7 @@ export const launch = Effect.fnUntraced(
       userdata: options.userdata,
       session: () => session
     })
-    const session: AgentSession<U, unknown> = facade<U>(supervisor, events, options, yield* Semaphore.make(1))
+    const session: AgentSession<U, unknown> = facade<U>(supervisor, events, options, yield* Semaphore.make(1), durable)
     yield* Guardrails.attach(guardrails, supervisor.core)
     // Observers (recorder, metrics, traces) watch from before the first message; their
     // finalizers run after the session's shutdown (registered before it), so they see `close`.
@@ -162,7 +162,8 @@ const facade = <U>(
   supervisor: Supervisor.Supervisor,
   events: EventLog.EventLog,
   options: StartOptions<U, unknown>,
-  runLock: Semaphore.Semaphore
+  runLock: Semaphore.Semaphore,
+  durable: Durable.Prepared | undefined
 ): AgentSession<U, unknown> => {
   const { core, state } = supervisor
   const work = core.work
@@ -177,6 +178,7 @@ const facade = <U>(
     run: (text, runOptions) => runLock.withPermit(run(self, text, runOptions)),
     idle: Work.idle(work),
     idleWithBackground: supervisor.idleWithBackground,
+    persist: durable ? Durable.persist(durable) : Effect.void,
     setUserSpeaking: (speaking) => Effect.sync(() => core.setUserSpeaking(speaking)),
     transcribed: (transcript, final) =>
       Effect.sync(() => void (supervisor.closed() || EventLog.emit(events, { type: "user_input_transcribed", transcript, final }))),
