@@ -12,8 +12,13 @@ import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent, CallTools } from "../../src/index.ts"
 import * as TwilioRest from "../mocks/twilio-rest/calls.ts"
 import { type Client, connect, start, wait } from "./harness.ts"
+import * as TwilioStream from "./twilio-stream.ts"
 
 const CALL_SID = "CA00000000000000000000000000000001"
+const CALL: TwilioStream.TwilioCall = { accountSid: TwilioRest.ACCOUNT_SID, callSid: CALL_SID }
+const startStream = (caller: Client, streamSid: string, customParameters: Record<string, string> = {}) =>
+  TwilioStream.startStream(CALL, caller, streamSid, customParameters)
+const press = TwilioStream.press
 const desk = Agent.make({
   name: "desk",
   instructions: "Help; end the call when the caller is done; press keys when asked.",
@@ -36,18 +41,6 @@ const model = ScriptedModel.layer([
   { when: { agent: "desk" }, reply: (request) => ({ text: `Got ${request.last.kind === "user" ? request.last.text : "?"}.` }) }
 ])
 
-const startStream = (caller: Client, streamSid: string, customParameters: Record<string, string> = {}) => {
-  caller.sendJson({ event: "connected", protocol: "Call", version: "1.0.0" })
-  caller.sendJson({
-    event: "start",
-    sequenceNumber: "1",
-    streamSid,
-    start: { accountSid: TwilioRest.ACCOUNT_SID, streamSid, callSid: CALL_SID, tracks: ["inbound"], mediaFormat: { encoding: "audio/x-mulaw", sampleRate: 8000, channels: 1 }, customParameters }
-  })
-}
-const press = (caller: Client, streamSid: string, digits: string) => {
-  for (const [i, digit] of [...digits].entries()) caller.sendJson({ event: "dtmf", streamSid, sequenceNumber: String(i + 2), dtmf: { track: "inbound_track", digit } })
-}
 const twilioApi = (url: string, streamUrl?: string) =>
   Option.some({
     accountSid: TwilioRest.ACCOUNT_SID,

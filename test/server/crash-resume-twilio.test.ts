@@ -22,9 +22,14 @@ import * as Mulaw from "../../services/Mulaw.ts"
 import * as TwilioRest from "../mocks/twilio-rest/calls.ts"
 import { speak } from "../voice/harness.ts"
 import { type Client, connect, wait } from "./harness.ts"
+import * as TwilioStream from "./twilio-stream.ts"
 
 const SECRET = "crash-resume-twilio-secret"
 const CALL_SID = "CA00000000000000000000000000000042"
+const CALL: TwilioStream.TwilioCall = { accountSid: TwilioRest.ACCOUNT_SID, callSid: CALL_SID }
+const startStream = (caller: Client, streamSid: string, customParameters: Record<string, string> = {}) =>
+  TwilioStream.startStream(CALL, caller, streamSid, customParameters)
+const press = TwilioStream.press
 const STREAM_URL = "wss://voice.example.com/twilio"
 
 /** The app's status callback (where the bridge POSTs each call's resume token): every body. */
@@ -57,18 +62,6 @@ const fixture = Effect.acquireRelease(
     })
 )
 
-const startStream = (caller: Client, streamSid: string, customParameters: Record<string, string> = {}) => {
-  caller.sendJson({ event: "connected", protocol: "Call", version: "1.0.0" })
-  caller.sendJson({
-    event: "start",
-    sequenceNumber: "1",
-    streamSid,
-    start: { accountSid: TwilioRest.ACCOUNT_SID, streamSid, callSid: CALL_SID, tracks: ["inbound"], mediaFormat: { encoding: "audio/x-mulaw", sampleRate: 8000, channels: 1 }, customParameters }
-  })
-}
-const press = (caller: Client, streamSid: string, digits: string) => {
-  for (const [i, digit] of [...digits].entries()) caller.sendJson({ event: "dtmf", streamSid, sequenceNumber: String(i + 2), dtmf: { track: "inbound_track", digit } })
-}
 const until = (what: string, check: () => boolean, ms = 20_000) =>
   wait(async () => {
     for (let waited = 0; !check(); waited += 20) {

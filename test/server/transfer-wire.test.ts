@@ -16,8 +16,13 @@ import { Agent, AgentTask, Tool } from "../../src/index.ts"
 import * as Transfer from "../../src/Transfer.ts"
 import * as Mock from "../mocks/twilio-rest/transfers.ts"
 import { type Client, connect, start, wait } from "./harness.ts"
+import * as TwilioStream from "./twilio-stream.ts"
 
 const CALL_SID = "CA" + "d".repeat(32)
+const CALL: TwilioStream.TwilioCall = { accountSid: Mock.ACCOUNT_SID, callSid: CALL_SID }
+const startStream = (caller: Client, streamSid: string, customParameters: Record<string, string> = {}) =>
+  TwilioStream.startStream(CALL, caller, streamSid, customParameters)
+const press = TwilioStream.press
 const BUSY = "+15550000004"
 const ANSWERS = "+15550000001"
 
@@ -62,18 +67,6 @@ const freePort = Effect.promise(() =>
   })
 )
 
-const startStream = (caller: Client, streamSid: string, customParameters: Record<string, string> = {}) => {
-  caller.sendJson({ event: "connected", protocol: "Call", version: "1.0.0" })
-  caller.sendJson({
-    event: "start",
-    sequenceNumber: "1",
-    streamSid,
-    start: { accountSid: Mock.ACCOUNT_SID, streamSid, callSid: CALL_SID, tracks: ["inbound"], mediaFormat: { encoding: "audio/x-mulaw", sampleRate: 8000, channels: 1 }, customParameters }
-  })
-}
-const press = (caller: Client, streamSid: string, digits: string) => {
-  for (const [i, digit] of [...digits].entries()) caller.sendJson({ event: "dtmf", streamSid, sequenceNumber: String(i + 2), dtmf: { track: "inbound_track", digit } })
-}
 const stop = (caller: Client, streamSid: string) =>
   caller.sendJson({ event: "stop", sequenceNumber: "99", streamSid, stop: { accountSid: Mock.ACCOUNT_SID, callSid: CALL_SID } })
 

@@ -12,6 +12,12 @@ import { Effect, Option } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent } from "../../src/index.ts"
 import { type Client, connect, start, wait } from "./harness.ts"
+import * as TwilioStream from "./twilio-stream.ts"
+
+const CALL: TwilioStream.TwilioCall = { accountSid: "AC00000000000000000000000000000000", callSid: "CA00000000000000000000000000000001" }
+const startStream = (caller: Client, streamSid: string, customParameters: Record<string, string> = {}) =>
+  TwilioStream.startStream(CALL, caller, streamSid, customParameters)
+const press = TwilioStream.press
 
 const agent = Agent.make({ name: "ivr", instructions: "Ask for the account number." })
 const model = ScriptedModel.layer([{ when: { agent: "ivr" }, reply: (request) => ({ text: `Got ${request.last.kind === "user" ? request.last.text : "?"}.` }) }])
@@ -36,26 +42,6 @@ const statusCallback = Effect.acquireRelease(
   (callback) => Effect.sync(callback.close)
 )
 
-/** Twilio's first two messages on a stream, with the TwiML's <Parameter>s. */
-const startStream = (caller: Client, streamSid: string, customParameters: Record<string, string> = {}) => {
-  caller.sendJson({ event: "connected", protocol: "Call", version: "1.0.0" })
-  caller.sendJson({
-    event: "start",
-    sequenceNumber: "1",
-    streamSid,
-    start: {
-      accountSid: "AC00000000000000000000000000000000",
-      streamSid,
-      callSid: "CA00000000000000000000000000000001",
-      tracks: ["inbound"],
-      mediaFormat: { encoding: "audio/x-mulaw", sampleRate: 8000, channels: 1 },
-      customParameters
-    }
-  })
-}
-const press = (caller: Client, streamSid: string, digits: string) => {
-  for (const [i, digit] of [...digits].entries()) caller.sendJson({ event: "dtmf", streamSid, sequenceNumber: String(i + 2), dtmf: { track: "inbound_track", digit } })
-}
 const until = (what: string, check: () => boolean, ms = 10_000) =>
   wait(async () => {
     for (let waited = 0; !check(); waited += 10) {
