@@ -295,7 +295,7 @@ const completeTask = (
     const claim = state.claim
     if (claim && !caller.task) {
       state.claim = undefined
-      return yield* HumanFloor.takeOver(core, state, floorOps, { ...claim, cut: true })
+      return yield* HumanFloor.takeOver(core, state, floorOps, { ...claim, cutBy: caller })
     }
     yield* startPending(core, state, caller)
   })

@@ -105,16 +105,17 @@ export const takeOver = (core: SessionCore, state: FloorState, floor: FloorOps, 
   if (elsewhere && !elsewhere.core.closed()) return refuse(msg.reply, `${human.name} holds the floor of session ${elsewhere.core.id}`)
   let holder = state.holder
   if (!holder) return refuse(msg.reply, "no agent holds the floor")
-  if (msg.afterTask && holder.task && !msg.cut) {
+  if (msg.afterTask && holder.task && msg.cutBy !== holder) {
     // Floor.completeTask applies it when the task returns to an agent.
     if (state.claim) return refuse(msg.reply, `${state.claim.human.name} takes the floor when ${holder.name} returns`)
-    state.claim = msg
+    state.claim = { ...msg, cutBy: undefined }
     return Effect.void
   }
-  if (!msg.cut) {
+  if (msg.cutBy !== holder) {
     // First the holder stops at once, as on a barge-in (its words so far recorded as its own),
-    // then the floor moves, from whoever holds it by then.
-    holder.send({ _tag: "Yield", passes: { ...msg, cut: true } })
+    // then the floor moves. Asked again if the floor moved to another agent meanwhile (a
+    // handoff applied between the two steps): that one has not cut its words.
+    holder.send({ _tag: "Yield", passes: { ...msg, cutBy: holder } })
     return Effect.void
   }
   // A task running is cancelled (innermost first): the floor is taken from the agent under it.

@@ -80,9 +80,10 @@ export type SessionMessage =
     readonly human: Human
     readonly reason?: string | undefined
     readonly reply: Deferred.Deferred<HandoffOutcome>
-    /** The holder has cut what it was saying (it is asked first, so its words are recorded
-     * before the floor moves: one atomic step, rule 1). */
-    readonly cut?: boolean | undefined
+    /** The holder that has cut what it was saying (it is asked first, so its words are recorded
+     * before the floor moves: one atomic step, rule 1). If the floor moved meanwhile, the new
+     * holder is asked in turn. */
+    readonly cutBy?: Actor | undefined
     /** A task holding the floor is not cancelled: the human takes the floor from its caller in the
      * very step the task returns (its result still reaches the caller's tool, no reply starts). */
     readonly afterTask?: boolean | undefined
