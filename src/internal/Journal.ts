@@ -15,7 +15,9 @@
  *   lent the floor, the ids of the items it started with);
  * - `context` `{ key, from, items }`: the actor's context from index `from` on is `items`;
  * - `history` `{ from, items }`: the same for the shared history;
- * - `floor` `{ holder, actors }`: the holder's key and each live actor's lifecycle;
+ * - `floor` `{ holder, actors, exiting? }`: the holder's key, each live actor's lifecycle and, when
+ *   there are some, the key of each actor that passed the floor once for each of its onExits not
+ *   started yet (an agent handed the floor back and forth faster than its onExit runs owes several);
  * - `userdata` `{ value }`: the userdata's JSON form by its Schema;
  * - `batch` `{ entries }`: the next `entries` entries are one append. It leads every append of
  *   more than one entry, and a writer's first append and its first after a failed one. A store
@@ -39,7 +41,7 @@ export interface ActorEntry {
 export interface FloorEntry {
   readonly holder: number | null
   readonly actors: ReadonlyArray<readonly [number, string]>
-  /** Actors that passed the floor whose onExit had not started (only when there are some). */
+  /** Actors that passed the floor, a key once per onExit not started (only when there are some). */
   readonly exiting?: ReadonlyArray<number> | undefined
 }
 
@@ -67,6 +69,12 @@ interface State {
   stopped: boolean
   /** The next append is led by a `batch` entry even if it has one entry (see the header). */
   mark: boolean
+  /**
+   * The onExits not started of each actor that passed the floor (each pass queues one in its hook
+   * lane, behind its earlier hooks): written in the floor entry, so a resume that hands it the
+   * floor again runs each of them, once, before its onResume.
+   */
+  readonly exits: Map<Actor, number>
 }
 
 /**
@@ -148,7 +156,8 @@ export const make = (config: Config): Effect.Effect<Journal> =>
       userdata: undefined,
       scheduled: false,
       stopped: false,
-      mark: true
+      mark: true,
+      exits: new Map()
     }
   }))
 
@@ -181,14 +190,30 @@ export const activated = (actor: Actor): Effect.Effect<void> =>
   })
 
 /**
- * The onExit of `actor` starts: durable from here on, before it runs (a resume that hands it the
+ * `actor` passed the floor and its onExit is queued (Handlers' Deactivate; a resume for the onExits
+ * the journal says had not started): the journal lists it as exiting until that onExit starts.
+ * Nothing without a journal.
+ */
+export const exitQueued = (actor: Actor): void => {
+  const journal = sessions.get(actor.core.id)
+  if (journal) journal.state.exits.set(actor, (journal.state.exits.get(actor) ?? 0) + 1)
+}
+
+/** Whether `actor` has an onExit queued that has not started (Hooks marks its start: `exited`). */
+export const exitPending = (actor: Actor): boolean => (sessions.get(actor.core.id)?.state.exits.get(actor) ?? 0) > 0
+
+/**
+ * An onExit of `actor` starts: durable from here on, before it runs (a resume that hands it the
  * floor again must neither run it again nor skip it).
  */
 export const exited = (actor: Actor): Effect.Effect<void> =>
   Effect.suspend(() => {
-    actor.inner.exiting = false
     const journal = sessions.get(actor.core.id)
-    return journal ? flush(journal) : Effect.void
+    if (!journal) return Effect.void
+    const left = (journal.state.exits.get(actor) ?? 0) - 1
+    if (left > 0) journal.state.exits.set(actor, left)
+    else journal.state.exits.delete(actor)
+    return flush(journal)
   })
 
 /** The entries for what changed, and how to mark them written once the store has them. */
@@ -240,7 +265,7 @@ const collect = (journal: Journal): { entries: Array<Omit<JournalEntry, "seq">>;
     holder: holder && config.state.live.has(holder) ? keyOf(holder) : null,
     actors: live.map((actor) => [keyOf(actor), journaledTag(actor)] as const)
   }
-  const exiting = live.filter((actor) => actor.inner.exiting).map(keyOf)
+  const exiting = live.flatMap((actor) => Array.from({ length: state.exits.get(actor) ?? 0 }, () => keyOf(actor)))
   if (exiting.length > 0) floorEntry = { ...floorEntry, exiting }
   const floorText = JSON.stringify(floorEntry)
   if (floorText !== state.floor && !config.floorFrozen()) {
@@ -249,6 +274,7 @@ const collect = (journal: Journal): { entries: Array<Omit<JournalEntry, "seq">>;
       state.floor = floorText
       // Actors gone from the floor are not written again.
       for (const actor of keys.keys()) if (!config.state.live.has(actor)) keys.delete(actor)
+      for (const actor of state.exits.keys()) if (!config.state.live.has(actor)) state.exits.delete(actor)
     })
   }
   const encoded = config.userdata()

@@ -209,8 +209,10 @@ export const restore = (
     // first (its activation's hook waits for it in the lane). Others that had not run it are
     // paused without it (above).
     const currentKey = [...actors].find(([, actor]) => actor === current)?.[0]
-    if (currentKey !== undefined && folded.floor?.exiting?.includes(currentKey)) {
-      current.inner.exiting = true
+    // (Once for each pass whose onExit had not started: a quick back and forth queues several.)
+    const owed = folded.floor?.exiting?.filter((key) => key === currentKey).length ?? 0
+    for (let i = 0; i < owed; i++) {
+      Journal.exitQueued(current)
       yield* Hooks.run(current, current.agent.onExit, "onExit", { exit: true })
     }
     if (current.lifecycle._tag === "Starting") {

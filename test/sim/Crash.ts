@@ -393,7 +393,13 @@ export const checkJoined = (rec: Recording, resumedAt: number): ReadonlyArray<Vi
   return JOINED_CHECKS.flatMap((rule) => rule(ctx))
 }
 
-export const simulateCrash = (seed: number): Effect.Effect<CrashResult> =>
+export interface CrashOptions {
+  /** Die after the first append whose journal so far passes this test (a regression's chosen
+   * point), instead of at a point the seed draws. */
+  readonly at?: ((folded: Journal.Folded) => boolean) | undefined
+}
+
+export const simulateCrash = (seed: number, options: CrashOptions = {}): Effect.Effect<CrashResult> =>
   Effect.gen(function*() {
     const scenario = scenarioFor(seed, { exclude: DEFAULT_EXCLUDE })
     if (scenario.cascade) return { seed, skipped: "cascade", appends: 0, crashAt: 0, violations: [] }
@@ -436,10 +442,11 @@ export const simulateCrash = (seed: number): Effect.Effect<CrashResult> =>
         for (let kept = append.from + 1; kept < append.count; kept++) if (resumable(kept)) cuts.push({ append, kept })
         return cuts
       })
-    let kind = wanted
+    let kind = options.at ? "between" : wanted
     let points = candidates(kind)
     if (points.length === 0 && kind !== "between") points = candidates(kind = "between")
-    if (points.length === 0) return { seed, skipped: "no floor journaled", appends: appends.length, crashAt: 0, violations }
+    if (options.at) points = points.filter(({ kept }) => options.at!(Journal.fold(entries.slice(0, kept)))).slice(0, 1)
+    if (points.length === 0) return { seed, skipped: options.at ? "no such point" : "no floor journaled", appends: appends.length, crashAt: 0, violations }
     const { append: point, kept: crashAt } = points[prng.int(0, points.length - 1)]!
     // A lost write may have renewed the claim before its entries (SQLite touches the row first).
     const renewed = kind === "lost" && prng.int(0, 1) === 1

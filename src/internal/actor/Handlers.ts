@@ -87,7 +87,7 @@ const deactivate: Handler<"Deactivate"> = (actor, msg) => {
       Input.forwardHeld(actor)
       const then = Effect.sync(msg.then)
       // Until its onExit starts, a durable session journals it as exiting (Journal.exited).
-      if (actor.agent.onExit && Journal.journaled(actor.core.id)) actor.inner.exiting = true
+      if (actor.agent.onExit) Journal.exitQueued(actor)
       return Hooks.run(actor, actor.agent.onExit, "onExit", { after: msg.final ? Effect.andThen(then, closeSelf(actor)) : then, exit: true })
     })
   )

@@ -51,7 +51,7 @@ export const run = (
   // An observer (the simulation on a user's agents) hears the hook start once what it waits for is done.
   if (hook !== undefined && actor.core.observer !== undefined) body = observed(actor.core.observer, actor, name, body)
   if (options.activation && inner.activation !== undefined) body = Effect.andThen(Journal.activated(actor), body)
-  if (options.exit && inner.exiting) body = Effect.andThen(Journal.exited(actor), body)
+  if (options.exit && Journal.exitPending(actor)) body = Effect.andThen(Journal.exited(actor), body)
   for (const exit of options.waitFor ?? []) if (!Deferred.isDoneUnsafe(exit)) body = Effect.andThen(Deferred.await(exit), body)
   if (!Deferred.isDoneUnsafe(previous)) body = Effect.andThen(Deferred.await(previous), body)
   // A hook that waits for a task lets the next hook go (Tasks.run calls HookLane's function).
