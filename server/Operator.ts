@@ -17,7 +17,9 @@
  * session, the briefing, how long it still rings) is answered with `{"type":"accept","offer":id}`
  * (the transfer is Answered, the session opens and the operator takes the floor in the step the
  * transfer task returns: its agent's tool gets the outcome, the agent says nothing more) or `{"type":"decline","offer":id,"reason"}`; an
- * `offer_closed` frame says when it stopped ringing and how. Voice: while holding the floor,
+ * `offer_closed` frame says when it stopped ringing and how. The take-over's `result` comes when
+ * the transfer returns; one that has not within 5 seconds, or is withdrawn with
+ * `{"type":"cancel_take_over"}`, is `NotApplied` and the agent keeps the floor. Voice: while holding the floor,
  * binary PCM16 frames (at the rate of `{"type":"audio_format","sampleRate"}`, 16 kHz until
  * declared) go to the caller where the agents' audio would, and with a voice pipeline are
  * transcribed into the history as the operator's words, an utterance ending at
@@ -103,7 +105,11 @@ const parse = (frame: string): { readonly type: string; readonly [k: string]: un
   }
 }
 
-/** How long an accepted transfer may take to return (the operator then holds the floor). */
+/** What a take-over comes to (Applied, or NotApplied with the reason). */
+type HandoffOutcome = Effect.Success<ReturnType<AgentSession.AgentSession["takeOver"]>>
+
+/** How long an accepted transfer may take to return (the operator then holds the floor); after
+ * it the take-over is withdrawn and the agent keeps the floor. */
 const RETURN_WAIT = "5 seconds"
 /** How long a hand back waits for the transcript of the operator's last words. */
 const LAST_WORDS_WAIT = "3 seconds"
@@ -125,6 +131,8 @@ export const serve = (socket: Socket.Socket, desk: Desk, name = "operator") =>
     let opened: Call | undefined
     let watching: Fiber.Fiber<void> | undefined
     let listening: Fiber.Fiber<never> | undefined
+    /** A take-over waiting for an accepted transfer to return, and the session it is for. */
+    let claiming: { readonly fiber: Fiber.Fiber<HandoffOutcome>; readonly session: string } | undefined
     // (The service's agents run in its sessions: what they need, the sessions have.)
     const agentNamed = (agent: unknown) => handsBackTo.find((a) => a.name === agent) as Agent.Agent | undefined
     /** The agent the floor was taken from, by the last take-over's record. */
@@ -201,21 +209,36 @@ export const serve = (socket: Socket.Socket, desk: Desk, name = "operator") =>
           }
           // Asked at once, before the transfer task can return: the operator takes the floor in
           // the step it returns, so the agent's tool gets Answered but the agent never replies.
+          // Bounded: a transfer that does not return leaves the floor with the agent (rule 2).
           const taken = call
             ? yield* Effect.forkScoped(
-              call.line.session.takeOver(operator, { reason: `${name} accepted the transfer`, afterTask: true }),
+              call.line.session.takeOver(operator, { reason: `${name} accepted the transfer`, afterTask: true, timeout: RETURN_WAIT }),
               { startImmediately: true }
             )
             : undefined
           yield* send({ type: "result", of: "accept", offer: id, session: offer.session })
           if (!call || !taken) return
+          const claim = { fiber: taken, session: call.id }
+          claiming = claim
           yield* open(call.id)
-          const outcome = yield* Effect.timeoutOption(Fiber.join(taken), RETURN_WAIT)
-          return yield* send(
-            Option.isSome(outcome)
-              ? { type: "result", of: "take_over", outcome: outcome.value }
-              : { type: "error", of: "take_over", message: `the transfer did not return within ${RETURN_WAIT}` }
+          // Told when it returns or times out; meanwhile the desk takes other commands (a cancel).
+          return yield* Fiber.await(taken).pipe(
+            Effect.flatMap((exit) => Exit.isSuccess(exit) ? send({ type: "result", of: "take_over", outcome: exit.value }) : Effect.void),
+            Effect.ensuring(Effect.sync(() => void (claiming === claim ? claiming = undefined : undefined))),
+            Effect.forkScoped,
+            Effect.asVoid
           )
+        }
+        if (command.type === "cancel_take_over") {
+          const claim = claiming
+          if (!claim) return yield* send({ type: "error", of: "cancel_take_over", message: "no take-over is waiting for a transfer to return" })
+          claiming = undefined
+          // Withdrawn in the session's own step (the interruption waits for it): applied first, it stands.
+          yield* Fiber.interrupt(claim.fiber)
+          const outcome: HandoffOutcome = operator.holding() === claim.session
+            ? { _tag: "Applied", to: name }
+            : { _tag: "NotApplied", reason: `${name} cancelled the take-over` }
+          return yield* send({ type: "result", of: "take_over", outcome })
         }
         const call = opened
         if (!call) return yield* send({ type: "error", message: "open a session first" })

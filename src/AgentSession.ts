@@ -25,7 +25,7 @@ import type { SessionEvent, VoiceDecision } from "./Events.ts"
 import type { UsageSummary } from "./observe/Usage.ts"
 import type { HandoffOptions } from "./Handoff.ts"
 import type { Human } from "./Human.ts"
-import type { HandBackOptions } from "./internal/HumanFloor.ts"
+import type { HandBackOptions, TakeOverOptions } from "./internal/HumanFloor.ts"
 import { RunResult } from "./RunResult.ts"
 import type { HandoffOutcome } from "./internal/SessionCore.ts"
 import type { SpeechHandle } from "./Speech.ts"
@@ -125,9 +125,10 @@ export interface AgentSession<out U = unknown, in R = never> {
    * recorded in the history. `NotApplied` when a human already holds it or no agent does.
    * `afterTask`: a task holding the floor (a transfer the human answered) is not cancelled; the
    * human takes the floor when it returns, in that step, so its result reaches the tool and the
-   * agent never replies to it.
+   * agent never replies to it. Such a take-over waits at most `timeout` (30 seconds) for the
+   * return, and is withdrawn if interrupted: then `NotApplied`, and the agent keeps the floor.
    */
-  readonly takeOver: (human: Human, options?: { readonly reason?: string; readonly afterTask?: boolean }) => Effect.Effect<HandoffOutcome>
+  readonly takeOver: (human: Human, options?: TakeOverOptions) => Effect.Effect<HandoffOutcome>
   /**
    * The human holding the floor hands it back to `agent` (resumed when it was paused, as a
    * handoff would: its onResume or onEnter runs); `note` is an instruction for its next reply.

@@ -134,6 +134,8 @@ export const handle = (core: SessionCore, state: FloorState, msg: SessionMessage
       }
       case "TakeOver":
         return HumanFloor.takeOver(core, state, floorOps, msg)
+      case "WithdrawTakeOver":
+        return HumanFloor.withdraw(state, msg)
       case "HandBack":
         return HumanFloor.handBack(core, state, floorOps, msg)
       case "HumanSay":

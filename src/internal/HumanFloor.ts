@@ -8,7 +8,7 @@
  * reply or a model call (rule 2), and the actor the floor was taken from is deactivated as on a
  * handoff (its speech cut at once, its running tool calls answered: rules 2 and 4).
  */
-import { Deferred, Effect, Exit, Queue } from "effect"
+import { Deferred, type Duration, Effect, Exit, Queue } from "effect"
 import * as Actor from "./actor/Actor.ts"
 import type { Agent } from "../Agent.ts"
 import { agentHandoff, type ChatItem, ChatContext, message, nextId } from "../ChatContext.ts"
@@ -52,6 +52,31 @@ export interface Seat {
   /** What was said while the human held the floor, both ways, in order. */
   readonly items: Array<ChatItem>
 }
+
+/**
+ * Options of `session.takeOver`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TakeOverOptions {
+  /** Why, as the history's record says. */
+  readonly reason?: string | undefined
+  /**
+   * A task holding the floor (a transfer the human answered) is not cancelled: the human takes
+   * the floor in the very step it returns to an agent.
+   */
+  readonly afterTask?: boolean | undefined
+  /**
+   * With `afterTask`: how long the take-over waits for the task to return (default 30 seconds).
+   * Then it is withdrawn, `NotApplied` saying so, and the agent keeps the floor when the task
+   * returns. Interrupting the take-over withdraws it the same way.
+   */
+  readonly timeout?: Duration.Input | undefined
+}
+
+/** How long a take-over waits for a task's return unless told (`TakeOverOptions.timeout`). */
+export const TAKE_OVER_TIMEOUT: Duration.Input = "30 seconds"
 
 /**
  * Options of `session.handBack`.
@@ -100,6 +125,8 @@ export type Claim = Msg<"TakeOver">
 /** The human takes the floor from the agent holding it (tasks running give it back first). */
 export const takeOver = (core: SessionCore, state: FloorState, floor: FloorOps, msg: Msg<"TakeOver">): Effect.Effect<void> => {
   const { human } = msg
+  // Withdrawn while its holder was cutting its words (`WithdrawTakeOver` answered it).
+  if (Deferred.isDoneUnsafe(msg.reply)) return Effect.void
   if (state.human) return refuse(msg.reply, `${state.human.human.name} already holds the floor`)
   const elsewhere = human.inner.seat
   if (elsewhere && !elsewhere.core.closed()) return refuse(msg.reply, `${human.name} holds the floor of session ${elsewhere.core.id}`)
@@ -140,6 +167,14 @@ export const takeOver = (core: SessionCore, state: FloorState, floor: FloorOps, 
   holder.send({ _tag: "Deactivate", final: false, then: floor.exitOf(state, holder) })
   Deferred.doneUnsafe(msg.reply, Exit.succeed<HandoffOutcome>({ _tag: "Applied", to: human.name }))
   return Effect.void
+}
+
+/** A take-over waiting for a task's return is withdrawn (timed out, or its asker interrupted):
+ * the agent under the task keeps the floor when it returns (it may reply). One that was applied
+ * first stands (its reply is done); one still with a holder cutting its words is dropped there. */
+export const withdraw = (state: FloorState, msg: Msg<"WithdrawTakeOver">): Effect.Effect<void> => {
+  if (state.claim?.reply === msg.reply) state.claim = undefined
+  return refuse(msg.reply, msg.reason)
 }
 
 /** Session tools' reports while a human holds the floor: recorded as the session's (no agent is

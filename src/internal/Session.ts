@@ -23,7 +23,7 @@ import * as UserAway from "./UserAway.ts"
 import * as SessionObserver from "../SessionObserver.ts"
 import type { HandoffOptions } from "../Handoff.ts"
 import type { Human } from "../Human.ts"
-import type { HandBackOptions } from "./HumanFloor.ts"
+import { type HandBackOptions, TAKE_OVER_TIMEOUT, type TakeOverOptions } from "./HumanFloor.ts"
 import { RunResult } from "../RunResult.ts"
 import type { HandoffOutcome, SessionMessage } from "./SessionCore.ts"
 import type { SpeechHandle } from "../Speech.ts"
@@ -145,9 +145,24 @@ const handoff = Effect.fn("AgentSession.handoff")((facade: Facade, target: Agent
   ask<HandoffOutcome, never>(facade, (reply) => ({ _tag: "Handoff", from: undefined, target, options, reply }))
 )
 
-const takeOver = Effect.fn("AgentSession.takeOver")((facade: Facade, human: Human, options: { readonly reason?: string; readonly afterTask?: boolean } = {}) =>
-  ask<HandoffOutcome, never>(facade, (reply) => ({ _tag: "TakeOver", human, reason: options.reason, afterTask: options.afterTask, reply }))
-)
+const takeOver = Effect.fn("AgentSession.takeOver")((facade: Facade, human: Human, options: TakeOverOptions = {}) =>
+  Effect.flatMap(Deferred.make<HandoffOutcome>(), (reply) => {
+    const core = facade.supervisor.core
+    core.send({ _tag: "TakeOver", human, reason: options.reason, afterTask: options.afterTask, reply })
+    if (!options.afterTask) return Deferred.await(reply)
+    // A claim on a task's return is bounded, and withdrawn if its asker goes: the supervisor
+    // answers the withdrawal in its own step, so the outcome is whichever happened first.
+    const withdraw = (reason: string) =>
+      Effect.suspend(() => {
+        core.send({ _tag: "WithdrawTakeOver", reply, reason })
+        return Deferred.await(reply)
+      })
+    const bound = Duration.fromInputUnsafe(options.timeout ?? TAKE_OVER_TIMEOUT)
+    return Deferred.await(reply).pipe(
+      Effect.timeoutOrElse({ duration: bound, orElse: () => withdraw(`the task did not return within ${Duration.format(bound)}`) }),
+      Effect.onInterrupt(() => withdraw("the take-over was cancelled"))
+    )
+  }))
 
 const handBack = Effect.fn("AgentSession.handBack")((facade: Facade, agent: Agent, options: HandBackOptions = {}) =>
   ask<HandoffOutcome, never>(facade, (reply) => ({ _tag: "HandBack", agent, options, reply }))

@@ -88,6 +88,9 @@ export type SessionMessage =
      * very step the task returns (its result still reaches the caller's tool, no reply starts). */
     readonly afterTask?: boolean | undefined
   }
+  /** A take-over waiting for a task's return (`afterTask`) is withdrawn: it timed out or its
+   * asker was interrupted. Its reply is `NotApplied` with `reason` unless it was applied first. */
+  | { readonly _tag: "WithdrawTakeOver"; readonly reply: Deferred.Deferred<HandoffOutcome>; readonly reason: string }
   /** The person holding the floor hands it back to `agent`. */
   | { readonly _tag: "HandBack"; readonly agent: Agent; readonly options: HandBackOptions; readonly reply: Deferred.Deferred<HandoffOutcome> }
   /** The person holding the floor says `text` to the caller. */

@@ -181,6 +181,7 @@ const rejectClosed = (r: Running, msg: SessionMessage) => {
       return void Deferred.doneUnsafe(msg.reply, Effect.fail(new FloorError({ agent: "", reason: "session_closed", message: "the session is closed" })))
     case "Handoff":
     case "TakeOver":
+    case "WithdrawTakeOver":
     case "HandBack":
       return void Deferred.doneUnsafe(msg.reply, Effect.succeed({ _tag: "NotApplied", reason: "the session is closed" } as const))
     case "HumanSay":
@@ -243,6 +244,10 @@ const shutdown = (r: Running): Effect.Effect<void> =>
     // mailbox) is recorded before the cancelled results the close makes them report (rule 9).
     Background.flush(sessionRecorder(r), r.sessionDeliveries)
     r.state.holder = undefined
+    // A take-over waiting for a task's return is answered: that task will not return now.
+    const claim = r.state.claim
+    r.state.claim = undefined
+    if (claim) rejectClosed(r, claim)
     for (const msg of yield* Queue.clear(r.mailbox)) {
       rejectClosed(r, msg)
       Work.release(r.work)

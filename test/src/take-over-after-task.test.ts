@@ -6,6 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { drive, until } from "../../layers/testing/Drive.ts"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent, AgentSession, AgentTask, Human, Tool } from "../../src/index.ts"
@@ -33,6 +34,22 @@ const setup = Effect.gen(function*() {
   })
   return { answered, agent }
 })
+
+/** The session with its task `ring` holding the floor (the desk's tool waits for it). */
+const ringing = Effect.gen(function*() {
+  const model = yield* ScriptedModel.ScriptedModel
+  const { agent, answered } = yield* setup
+  const session = yield* AgentSession.start({ agent })
+  yield* Effect.forkChild(session.run("a person please"))
+  yield* until(() => model.requestsFor("desk").length === 1)
+  yield* drive(Effect.gen(function*() {
+    while ((yield* session.currentAgent)?.name !== "ring") yield* Effect.yieldNow
+  }))
+  return { model, agent, answered, session }
+})
+
+const moves = (session: AgentSession.AgentSession) =>
+  Effect.map(session.eventLog, (events) => events.flatMap((e) => e.type === "agent_handoff" ? [`${e.kind}:${e.from}>${e.to}`] : []))
 
 describe("take over after a task returns", () => {
   it.effect("the human takes the floor in the step the task returns: its result answers the tool, the agent never replies", () =>
@@ -66,5 +83,58 @@ describe("take over after a task returns", () => {
       assert.strictEqual((yield* session.handBack(agent, { reply: false }))._tag, "Applied")
       yield* drive(session.run("thanks"))
       assert.strictEqual(model.requestsFor("desk").length, 2)
+    }).pipe(Effect.provide(script)))
+
+  it.effect("a task that does not return within the timeout: the take-over is NotApplied at the timeout, not before; the task returning later gives the agent the floor and it replies", () =>
+    Effect.gen(function*() {
+      const { model, answered, session } = yield* ringing
+      const ada = yield* Human.make({ name: "ada" })
+      const taken = yield* Effect.forkChild(session.takeOver(ada, { afterTask: true, timeout: "5 seconds" }), { startImmediately: true })
+      yield* TestClock.adjust("4999 millis")
+      assert.isUndefined(taken.pollUnsafe(), "still waiting for the return before the timeout")
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(yield* Fiber.join(taken), { _tag: "NotApplied", reason: "the task did not return within 5s" })
+      assert.strictEqual((yield* session.currentAgent)?.name, "ring", "the task was not cancelled")
+      yield* Deferred.succeed(answered, undefined)
+      yield* drive(session.idle)
+      // Rule 2 with nobody claiming: the desk holds the floor again and may speak.
+      assert.strictEqual((yield* session.currentAgent)?.name, "desk")
+      assert.isUndefined(yield* session.currentHuman)
+      assert.isUndefined(ada.holding())
+      assert.strictEqual(model.requestsFor("desk").length, 2)
+      const history = yield* session.history
+      assertEveryCallAnswered(history)
+      assert.isTrue(history.items.some((i) => i._tag === "Message" && i.role === "assistant" && i.agent === "desk" && i.text === "You are through now, goodbye."))
+      assert.isFalse((yield* moves(session)).some((m) => m.startsWith("take_over")))
+    }).pipe(Effect.provide(script)))
+
+  it.effect("an interrupted take-over is withdrawn: another person's claim is then accepted and applied on the return", () =>
+    Effect.gen(function*() {
+      const { answered, session } = yield* ringing
+      const ada = yield* Human.make({ name: "ada" })
+      const bob = yield* Human.make({ name: "bob" })
+      const taken = yield* Effect.forkChild(session.takeOver(ada, { afterTask: true }), { startImmediately: true })
+      yield* Effect.yieldNow
+      yield* Fiber.interrupt(taken)
+      // Without the withdrawal bob would be refused: "ada takes the floor when ring returns".
+      const second = yield* Effect.forkChild(session.takeOver(bob, { afterTask: true }), { startImmediately: true })
+      yield* Effect.yieldNow
+      assert.isUndefined(second.pollUnsafe())
+      yield* Deferred.succeed(answered, undefined)
+      assert.deepStrictEqual(yield* drive(Fiber.join(second)), { _tag: "Applied", to: "bob" })
+      assert.isUndefined(ada.holding())
+      assert.deepStrictEqual((yield* moves(session)).slice(-2), ["return:ring>desk", "take_over:desk>bob"])
+    }).pipe(Effect.provide(script)))
+
+  it.effect("a session closed while a take-over waits for its task: the take-over is NotApplied, the session is closed", () =>
+    Effect.gen(function*() {
+      const { session } = yield* ringing
+      const ada = yield* Human.make({ name: "ada" })
+      // (A long timeout: the answer is the close's, not the timeout's.)
+      const taken = yield* Effect.forkChild(session.takeOver(ada, { afterTask: true, timeout: "1 hour" }), { startImmediately: true })
+      yield* Effect.yieldNow
+      yield* drive(session.close, { limit: "1 second" })
+      assert.deepStrictEqual(yield* drive(Fiber.join(taken), { limit: "1 second" }), { _tag: "NotApplied", reason: "the session is closed" })
+      assert.isUndefined(ada.holding())
     }).pipe(Effect.provide(script)))
 })

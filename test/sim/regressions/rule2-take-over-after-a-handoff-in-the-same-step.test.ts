@@ -23,8 +23,8 @@ describe("a take-over racing a handoff (simulation regressions)", () => {
           const after = events.slice(i + 1)
           const end = after.findIndex((e) => e.type === "agent_handoff" && e.kind === "hand_back")
           const held = end < 0 ? after : after.slice(0, end)
-          const late = held.filter((e) => e.type === "conversation_item_added" && e.item.role === "assistant" && e.item.agent === from)
-          assert.deepStrictEqual(late.map((e) => e.type === "conversation_item_added" ? e.item.text : ""), [], `${from} spoke after the take-over`)
+          const late = held.filter((e) => e.type === "conversation_item_added" && e.item._tag === "Message" && e.item.role === "assistant" && e.item.agent === from)
+          assert.deepStrictEqual(late.map((e) => e.type === "conversation_item_added" && e.item._tag === "Message" ? e.item.text : ""), [], `${from} spoke after the take-over`)
         }
       }), 60_000)
   }
