@@ -51,13 +51,16 @@ export interface FakeSip {
 const twirpError = (res: ServerResponse, status: number, code: string, msg: string, meta?: Record<string, string>) =>
   res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ code, msg, ...(meta ? { meta } : {}) }))
 
+/** A callee whose request is never answered (a server that hangs): `callees[to] = NEVER`. */
+export const NEVER = 0
+
 /** The fake, each callee (`transfer_to` or `sip_call_to`) answering with its SIP status (default 404), for the test's Scope. */
 export const make = (callees: Record<string, number>) =>
   Effect.acquireRelease(
     Effect.promise(() =>
       new Promise<FakeSip & { close: () => void }>((resolve) => {
         const verifier = new TokenVerifier(API_KEY, API_SECRET)
-        const fake = { url: "", received: [] as Array<Received>, close: () => server.close() }
+        const fake = { url: "", received: [] as Array<Received>, close: () => (server.close(), server.closeAllConnections()) }
         const server = createServer((req, res) => {
           let body = ""
           req.on("data", (d) => (body += String(d)))
@@ -83,6 +86,7 @@ export const make = (callees: Record<string, number>) =>
             fake.received.push({ method, request })
             const callee = request instanceof TransferSIPParticipantRequest ? request.transferTo : request.sipCallTo
             const sip = callees[callee] ?? 404
+            if (sip === NEVER) return
             if (sip === 200) {
               const answer = request instanceof TransferSIPParticipantRequest
                 ? {}
