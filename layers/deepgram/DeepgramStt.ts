@@ -5,7 +5,8 @@
  * 60 ms of a pause after loud audio go out frame by frame, so Deepgram's endpointing hears the
  * pause at once), transcripts back as JSON. Interims are the finalized segments so far plus the
  * current guess; a `speech_final` result (Deepgram heard the words end) is an interim with
- * `endOfSpeech`, so that a reply can start before the pipeline ends the utterance.
+ * `endOfSpeech`, so that a reply can start before the pipeline ends the utterance. The audio's
+ * gathering into messages is Gather.ts's.
  *
  * Deepgram finalizes words by itself: its endpointing (`endpointing`, sent explicitly, default
  * 25 ms of silence) sends `is_final`/`speech_final` results mid-stream, and `UtteranceEnd` (after
@@ -33,6 +34,7 @@ import { Stt, type SttEvent, type SttOptions, type SttService } from "../../serv
 import { VoiceError } from "../../services/VoiceError.ts"
 import type { Liveness } from "../shared/Liveness.ts"
 import * as VoiceSocket from "../shared/VoiceSocket.ts"
+import * as Gather from "./Gather.ts"
 
 /**
  * Options of Deepgram streaming speech to text: the key, endpoint, model, keep-alive interval and
@@ -138,26 +140,10 @@ interface State {
   /** A from_finalize answer, an UtteranceEnd or a close came: nothing more will settle the utterance. */
   settled: boolean
   closing: boolean
-  /** The next message's audio: a fresh buffer each message (the socket may keep a sent one
-   * queued), its first `gatheredBytes` pushed so far. */
-  gathered: Uint8Array
-  gatheredBytes: number
+  /** The next message's audio (Gather.ts). */
+  readonly gathering: Gather.Gathering
   closedWith: VoiceError | undefined
   audioSinceTick: boolean
-  /** Quiet audio since the last loud frame (ms): the first of a pause goes out frame by frame. */
-  quietMs: number
-}
-
-/** A frame quieter than this (RMS, 1% of full scale) may be a pause after words. */
-const QUIET_RMS = 328
-/** A pause's first audio is sent at once: Deepgram's endpointing (25 ms by default) hears it
- * without waiting for a whole message, so its final for the words before it comes sooner. */
-const PAUSE_SEND_MS = 60
-
-const isQuiet = (samples: Int16Array) => {
-  let sum = 0
-  for (let i = 0; i < samples.length; i++) sum += samples[i]! * samples[i]!
-  return samples.length === 0 || sum < QUIET_RMS * QUIET_RMS * samples.length
 }
 
 const wake = (state: State) => state.wake === undefined ? Effect.void : Deferred.succeed(state.wake, undefined)
@@ -224,16 +210,7 @@ const keepAlive = (state: State, everyMs: number) =>
 
 const notOpen = () => new VoiceError({ source: "stt", reason: "Transport", description: "the Deepgram socket is closed" })
 
-/** Sends the audio gathered so far as one message, and starts the next in a fresh buffer. */
-const sendGathered = (state: State): boolean => {
-  if (state.gatheredBytes === 0) return true
-  const message = state.gathered.subarray(0, state.gatheredBytes)
-  state.gathered = new Uint8Array(state.gathered.byteLength)
-  state.gatheredBytes = 0
-  return state.socket.send(message)
-}
-
-const push = (state: State, chunkBytes: number) => (frame: AudioFrame.AudioFrame) =>
+const push = (state: State) => (frame: AudioFrame.AudioFrame) =>
   Effect.suspend(() => {
     if (frame.sampleRate !== sampleRate || frame.channels !== 1) {
       return Effect.fail(new VoiceError({
@@ -245,18 +222,7 @@ const push = (state: State, chunkBytes: number) => (frame: AudioFrame.AudioFrame
     if (state.closedWith !== undefined) return Effect.fail(state.closedWith)
     state.audioSinceTick = true
     state.sentSeconds += frame.data.length / sampleRate
-    const bytes = new Uint8Array(frame.data.buffer, frame.data.byteOffset, frame.data.byteLength)
-    if (state.gatheredBytes + bytes.byteLength > state.gathered.byteLength) {
-      // a frame larger than a message: what is gathered goes first, then the frame as it is (copied)
-      if (!sendGathered(state)) return Effect.fail(notOpen())
-      if (bytes.byteLength >= chunkBytes) return state.socket.send(bytes.slice()) ? Effect.void : Effect.fail(notOpen())
-    }
-    state.gathered.set(bytes, state.gatheredBytes)
-    state.gatheredBytes += bytes.byteLength
-    state.quietMs = isQuiet(frame.data) ? state.quietMs + (frame.data.length / sampleRate) * 1000 : 0
-    const pause = state.quietMs > 0 && state.quietMs <= PAUSE_SEND_MS
-    if (state.gatheredBytes < chunkBytes && !pause) return state.socket.isOpen() ? Effect.void : Effect.fail(notOpen())
-    return sendGathered(state) ? Effect.void : Effect.fail(notOpen())
+    return Gather.add(state.gathering, state.socket, frame.data, sampleRate) ? Effect.void : Effect.fail(notOpen())
   })
 
 /** Read through a function: the reader fiber sets it while `endUtterance` waits. */
@@ -291,7 +257,7 @@ const endUtterance = (state: State, waits: Waits): Effect.Effect<void, VoiceErro
     const boundary = state.sentSeconds
     if (state.closedWith !== undefined) return yield* state.closedWith
     state.settled = false
-    if (!sendGathered(state) || !state.socket.send(JSON.stringify({ type: "Finalize" }))) return yield* notOpen()
+    if (!Gather.flush(state.gathering, state.socket) || !state.socket.send(JSON.stringify({ type: "Finalize" }))) return yield* notOpen()
     yield* awaitSettled(state, boundary, waits)
     const closed = closedWith(state)
     if (closed !== undefined) return yield* closed
@@ -339,7 +305,6 @@ export const make = (options: DeepgramSttOptions): SttService => ({
       headers: { Authorization: `Token ${Redacted.value(options.apiKey)}` },
       liveness: options.liveness
     })
-    const chunkBytes = Math.max(2, Math.round(((options.chunkMs ?? 60) * sampleRate) / 1000) * 2)
     const state: State = {
       socket,
       events: yield* Queue.unbounded<SttEvent, VoiceError | Cause.Done>(),
@@ -351,11 +316,9 @@ export const make = (options: DeepgramSttOptions): SttService => ({
       wake: undefined,
       settled: false,
       closing: false,
-      gathered: new Uint8Array(chunkBytes),
-      gatheredBytes: 0,
+      gathering: Gather.make(options.chunkMs ?? 60, sampleRate),
       closedWith: undefined,
-      audioSinceTick: false,
-      quietMs: PAUSE_SEND_MS
+      audioSinceTick: false
     }
     const lock = yield* Semaphore.make(1)
     yield* Effect.forkScoped(readFrames(state))
@@ -363,12 +326,12 @@ export const make = (options: DeepgramSttOptions): SttService => ({
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         state.closing = true
-        sendGathered(state)
+        Gather.flush(state.gathering, socket)
         socket.send(JSON.stringify({ type: "CloseStream" }))
       }).pipe(Effect.andThen(Queue.end(state.events)))
     )
     return {
-      push: push(state, chunkBytes),
+      push: push(state),
       endUtterance: lock.withPermits(1)(endUtterance(state, waitsOf(options))).pipe(
         Effect.withSpan("DeepgramStt.endUtterance")
       ),

@@ -5,25 +5,25 @@
  * asks the session who holds the floor, right before every model call and every delivery
  * (rule 2).
  */
-import { Cause, Context, Deferred, Effect, Exit, Layer, Queue, Scope } from "effect"
+import { Cause, Context, Deferred, Effect, Layer, Queue, Scope } from "effect"
 import { LanguageModel, type Tool as AiTool } from "effect/ai"
 import type { Agent } from "../../Agent.ts"
 import type { ChatContext, ChatItem } from "../../ChatContext.ts"
 import type { AgentHandle, ReplyOptions, SayOptions, TaskResult } from "../../CurrentAgent.ts"
 import * as Diagnostics from "../../Diagnostics.ts"
-import { FloorError, type TaskError } from "../../Errors.ts"
+import type { FloorError, TaskError } from "../../Errors.ts"
 import type { AgentState } from "../../Events.ts"
 import type { HandoffOptions } from "../../Handoff.ts"
 import type * as Speech from "../../Speech.ts"
 import type { Tool } from "../../Tool.ts"
 import { make as makeAgentHandle } from "../AgentHandle.ts"
-import * as Background from "../Background.ts"
+import type * as Background from "../Background.ts"
 import * as RealtimeBinding from "../realtime/Binding.ts"
 import type * as RealtimeReply from "../realtime/Reply.ts"
 import type { HandoffOutcome, Handover, SessionCore, SessionMessage } from "../SessionCore.ts"
 import * as Speeches from "../Speeches.ts"
-import * as Tasks from "../Tasks.ts"
 import * as ActorTools from "./ActorTools.ts"
+import * as Closing from "./Closing.ts"
 import type { ActorToolkit } from "./ActorTools.ts"
 import * as Handlers from "./Handlers.ts"
 import type { HeldInput } from "./Input.ts"
@@ -202,7 +202,7 @@ export const make = (core: SessionCore, agent: Agent, initial: ChatContext, opti
       // actor's, then the count.
       const { scope, onClose } = Diagnostics.forkScopeUnsafe(core.scope, "actors")
       const actor = build(core, agent, initial, options, scope, mailbox)
-      const started = onClose(finalizer(actor))
+      const started = onClose(Closing.finalizer(actor))
       if (options.startLater) return Effect.as(started, actor)
       actor.inner.loop = "waiting"
       return Effect.andThen(
@@ -271,7 +271,7 @@ const build = (
     chat: initial,
     completions: new Map(),
     send: (msg) => {
-      if (Lifecycle.isTerminated(actor)) return rejectLate(actor, msg)
+      if (Lifecycle.isTerminated(actor)) return Closing.rejectLate(actor, msg)
       Work.acquire(work)
       if (!Queue.offerUnsafe(mailbox, msg)) Work.release(work)
     },
@@ -309,34 +309,6 @@ const build = (
     inner
   }
   return actor
-}
-
-/** A message for an actor whose Scope is closed still gets its answer. */
-const rejectLate = (actor: Actor, msg: ActorMessage) => {
-  const core = actor.core
-  switch (msg._tag) {
-    case "UserInput":
-      return core.send({ _tag: "Input", text: msg.text, itemId: msg.itemId })
-    case "Say":
-    case "Reply":
-      return void Deferred.doneUnsafe(msg.reply, Exit.fail(new FloorError({ agent: actor.name, reason: "agent_closed", message: `${actor.name} is closed` })))
-    case "Deactivate":
-      return msg.then()
-    case "Release":
-      return core.send({ _tag: "Handoff", from: undefined, target: msg.target, options: msg.options, reply: msg.reply })
-    case "Yield":
-      return core.send(msg.passes)
-    case "Return":
-      return Tasks.wake(core.work, msg.role.handover, msg.role.result, msg.result)
-    case "Complete":
-      return core.send({ _tag: "CompleteTask", actor, result: msg.result })
-    case "Background":
-      // Recorded after what the actor had pending (at close, in the finalizer's flush).
-      actor.inner.pending.push(msg.delivery)
-      return actor.lifecycle._tag === "Terminated" && actor.lifecycle.flushed ? Background.flush(actor, actor.inner.pending) : undefined
-    default:
-      return
-  }
 }
 
 /** The model layer's own requirements come from the session's context (the loop is forked
@@ -389,17 +361,3 @@ const loop = (actor: Actor): Effect.Effect<never, Cause.Done> => {
   const ready = actor.agent.toolsets ? Effect.andThen(ActorTools.openToolsets(inner.tools, actor.core, actor.agent, actor.scope), messages) : messages
   return actor.agent.model ? Effect.andThen(loadModel(actor), ready) : ready
 }
-
-/** The Scope closed: what was queued or pending gets its answer, and held input moves on. */
-const finalizer = (actor: Actor) =>
-  Effect.gen(function*() {
-    Lifecycle.terminate(actor)
-    Speeches.dropQueued(actor.speeches, `${actor.name} is closed`, { force: true })
-    for (const msg of yield* Queue.clear(actor.inner.mailbox)) {
-      rejectLate(actor, msg)
-      Work.release(actor.core.work)
-    }
-    Background.flush(actor, actor.inner.pending)
-    Lifecycle.flushed(actor)
-    Handlers.forwardHeld(actor)
-  })
