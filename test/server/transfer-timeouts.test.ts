@@ -87,14 +87,16 @@ describe("a transfer whose provider never reports ends NoAnswer at baton's bound
         ),
         (s) => Effect.sync(s.close)
       )
-      const transferer = TwilioTransfer.transferer({
+      const options = {
         api: { accountSid: Mock.ACCOUNT_SID, authToken, baseUrl: mock.url, streamUrl: Option.some(streamUrl) },
         callbacks,
         callbackUrl: service.url,
         from: "+15550009999",
         callSid: caller,
+        sessionId: "session_1",
         resumeToken: Effect.succeed(Option.some("resume-7"))
-      })
+      }
+      const transferer = TwilioTransfer.transferer(options)
       const task = Transfer.warm({ to: "+15550000007", briefing: "Jane wants a quote.", ringTimeout: "20 seconds", acceptTimeout: "10 seconds" })
       // The caller on hold and the person's leg created: two calls in the mock.
       yield* unanswered(task, transferer, () => mock.twiml.size === 2, "35 seconds")
