@@ -11,7 +11,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { existsSync, mkdirSync } from "node:fs"
 import { Effect, Layer } from "effect"
-import { chromium, type Page } from "playwright-core"
+import type { Page } from "playwright-core"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as OperatorTransfer from "../../server/OperatorTransfer.ts"
 import { Agent, AgentTask, Tool } from "../../src/index.ts"
@@ -19,8 +19,7 @@ import * as Transfer from "../../src/Transfer.ts"
 import { join } from "node:path"
 import { openPage, SHOTS } from "./browserPage.ts"
 import { start } from "./harness.ts"
-
-const CHROMIUM = "/usr/bin/chromium"
+import { CHROMIUM, callerAndOperator, poll } from "./operatorPages.ts"
 
 const front = Agent.make({
   name: "front",
@@ -34,14 +33,6 @@ const model = ScriptedModel.layer([
   { when: { user: "transfer me" }, reply: { toolCalls: [{ name: "transfer" }] } },
   { when: { agent: "front" }, reply: (r) => ({ text: r.last.kind === "tool" ? `Front desk: ${r.last.outputs.map((o) => o.output).join(" ")}` : "Front desk here." }) }
 ])
-
-const poll = (page: Page) => (expression: string, timeout = 15_000) =>
-  Effect.promise(async () => {
-    for (const end = Date.now() + timeout; !(await page.evaluate(expression));) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${expression}`)
-      await new Promise((r) => setTimeout(r, 25))
-    }
-  })
 
 /** Resolves once `expression` (a number) has not changed for `ms`. */
 const settled = (page: Page, expression: string, ms: number) =>
@@ -64,23 +55,7 @@ describe("the operator's desk in Chromium: offers, listen-in and voice", () => {
       const transferer: Transfer.TransfererService = { transport: "operator", transfer: (request) => Effect.suspend(() => OperatorTransfer.transferer(line!).transfer(request)) }
       const server = yield* start(front as Agent.Agent<any>, Layer.mergeAll(model, Layer.succeed(Transfer.Transferer, transferer)), { maxLagMs: 0, agents: [front] } as never)
       line = server.state.operators
-      const browser = yield* Effect.acquireRelease(
-        Effect.promise(() => chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--no-first-run"] })),
-        (b) => Effect.promise(() => b.close())
-      )
-      const errors: Array<string> = []
-      const caller = yield* Effect.promise(() => browser.newPage())
-      const operator = yield* Effect.promise(() => browser.newPage())
-      for (const page of [caller, operator]) {
-        page.on("pageerror", (e) => errors.push(e.message))
-        page.on("console", (m) => m.text().includes("Content Security Policy") && errors.push(m.text()))
-      }
-      const callerUntil = poll(caller)
-      const operatorUntil = poll(operator)
-      const type = (page: Page, id: string, words: string) => Effect.promise(async () => {
-        await page.fill(`#${id}`, words)
-        await page.press(`#${id}`, "Enter")
-      })
+      const { caller, operator, errors, callerUntil, operatorUntil, type } = yield* callerAndOperator
       yield* Effect.promise(() => operator.goto(`${server.url}/operator?name=ada`))
       yield* operatorUntil(`document.getElementById("status").textContent === "connected"`)
       assert.isTrue(server.state.operators.online.has("ada"))

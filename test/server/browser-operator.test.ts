@@ -8,13 +8,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { existsSync } from "node:fs"
 import { Effect, Redacted } from "effect"
-import { chromium, type Page } from "playwright-core"
+import type { Page } from "playwright-core"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as Token from "../../server/Token.ts"
 import { Agent, Handoff, Tool } from "../../src/index.ts"
 import { start } from "./harness.ts"
+import { CHROMIUM, callerAndOperator } from "./operatorPages.ts"
 
-const CHROMIUM = "/usr/bin/chromium"
 const SECRET = "operator-test-secret"
 
 const billing = Agent.make({ name: "billing", instructions: "You are billing." })
@@ -31,14 +31,6 @@ const rules: ReadonlyArray<ScriptedModel.Rule> = [
   { when: { agent: "front" }, reply: { text: "The front desk again." } }
 ]
 
-const poll = (page: Page) => (expression: string, timeout = 15_000) =>
-  Effect.promise(async () => {
-    for (const end = Date.now() + timeout; !(await page.evaluate(expression));) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${expression}`)
-      await new Promise((r) => setTimeout(r, 25))
-    }
-  })
-
 const text = (page: Page, id: string) => Effect.promise(() => page.evaluate(`document.getElementById(${JSON.stringify(id)}).textContent`) as Promise<string>)
 
 describe("the operator's desk in Chromium", () => {
@@ -54,24 +46,7 @@ describe("the operator's desk in Chromium", () => {
       assert.strictEqual(refused.status, 401)
       // Nor does an operator's token open a caller's line.
       assert.strictEqual((yield* Effect.promise(() => fetch(`${server.url}/ws?token=${operatorToken}`))).status, 401)
-      const browser = yield* Effect.acquireRelease(
-        Effect.promise(() => chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--no-first-run"] })),
-        (b) => Effect.promise(() => b.close())
-      )
-      const errors: Array<string> = []
-      const caller = yield* Effect.promise(() => browser.newPage())
-      const operator = yield* Effect.promise(() => browser.newPage())
-      for (const page of [caller, operator]) {
-        page.on("pageerror", (e) => errors.push(e.message))
-        page.on("console", (m) => m.text().includes("Content Security Policy") && errors.push(m.text()))
-      }
-      const callerUntil = poll(caller)
-      const operatorUntil = poll(operator)
-      const type = (page: Page, id: string, words: string) =>
-        Effect.promise(async () => {
-          await page.fill(`#${id}`, words)
-          await page.press(`#${id}`, "Enter")
-        })
+      const { caller, operator, errors, callerUntil, operatorUntil, type } = yield* callerAndOperator
 
       yield* Effect.promise(() => caller.goto(`${server.url}/?token=${callerToken}`))
       yield* callerUntil(`document.getElementById("floor").textContent === "front"`)

@@ -15,7 +15,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { accessToken, type Service, startService } from "../../examples/resume/service.ts"
+import { accessToken, type Service, type ServiceOptions, startService } from "../../examples/resume/service.ts"
 import * as FliteTts from "../../layers/local/FliteTts.ts"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import * as Mulaw from "../../services/Mulaw.ts"
@@ -62,6 +62,41 @@ const fixture = Effect.acquireRelease(
     })
 )
 
+/** Starts `baton serve` with the phone desk's agents on the fixture's SQLite file `db` (killed at the end). */
+const serveOn = (running: Array<Service>, options: Omit<ServiceOptions, "token" | "agents">) => () =>
+  wait(async () => {
+    const service = await startService({ ...options, token: SECRET, agents: "test/server/fixtures/phone-desk.ts" })
+    running.push(service)
+    return service
+  })
+
+/** A Twilio Media Stream socket to `service`'s /twilio, with a token for it. */
+const stream = (service: Service) =>
+  Effect.flatMap(wait(() => accessToken(service, SECRET, "twilio")), (token) => connect(`${service.ws}/twilio?token=${token}`))
+
+/** The call on the first process: stream MZ1, keys 12# answered (its mark), then SIGKILL; what
+ * the bridge POSTed to the status callback for MZ1 (its resume token). */
+const callThenCrash = (serve: () => Effect.Effect<Service>, callback: { readonly posts: Array<any> }) =>
+  Effect.gen(function*() {
+    const first = yield* serve()
+    const before = yield* stream(first)
+    startStream(before, "MZ1")
+    press(before, "MZ1", "12#")
+    yield* wait(() => before.waitFor((f) => f.event === "mark", "the first answer's mark", 30_000))
+    const status = callback.posts.findLast((p) => p.streamSid === "MZ1")
+    assert.isDefined(status, "the bridge POSTed the call's resume token")
+    yield* wait(() => first.crash())
+    return status
+  })
+
+/** The call's stream reconnected to `service` as MZ2 with `resumeToken`, and keys 34# pressed. */
+const resumed = (service: Service, resumeToken: string) =>
+  Effect.map(stream(service), (caller) => {
+    startStream(caller, "MZ2", { resumeToken })
+    press(caller, "MZ2", "34#")
+    return caller
+  })
+
 const until = (what: string, check: () => boolean, ms = 20_000) =>
   wait(async () => {
     for (let waited = 0; !check(); waited += 20) {
@@ -86,40 +121,20 @@ describe("a phone call outlives its process (issue 34)", () => {
       const { folder, running } = yield* fixture
       const rest = yield* TwilioRest.make([CALL_SID])
       const callback = yield* statusCallback
-      const serve = () =>
-        wait(async () => {
-          const service = await startService({
-            store: `sqlite:${join(folder, "phone.db")}`,
-            token: SECRET,
-            voice: "local",
-            agents: "test/server/fixtures/phone-desk.ts",
-            env: {
-              BATON_TWILIO_STATUS_URL: callback.url,
-              TWILIO_ACCOUNT_SID: TwilioRest.ACCOUNT_SID,
-              TWILIO_AUTH_TOKEN: TwilioRest.AUTH_TOKEN,
-              BATON_TWILIO_API_URL: rest.url,
-              BATON_TWILIO_STREAM_URL: STREAM_URL
-            }
-          })
-          running.push(service)
-          return service
-        })
-      const stream = (service: Service) =>
-        Effect.flatMap(wait(() => accessToken(service, SECRET, "twilio")), (token) => connect(`${service.ws}/twilio?token=${token}`))
+      const serve = serveOn(running, {
+        store: `sqlite:${join(folder, "phone.db")}`,
+        voice: "local",
+        env: {
+          BATON_TWILIO_STATUS_URL: callback.url,
+          TWILIO_ACCOUNT_SID: TwilioRest.ACCOUNT_SID,
+          TWILIO_AUTH_TOKEN: TwilioRest.AUTH_TOKEN,
+          BATON_TWILIO_API_URL: rest.url,
+          BATON_TWILIO_STREAM_URL: STREAM_URL
+        }
+      })
+      const status = yield* callThenCrash(serve, callback)
 
-      const first = yield* serve()
-      const before = yield* stream(first)
-      startStream(before, "MZ1")
-      press(before, "MZ1", "12#")
-      yield* wait(() => before.waitFor((f) => f.event === "mark", "the first answer's mark", 30_000))
-      const status = callback.posts.findLast((p) => p.streamSid === "MZ1")
-      assert.isDefined(status, "the bridge POSTed the call's resume token")
-      yield* wait(() => first.crash())
-
-      const second = yield* serve()
-      const caller = yield* stream(second)
-      startStream(caller, "MZ2", { resumeToken: status.resumeToken })
-      press(caller, "MZ2", "34#")
+      const caller = yield* resumed(yield* serve(), status.resumeToken)
       const mark = yield* wait(() => caller.waitFor((f) => f.event === "mark", "the answer's mark on the new stream", 30_000))
       // the answer came as Twilio's media: 8 kHz µ-law, 20 ms a message, on this stream, then its mark
       const media = caller.frames.slice(0, caller.frames.indexOf(mark)).filter((f) => f.event === "media")
@@ -162,32 +177,12 @@ describe("a phone call outlives its process (issue 34)", () => {
     Effect.gen(function*() {
       const { folder, running } = yield* fixture
       const callback = yield* statusCallback
-      const serve = () =>
-        wait(async () => {
-          const service = await startService({
-            store: `sqlite:${join(folder, "drain.db")}`,
-            token: SECRET,
-            agents: "test/server/fixtures/phone-desk.ts",
-            env: { BATON_DRAIN_S: "1", BATON_TWILIO_STATUS_URL: callback.url }
-          })
-          running.push(service)
-          return service
-        })
-      const stream = (service: Service) =>
-        Effect.flatMap(wait(() => accessToken(service, SECRET, "twilio")), (token) => connect(`${service.ws}/twilio?token=${token}`))
-      const first = yield* serve()
-      const before = yield* stream(first)
-      startStream(before, "MZ1")
-      press(before, "MZ1", "12#")
-      yield* wait(() => before.waitFor((f) => f.event === "mark", "the first answer's mark", 30_000))
-      const token = callback.posts.findLast((p) => p.streamSid === "MZ1")?.resumeToken
+      const serve = serveOn(running, { store: `sqlite:${join(folder, "drain.db")}`, env: { BATON_DRAIN_S: "1", BATON_TWILIO_STATUS_URL: callback.url } })
+      const token = (yield* callThenCrash(serve, callback)).resumeToken
       assert.isString(token, "the bridge POSTed the call's resume token")
-      yield* wait(() => first.crash())
 
       const second = yield* serve()
-      const caller = yield* stream(second)
-      startStream(caller, "MZ2", { resumeToken: token })
-      press(caller, "MZ2", "34#")
+      const caller = yield* resumed(second, token)
       yield* wait(() => caller.waitFor((f) => f.event === "mark", "the answer on the new stream", 30_000))
       caller.socket.terminate() // the stream drops without stop: the call waits for Twilio to reconnect it
       yield* wait(() => new Promise((r) => setTimeout(r, 300)))

@@ -50,6 +50,29 @@ const serveWithDesk = (agent: Agent.Agent<any>, models: Layer.Layer<any, any, an
 
 const agentText = (client: Client) => client.frames.filter((f) => f.type === "agent_text").map((f) => f.delta).join("")
 
+/** The desk with a transfer ringing `ringTimeout`: ada online, a caller on /ws who asked for it, and ada's offer. */
+const offered = (ringTimeout: Duration.Input) =>
+  Effect.gen(function*() {
+    const server = yield* serveWithDesk(desk(ringTimeout), model)
+    const ada = yield* connect(`${server.ws}/operator/ws?name=ada`)
+    const caller = yield* connect(`${server.ws}/ws`)
+    yield* wait(() => caller.waitFor((f) => f.type === "ready"))
+    caller.sendJson({ type: "user_text", text: "transfer me" })
+    const { offer } = yield* wait(() => ada.waitFor((f) => f.type === "offer", "the offer"))
+    return { ada, caller, offer }
+  })
+
+/** A caller on /ws, and ada with that caller's session open on her desk (`history`: its first frame). */
+const openedByAda = (server: { readonly ws: string }) =>
+  Effect.gen(function*() {
+    const caller = yield* connect(`${server.ws}/ws`)
+    const ready = yield* wait(() => caller.waitFor((f) => f.type === "ready"))
+    const ada = yield* connect(`${server.ws}/operator/ws?name=ada`)
+    ada.sendJson({ type: "open", session: ready.sessionId })
+    const history = yield* wait(() => ada.waitFor((f) => f.type === "history", "the session opened"))
+    return { caller, ready, ada, history }
+  })
+
 describe("the operator's desk (sockets)", () => {
   it.live("a warm transfer offered to ada: she sees who, the session and the briefing, accepts, and holds the floor of that session", () =>
     Effect.gen(function*() {
@@ -95,12 +118,7 @@ describe("the operator's desk (sockets)", () => {
 
   it.live("declined with a reason: the transfer is Declined, the agent keeps the floor and tells the caller", () =>
     Effect.gen(function*() {
-      const server = yield* serveWithDesk(desk("30 seconds"), model)
-      const ada = yield* connect(`${server.ws}/operator/ws?name=ada`)
-      const caller = yield* connect(`${server.ws}/ws`)
-      yield* wait(() => caller.waitFor((f) => f.type === "ready"))
-      caller.sendJson({ type: "user_text", text: "transfer me" })
-      const { offer } = yield* wait(() => ada.waitFor((f) => f.type === "offer", "the offer"))
+      const { ada, caller, offer } = yield* offered("30 seconds")
       ada.sendJson({ type: "decline", offer: offer.id, reason: "on another call" })
       yield* wait(() => ada.waitFor((f) => f.type === "result" && f.of === "decline", "the decline"))
       yield* wait(() => ada.waitFor((f) => f.type === "offer_closed" && f.outcome?._tag === "Declined", "the offer closed as declined"))
@@ -110,12 +128,7 @@ describe("the operator's desk (sockets)", () => {
 
   it.live("nobody answers within the ring timeout: NoAnswer, the offer is closed on the operator's page, the agent tells the caller", () =>
     Effect.gen(function*() {
-      const server = yield* serveWithDesk(desk("1 second"), model)
-      const ada = yield* connect(`${server.ws}/operator/ws?name=ada`)
-      const caller = yield* connect(`${server.ws}/ws`)
-      yield* wait(() => caller.waitFor((f) => f.type === "ready"))
-      caller.sendJson({ type: "user_text", text: "transfer me" })
-      const { offer } = yield* wait(() => ada.waitFor((f) => f.type === "offer", "the offer"))
+      const { ada, caller, offer } = yield* offered("1 second")
       const closed = yield* wait(() => ada.waitFor((f) => f.type === "offer_closed", "the offer closed", 10_000))
       assert.strictEqual(closed.id, offer.id)
       assert.deepStrictEqual(closed.outcome, { _tag: "NoAnswer", reason: "no operator answered" })
@@ -127,11 +140,7 @@ describe("the operator's desk (sockets)", () => {
   it.live("an operator who leaves holding the floor hands it back to the agent taken over and goes offline", () =>
     Effect.gen(function*() {
       const server = yield* serveWithDesk(desk("30 seconds"), model)
-      const caller = yield* connect(`${server.ws}/ws`)
-      const ready = yield* wait(() => caller.waitFor((f) => f.type === "ready"))
-      const ada = yield* connect(`${server.ws}/operator/ws?name=ada`)
-      ada.sendJson({ type: "open", session: ready.sessionId })
-      yield* wait(() => ada.waitFor((f) => f.type === "history"))
+      const { caller, ada } = yield* openedByAda(server)
       ada.sendJson({ type: "take_over" })
       yield* wait(() => caller.waitFor((f) => f.type === "agent_handoff" && f.to === "ada", "ada on the floor"))
       ada.socket.close(1000)
@@ -155,12 +164,8 @@ describe("the operator's desk (sockets)", () => {
       const front = Agent.make({ name: "front", instructions: "You are the front desk." })
       const replies = ScriptedModel.layer([{ when: () => true, reply: { text: "It is sunny in Paris." } }])
       const server = yield* start(front, Layer.mergeAll(replies, engines), { maxLagMs: 0 })
-      const caller = yield* connect(`${server.ws}/ws`)
-      const ready = yield* wait(() => caller.waitFor((f) => f.type === "ready"))
+      const { caller, ready, ada, history: opened } = yield* openedByAda(server)
       assert.strictEqual(ready.audio, "pipeline")
-      const ada = yield* connect(`${server.ws}/operator/ws?name=ada`)
-      ada.sendJson({ type: "open", session: ready.sessionId })
-      const opened = yield* wait(() => ada.waitFor((f) => f.type === "history", "the session opened"))
       assert.strictEqual(opened.audio, "pipeline")
       assert.strictEqual((yield* wait(() => ada.waitFor((f) => f.type === "audio_format", "the listen-in format"))).sampleRate, 24_000)
       const loudness = (from: number) => Math.max(0, ...ada.binary.slice(from).map((b) => peak(b)))
@@ -206,11 +211,8 @@ describe("the operator's desk (sockets)", () => {
   it.live("a text-only session: the desk says so, and sends no audio; a whisper is in the session's events for the desk, never sent to the caller", () =>
     Effect.gen(function*() {
       const server = yield* serveWithDesk(desk("30 seconds"), model)
-      const caller = yield* connect(`${server.ws}/ws`)
-      const ready = yield* wait(() => caller.waitFor((f) => f.type === "ready"))
-      const ada = yield* connect(`${server.ws}/operator/ws?name=ada`)
-      ada.sendJson({ type: "open", session: ready.sessionId })
-      assert.strictEqual((yield* wait(() => ada.waitFor((f) => f.type === "history"))).audio, "none")
+      const { caller, ada, history } = yield* openedByAda(server)
+      assert.strictEqual(history.audio, "none")
       caller.sendJson({ type: "user_text", text: "hello" })
       yield* wait(() => ada.waitFor((f) => f.type === "event" && f.event.type === "speech_finished", "the reply"))
       assert.isFalse(ada.frames.some((f) => f.type === "audio_format"))

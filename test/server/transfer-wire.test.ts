@@ -70,6 +70,33 @@ const freePort = Effect.promise(() =>
 const stop = (caller: Client, streamSid: string) =>
   caller.sendJson({ event: "stop", sequenceNumber: "99", streamSid, stop: { accountSid: Mock.ACCOUNT_SID, callSid: CALL_SID } })
 
+/** The service's Twilio settings: the REST mock at `baseUrl`; Twilio opens the call's streams at `streamUrl`. */
+const twilioApi = (baseUrl: string, streamUrl: string) =>
+  Option.some({ accountSid: Mock.ACCOUNT_SID, authToken: Redacted.make(Mock.AUTH_TOKEN), baseUrl, streamUrl: Option.some(streamUrl) })
+
+/** The resume token a TwiML `<Connect><Stream>` hands the next stream. */
+const resumeTokenOf = (twiml: string) => /<Parameter name="resumeToken" value="([^"]*)"/.exec(twiml)![1]!
+
+/**
+ * Twilio's part of the call: TwiML matching `replaces` (a `<Dial>`, a `<Conference>`) stops the
+ * stream that carries the call; `open` connects the next stream to the service and starts it.
+ */
+const twilioSide = (rest: Mock.TransferMock, ws: string, replaces: RegExp) => {
+  const streams: Array<{ caller: Client; sid: string }> = []
+  rest.onTwiml = (_callSid, twiml) => {
+    if (!replaces.test(twiml)) return
+    const { caller, sid } = streams.at(-1)!
+    stop(caller, sid)
+  }
+  const open = (sid: string, customParameters: Record<string, string> = {}) =>
+    Effect.map(connect(`${ws}/twilio`), (caller) => {
+      streams.push({ caller, sid })
+      startStream(caller, sid, customParameters)
+      return caller
+    })
+  return { open }
+}
+
 const until = (what: string, check: () => boolean, ms = 10_000) =>
   wait(async () => {
     for (let waited = 0; !check(); waited += 10) {
@@ -88,34 +115,19 @@ describe("transfers wired into /twilio", () => {
         port,
         resumeSeconds: 30,
         maxLagMs: 0,
-        twilioApi: Option.some({
-          accountSid: Mock.ACCOUNT_SID,
-          authToken: Redacted.make(Mock.AUTH_TOKEN),
-          baseUrl: rest.url,
-          streamUrl: Option.some(`ws://127.0.0.1:${port}/twilio`)
-        })
+        twilioApi: twilioApi(rest.url, `ws://127.0.0.1:${port}/twilio`)
       })
       // Twilio's part: a <Dial> replacing the call's TwiML stops the stream that carries it.
-      let streams: Array<{ caller: Client; sid: string }> = []
-      rest.onTwiml = (_callSid, twiml) => {
-        if (!/<Dial/.test(twiml)) return
-        const { caller, sid } = streams.at(-1)!
-        stop(caller, sid)
-      }
-      const first = yield* connect(`${server.ws}/twilio`)
-      streams = [{ caller: first, sid: "MZ1" }]
-      startStream(first, "MZ1")
+      const twilio = twilioSide(rest, server.ws, /<Dial/)
+      const first = yield* twilio.open("MZ1")
       press(first, "MZ1", "1#")
 
       // Busy: the dial's action is answered with the stream back to the agent, which Twilio opens.
       yield* until("the stream back to the agent", () => (rest.twiml.get(CALL_SID) ?? []).some((t) => /<Connect><Stream/.test(t)))
       const streamBack = rest.twiml.get(CALL_SID)!.find((t) => /<Connect><Stream/.test(t))!
       assert.strictEqual(/<Stream url="([^"]*)"/.exec(streamBack)![1], `ws://127.0.0.1:${port}/twilio`)
-      const resumeToken = /<Parameter name="resumeToken" value="([^"]*)"/.exec(streamBack)![1]!
       first.socket.close(1000)
-      const second = yield* connect(`${server.ws}/twilio`)
-      streams.push({ caller: second, sid: "MZ2" })
-      startStream(second, "MZ2", { resumeToken })
+      const second = yield* twilio.open("MZ2", { resumeToken: resumeTokenOf(streamBack) })
       const mark = yield* wait(() => second.waitFor((f) => f.event === "mark", "the agent's words after the busy transfer"))
       assert.strictEqual(mark.streamSid, "MZ2")
       assert.include(heard.join("\n"), "The transfer failed: the line was busy (DialCallStatus=busy)")
@@ -144,33 +156,18 @@ describe("transfers wired into /twilio", () => {
         port,
         resumeSeconds: 30,
         maxLagMs: 0,
-        twilioApi: Option.some({
-          accountSid: Mock.ACCOUNT_SID,
-          authToken: Redacted.make(Mock.AUTH_TOKEN),
-          baseUrl: rest.url,
-          streamUrl: Option.some(`ws://127.0.0.1:${port}/twilio`)
-        })
+        twilioApi: twilioApi(rest.url, `ws://127.0.0.1:${port}/twilio`)
       }
       const server = yield* start(warmDesk, model(heard), { ...settings, twilioFrom: Option.some("+15550009999") })
-      let streams: Array<{ caller: Client; sid: string }> = []
-      rest.onTwiml = (_callSid, twiml) => {
-        if (!/<Conference/.test(twiml)) return
-        const { caller, sid } = streams.at(-1)!
-        stop(caller, sid)
-      }
-      const first = yield* connect(`${server.ws}/twilio`)
-      streams = [{ caller: first, sid: "MZ1" }]
-      startStream(first, "MZ1")
+      const twilio = twilioSide(rest, server.ws, /<Conference/)
+      const first = yield* twilio.open("MZ1")
       press(first, "MZ1", "1#")
       yield* until("the stream back to the agent", () => (rest.twiml.get(CALL_SID) ?? []).some((t) => /<Connect><Stream/.test(t)))
       const [hold, streamBack] = rest.twiml.get(CALL_SID)!
       assert.match(hold!, /<Conference startConferenceOnEnter="false"/)
       assert.deepStrictEqual(rest.heard.get(BUSY), ["A caller about a double charge.", "Press 1 to take the call, or any other key to decline."])
-      const resumeToken = /<Parameter name="resumeToken" value="([^"]*)"/.exec(streamBack!)![1]!
       first.socket.close(1000)
-      const second = yield* connect(`${server.ws}/twilio`)
-      streams.push({ caller: second, sid: "MZ2" })
-      startStream(second, "MZ2", { resumeToken })
+      const second = yield* twilio.open("MZ2", { resumeToken: resumeTokenOf(streamBack!) })
       yield* wait(() => second.waitFor((f) => f.event === "mark", "the agent's words after the decline"))
       assert.include(heard.join("\n"), "The person declined the transfer (the person pressed 2 after the briefing)")
     }).pipe(Effect.scoped), 30_000)
@@ -181,12 +178,7 @@ describe("transfers wired into /twilio", () => {
       const rest = yield* Mock.make([CALL_SID], {})
       const server = yield* start(warmDesk, model(heard), {
         maxLagMs: 0,
-        twilioApi: Option.some({
-          accountSid: Mock.ACCOUNT_SID,
-          authToken: Redacted.make(Mock.AUTH_TOKEN),
-          baseUrl: rest.url,
-          streamUrl: Option.some("wss://voice.example.com/twilio")
-        })
+        twilioApi: twilioApi(rest.url, "wss://voice.example.com/twilio")
       })
       const caller = yield* connect(`${server.ws}/twilio`)
       startStream(caller, "MZ1")
@@ -213,12 +205,7 @@ describe("transfers wired into /twilio", () => {
       const server = yield* start(desk, model([]), {
         port,
         maxLagMs: 0,
-        twilioApi: Option.some({
-          accountSid: Mock.ACCOUNT_SID,
-          authToken: Redacted.make(Mock.AUTH_TOKEN),
-          baseUrl: "http://127.0.0.1:9",
-          streamUrl: Option.some(`ws://127.0.0.1:${port}/twilio`)
-        })
+        twilioApi: twilioApi("http://127.0.0.1:9", `ws://127.0.0.1:${port}/twilio`)
       })
       const url = `${server.url}/twilio/transfer/nope/dial`
       const post = (signature: string | undefined) =>

@@ -7,21 +7,15 @@
  * utterance; its `Final` comes on `endUtterance`. Time in the input is the audio's own.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Layer, Queue, Stream } from "effect"
-import { TestClock } from "effect/testing"
+import { Effect, Layer, Queue, Stream } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as AudioFrame from "../../services/AudioFrame.ts"
-import { AudioOutput } from "../../services/AudioOutput.ts"
 import { Stt, type SttEvent } from "../../services/Stt.ts"
 import { Tts } from "../../services/Tts.ts"
 import { Agent } from "../../src/index.ts"
-import type { VoiceDecision } from "../../src/Events.ts"
 import type * as VoiceInput from "../../src/voice/VoiceInput.ts"
-import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
-import { recorder } from "./harness.ts"
+import { advance, outcomes, pipeline as fedPipeline, RATE, silence, speech } from "./fedPipeline.ts"
 import * as ScriptedVad from "./scriptedVad.ts"
-
-const RATE = 16000
 
 /** What the TTS was asked to say, and which of those syntheses were stopped before their end. */
 interface Synth {
@@ -77,27 +71,9 @@ const engines = (texts: Array<string>, options: { readonly endOfSpeech?: boolean
     }))
   )
 
-const speech = (ms: number) => Array.from({ length: ms / 20 }, () => AudioFrame.make(new Int16Array(320).fill(1000), RATE))
-const silence = (ms: number) => Array.from({ length: ms / 20 }, () => AudioFrame.silence(20, RATE))
-const settle = Effect.forEach(Array.from({ length: 300 }), () => Effect.yieldNow, { discard: true })
-const advance = (ms: number) =>
-  Effect.forEach(Array.from({ length: ms / 20 }), () => TestClock.adjust("20 millis").pipe(Effect.andThen(settle)), { discard: true })
-
+/** The shared pipeline, with the outcomes of its preemptive generations so far. */
 const pipeline = (agent: Agent.Agent, voice: VoiceInput.VoiceInputOptions) =>
-  Effect.gen(function*() {
-    const line = yield* Queue.unbounded<VoiceInput.Input, Cause.Done>()
-    const out = recorder()
-    const { session } = yield* VoicePipeline.start({ agent, input: Stream.fromQueue(line), voice }).pipe(
-      Effect.provideService(AudioOutput, out.output)
-    )
-    const push = (frames: ReadonlyArray<AudioFrame.AudioFrame>) =>
-      Effect.forEach(frames, (frame) => Queue.offer(line, frame).pipe(Effect.andThen(settle)), { discard: true })
-    const messages = (role: "user" | "assistant") =>
-      Effect.map(session.history, (h) => h.items.flatMap((i) => (i._tag === "Message" && i.role === role ? [i.text] : [])))
-    const preemptive = Effect.map(session.eventLog, (events) =>
-      events.flatMap((e) => (e.type === "voice_decision" && e.decision === "preemptive_generation" ? [(e as VoiceDecision).outcome] : [])))
-    return { out, push, messages, preemptive }
-  })
+  Effect.map(fedPipeline(agent, voice), (fed) => ({ ...fed, preemptive: Effect.map(fed.decisions("preemptive_generation"), outcomes) }))
 
 const waiter = Agent.make({ name: "waiter", instructions: "Take bookings." })
 

@@ -15,21 +15,15 @@
  *   when the empty transcript comes or after `falseInterruptionTimeoutMs`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Layer, Queue, Stream } from "effect"
-import { TestClock } from "effect/testing"
+import { Effect, Layer, Queue, Stream } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as AudioFrame from "../../services/AudioFrame.ts"
-import { AudioOutput } from "../../services/AudioOutput.ts"
 import { Stt, type SttEvent } from "../../services/Stt.ts"
 import { Tts } from "../../services/Tts.ts"
 import { Agent } from "../../src/index.ts"
-import type { SessionEvent, VoiceDecision } from "../../src/Events.ts"
-import type * as VoiceInput from "../../src/voice/VoiceInput.ts"
-import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
-import { recorder } from "./harness.ts"
+import type { SessionEvent } from "../../src/Events.ts"
+import { advance, outcomes, pipeline, RATE, silence, speech } from "./fedPipeline.ts"
 import * as ScriptedVad from "./scriptedVad.ts"
-
-const RATE = 16000
 
 /** Scripted engines: `texts` are the finals of the utterances in order ("" for none heard). */
 const engines = (texts: Array<string>, options: { readonly sttDelayMs?: number } = {}) =>
@@ -69,35 +63,6 @@ const engines = (texts: Array<string>, options: { readonly sttDelayMs?: number }
     }))
   )
 
-const speech = (ms: number) => Array.from({ length: ms / 20 }, () => AudioFrame.make(new Int16Array(320).fill(1000), RATE))
-const silence = (ms: number) => Array.from({ length: ms / 20 }, () => AudioFrame.silence(20, RATE))
-
-/** Lets every fiber run what it can without the clock moving. */
-const settle = Effect.forEach(Array.from({ length: 300 }), () => Effect.yieldNow, { discard: true })
-
-/** Moves the clock in 20 ms steps, letting every fiber run at each. */
-const advance = (ms: number) =>
-  Effect.forEach(Array.from({ length: ms / 20 }), () => TestClock.adjust("20 millis").pipe(Effect.andThen(settle)), { discard: true })
-
-/** A pipeline fed by hand, its output recorded. */
-const pipeline = (agent: Agent.Agent, voice: VoiceInput.VoiceInputOptions = {}) =>
-  Effect.gen(function*() {
-    const line = yield* Queue.unbounded<VoiceInput.Input, Cause.Done>()
-    const out = recorder()
-    const { session } = yield* VoicePipeline.start({ agent, input: Stream.fromQueue(line), voice }).pipe(
-      Effect.provideService(AudioOutput, out.output)
-    )
-    // one frame at a time, as a line delivers them (each heard before the next comes)
-    const push = (frames: ReadonlyArray<AudioFrame.AudioFrame>) =>
-      Effect.forEach(frames, (frame) => Queue.offer(line, frame).pipe(Effect.andThen(settle)), { discard: true })
-    const messages = (role: "user" | "assistant") =>
-      Effect.map(session.history, (h) => h.items.flatMap((i) => (i._tag === "Message" && i.role === role ? [i.text] : [])))
-    const decisions = (kind: VoiceDecision["decision"]) =>
-      Effect.map(session.eventLog, (events) => events.flatMap((e) => (e.type === "voice_decision" && e.decision === kind ? [e] : [])))
-    return { session, out, push, messages, decisions }
-  })
-
-const outcomes = (events: ReadonlyArray<VoiceDecision>) => events.map((e) => e.outcome)
 const seqOf = (events: ReadonlyArray<SessionEvent>, test: (e: SessionEvent) => boolean) => events.find(test)?.seq ?? -1
 
 const waiter = Agent.make({ name: "waiter", instructions: "Take bookings." })
