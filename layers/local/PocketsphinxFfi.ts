@@ -92,9 +92,9 @@ export const callAsync = <A>(fn: Fn, name: string, ...args: ReadonlyArray<unknow
   }))
 
 /** A decoder for the model, built off the event loop (loading the model takes ~0.3 s). */
-export const makeDecoder = (lib: Library, model: ModelPaths): Effect.Effect<unknown, VoiceError> =>
+export const makeDecoder = (lib: Library, model: ModelPaths, extraArgs: ReadonlyArray<string> = []): Effect.Effect<unknown, VoiceError> =>
   Effect.gen(function*() {
-    const argv = ["-hmm", model.hmm, "-lm", model.lm, "-dict", model.dict, "-logfn", "/dev/null"]
+    const argv = ["-hmm", model.hmm, "-lm", model.lm, "-dict", model.dict, "-logfn", "/dev/null", ...extraArgs]
     const config = lib.cmdLnParse(null, lib.psArgs(), argv.length, argv, 1)
     if (config === null) return yield* unavailable(`pocketsphinx refused its arguments ${argv.slice(0, 6).join(" ")}`)
     const ps = yield* callAsync<unknown>(lib.psInit, "ps_init", config)

@@ -2,7 +2,8 @@
  * Offline speech to text with pocketsphinx, in-process through koffi (see PocketsphinxFfi.ts).
  * A stream feeds its decoder 16 kHz mono audio in whole 20 ms chunks as it arrives, emits an
  * `Interim` when the partial hypothesis changes (checked every `interimEveryMs` of audio), and a
- * `Final` when the pipeline ends the utterance. Decoders are pooled by the Layer (loading the
+ * `Final` when the pipeline ends the utterance (without the second pass over the whole utterance
+ * unless `secondPass`, so the final is quick). Decoders are pooled by the Layer (loading the
  * model takes ~0.3 s): a stream takes one and gives it back when its Scope closes.
  *
  * `PocketsphinxStt.layer()` or `PocketsphinxStt.layerConfig` (env `POCKETSPHINX_MODEL_DIR`)
@@ -31,6 +32,13 @@ export interface PocketsphinxSttOptions extends Ffi.LibraryPaths {
   readonly modelDir?: string
   /** How much audio between checks of the partial hypothesis. Default 250 ms. */
   readonly interimEveryMs?: number
+  /**
+   * Run pocketsphinx's second, flat-lexicon pass over the whole utterance when it ends (its
+   * `-fwdflat`). Default false: the final comes from the pass that decoded the audio as it came
+   * (and its best-path search): the user does not wait for a pass over all of it when they stop
+   * (bench/voice-pipeline.ts's "STT final" column). About as accurate on flite's sentences.
+   */
+  readonly secondPass?: boolean
 }
 
 const sampleRate = 16000
@@ -164,7 +172,7 @@ export const make = Effect.fn("PocketsphinxStt.make")(function*(options: Pockets
     const ps = free.pop()
     return ps !== undefined
       ? Effect.succeed(ps)
-      : Ffi.makeDecoder(lib, model).pipe(Effect.tap((ps) => Effect.sync(() => all.push(ps))))
+      : Ffi.makeDecoder(lib, model, options.secondPass === true ? [] : ["-fwdflat", "no"]).pipe(Effect.tap((ps) => Effect.sync(() => all.push(ps))))
   })
   // One decoder now: a broken install fails the Layer, and the first stream starts warm.
   free.push(yield* take)

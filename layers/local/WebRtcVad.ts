@@ -4,6 +4,13 @@
  * 48 kHz; `VadSmoothing` turns decisions into events. `threshold` in [0, 1] maps to libfvad's
  * aggressiveness 0..3 (default 2): higher drops more non-speech.
  *
+ * libfvad keeps calling up to 100 ms of windows after speech "speech" (WebRTC's own hangover,
+ * at 20 ms windows and modes 2 and 3). That delays the end of speech, the moment the STT is asked
+ * for its final, by that much, on top of the stream's `minSilenceMs`. By default the hangover's
+ * windows count as silence here (the raw decision is read from the detector: 1 is speech, 2 and
+ * up a window of hangover), so `minSilenceMs` alone says how long a pause ends speech; the
+ * pipeline's endpointing decides whether the turn is over. `hangover: true` keeps libfvad's.
+ *
  * `WebRtcVad.layer()` / `WebRtcVad.layerConfig` (env `WEBRTC_VAD_MODE`, 0..3) provide `Vad`.
  *
  * @since 0.1.0
@@ -23,6 +30,7 @@ interface FvadModule {
   readonly _malloc: (bytes: number) => number
   readonly _free: (ptr: number) => void
   readonly HEAP16: Int16Array
+  readonly HEAP32: Int32Array
 }
 
 /**
@@ -34,6 +42,9 @@ interface FvadModule {
 export interface WebRtcVadOptions {
   /** libfvad aggressiveness 0..3 for streams that give no `threshold`. Default 2. */
   readonly mode?: number
+  /** Keep WebRTC's own hangover (windows after speech still called speech). Default false:
+   * they count as silence, and the stream's `minSilenceMs` is the only hangover. */
+  readonly hangover?: boolean
 }
 
 const rates = [8000, 16000, 32000, 48000]
@@ -46,7 +57,19 @@ const loadModule = Effect.tryPromise({
   catch: (e) => unavailable(`cannot load @echogarden/fvad-wasm (${(e as Error).message}); run npm ci`)
 })
 
-const streamOn = (mod: FvadModule, defaultMode: number) =>
+/**
+ * The window's decision before libfvad folds WebRTC's hangover into "speech": libfvad's detector
+ * begins with WebRTC's `VadInstT`, whose first field (`int vad`) holds the last raw decision:
+ * 0 no speech, 1 speech, 2 and more a window of hangover. A value outside that range (a libfvad
+ * laid out otherwise) leaves libfvad's own decision.
+ */
+const withoutHangover = (mod: FvadModule, inst: number, decision: number): boolean => {
+  if (decision !== 1) return false
+  const raw = mod.HEAP32[inst >> 2]!
+  return !(raw >= 2 && raw <= 32)
+}
+
+const streamOn = (mod: FvadModule, defaultMode: number, hangover: boolean) =>
   Effect.fn("WebRtcVad.stream")(function*(options: VadOptions = {}) {
     const mode = options.threshold === undefined ? defaultMode : Math.round(Math.min(1, Math.max(0, options.threshold)) * 3)
     const inst = yield* Effect.acquireRelease(
@@ -79,7 +102,7 @@ const streamOn = (mod: FvadModule, defaultMode: number) =>
           if (decision < 0) {
             return Effect.fail(new VoiceError({ source: "vad", reason: "InvalidAudio", description: "fvad refused a window" }))
           }
-          const event = smoother.decide(decision === 1, windowMs)
+          const event = smoother.decide(hangover ? decision === 1 : withoutHangover(mod, inst, decision), windowMs)
           if (event !== undefined) events.push(event)
         }
         return Effect.succeed(events)
@@ -96,7 +119,7 @@ const streamOn = (mod: FvadModule, defaultMode: number) =>
  */
 export const make = Effect.fn("WebRtcVad.make")(function*(options: WebRtcVadOptions = {}) {
   const mod = yield* loadModule
-  return { sampleRates: rates, stream: streamOn(mod, options.mode ?? 2) } satisfies VadService
+  return { sampleRates: rates, stream: streamOn(mod, options.mode ?? 2, options.hangover === true) } satisfies VadService
 })
 
 /**

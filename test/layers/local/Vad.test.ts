@@ -100,6 +100,41 @@ for (const [name, vadLayer] of engines) {
   })
 }
 
+describe("WebRtcVad without WebRTC's own hangover", () => {
+  /** The events of `audio` in 20 ms frames with the pipeline's 100 ms of silence. */
+  const ends = (audio: AudioFrame.AudioFrame) =>
+    Effect.gen(function*() {
+      const vad = yield* Vad
+      const stream = yield* vad.stream({ minSilenceMs: 100 })
+      const events: Array<VadEvent & { readonly heardAtMs: number }> = []
+      let at = 0
+      for (const frame of AudioFrame.split(audio, 20)) {
+        at += 20
+        for (const e of yield* stream.push(frame)) events.push({ ...e, heardAtMs: at })
+      }
+      return events
+    }).pipe(Effect.scoped)
+
+  it.effect("hears the end of speech about 100 ms sooner, after the speech, and does not split a sentence at its pauses", () =>
+    Effect.gen(function*() {
+      for (const sentence of ["What is the weather in Paris?", "I would like to speak to someone about my booking."]) {
+        const audio = pad(yield* speak(sentence), 500, 1000)
+        const edges = soundEdges(audio)
+        const fast = yield* ends(audio).pipe(Effect.provide(WebRtcVad.layer()))
+        const slow = yield* ends(audio).pipe(Effect.provide(WebRtcVad.layer({ hangover: true })))
+        for (const events of [fast, slow]) {
+          assert.deepStrictEqual(events.map((e) => e._tag), ["SpeechStarted", "SpeechEnded"], `${sentence}: ${JSON.stringify(events)}`)
+        }
+        assert.strictEqual(fast[0]!.atMs, slow[0]!.atMs, "the start is the same")
+        // WebRTC's hangover at mode 2 and 20 ms windows: up to 5 windows
+        assert.isAtLeast(slow[1]!.heardAtMs - fast[1]!.heardAtMs, 60, sentence)
+        assert.isAtLeast(slow[1]!.atMs - fast[1]!.atMs, 60, sentence)
+        // never before the sound is over (a 20 ms window's rounding)
+        assert.isAtLeast(fast[1]!.atMs, edges.endMs - 40, sentence)
+      }
+    }).pipe(Effect.provide(FliteTts.layer({ voice: "rms" }))), 30_000)
+})
+
 describe("SileroVad without its model", () => {
   it.effect("fails the layer with the command that fetches it", () =>
     Effect.gen(function*() {
