@@ -71,6 +71,9 @@ export interface Call {
   readonly dropClient: Effect.Effect<void>
 }
 
+/** How long a drain's move waits for the reply it cut to end (a speech that cannot be interrupted plays on meanwhile). */
+const CUT_BOUND_MS = 2000
+
 /** Why a call ended here when the drain sent its client to another node. */
 export const movedReason = "moved to another node"
 
@@ -161,9 +164,22 @@ const openWith = <E>(
     const mint = Effect.map(Clock.currentTimeMillis, (now) => Token.mintResume(secret, id, ttl, now))
 
     const turns = yield* turnGate(ctx.options)
+    // The speeches begun and not ended, as the client was told: a drain cuts them before it moves the client.
+    const playing = new Set<string>()
+    let allEnded: Deferred.Deferred<void> | undefined
+    const track = (event: SessionEvent) => {
+      if (event.type === "speech_created") playing.add(event.speechId)
+      else if (event.type === "speech_finished") playing.delete(event.speechId)
+      if (playing.size === 0 && allEnded !== undefined) Deferred.doneUnsafe(allEnded, Effect.void)
+    }
     yield* line.session.events.pipe(
       // A whisper is for the agent only: the caller is not sent it.
-      Stream.runForEach((event) => Effect.andThen(Effect.sync(() => turns.observe(event)), event.type === "whisper" ? Effect.void : toCurrent((c) => c.event(event)))),
+      Stream.runForEach((event) =>
+        Effect.andThen(
+          Effect.sync(() => turns.observe(event)),
+          Effect.andThen(event.type === "whisper" ? Effect.void : toCurrent((c) => c.event(event)), Effect.sync(() => track(event)))
+        )
+      ),
       Effect.forkScoped
     )
 
@@ -230,9 +246,18 @@ const openWith = <E>(
     // Nothing more reaches the client from here on, and what it was told (each event after its
     // item was committed) is in the store before it is told to go: the node it goes to claims the
     // session, which fences any later append from this one.
+    // A reply still playing is cut first, as a barge-in cuts it, while the client still gets it:
+    // the words it was sent are committed (marked interrupted) before it is told to go, instead
+    // of when the session closes here, after the other node's claim has fenced that write.
     const move = Effect.gen(function*() {
+      if (current === undefined ? !withText : current.move === undefined) return false
+      if (playing.size > 0) {
+        const ended = yield* Deferred.make<void>()
+        allEnded = ended
+        yield* line.session.interrupt
+        yield* Deferred.await(ended).pipe(Effect.timeoutOption(CUT_BOUND_MS), Effect.ensuring(Effect.sync(() => void (allEnded = undefined))))
+      }
       const client = current
-      if (client === undefined ? !withText : client.move === undefined) return false
       current = undefined
       yield* stopTimers
       yield* line.session.persist

@@ -61,7 +61,31 @@ const claimedHistory = (store: SessionStoreService, id: string) =>
   Effect.map(Effect.orDie(store.claim(id, "node-b")), ({ session }) => Journal.fold(session.entries).history)
 
 const texts = (items: ReadonlyArray<ChatItem>) =>
-  items.flatMap((item) => item._tag === "Message" ? [`${item.role}: ${item.text}`] : [])
+  items.flatMap((item) => item._tag === "Message" ? [`${item.role}: ${item.text}${item.interrupted ? " (interrupted)" : ""}`] : [])
+
+/** A reply streamed slowly: a drain starts while it is still being sent. */
+const HOURS = ["Our hours ", "are nine ", "to five ", "on weekdays, ", "ten to four ", "on Saturdays, ", "and we are closed ", "on Sundays."]
+const slowModels = Layer.merge(
+  SincResampler.layer,
+  ScriptedModel.layer([{ when: { user: "your hours?" }, reply: { text: HOURS, chunkDelay: "300 millis" } }])
+)
+
+const context = (store: SessionStoreService) =>
+  Effect.gen(function*() {
+    const registry = yield* Registry.make(10)
+    const ctx: ConnectionContext = {
+      agent,
+      userdata: () => undefined,
+      options: { ...defaults, resumeSeconds: 30 },
+      registry,
+      resampler: yield* Resampler,
+      realtimeInputRate: 24_000,
+      resumer: Resumer.make(secret),
+      resumeSecret: secret,
+      durable: { store, agents: [agent], owner: "node-a" }
+    }
+    return { registry, ctx }
+  })
 
 describe("a drain moves a client only once the store holds what it was told (issue 34)", () => {
   it.live("the client heard the answer while its append was in flight: it is told to reconnect after the append lands, and the node that claims then has the answer", () =>
@@ -117,4 +141,51 @@ describe("a drain moves a client only once the store holds what it was told (iss
       assert.deepStrictEqual(moves[0]!.history, ["user: weather in Paris?", `assistant: ${ANSWER}`])
       assert.strictEqual(yield* Deferred.await(call.ended), Call.movedReason)
     }).pipe(Effect.scoped, Effect.provide(models)), 20_000)
+
+  it.live("a reply still being sent when the drain starts is cut first, as a barge-in: the words the client got are in the store, marked interrupted, before it is told to reconnect", () =>
+    Effect.gen(function*() {
+      const slow = gatedStore()
+      const { ctx, registry } = yield* context(slow.store)
+      const call = yield* Call.open(ctx, secret, true)
+      const sent: Array<string> = []
+      const replying = yield* Deferred.make<void>()
+      const moves: Array<{ readonly sent: string; readonly history: Array<string> }> = []
+      const client: Call.Client = {
+        audio: discard,
+        text: {
+          start: () => Effect.void,
+          write: (delta) =>
+            Effect.sync(() => {
+              sent.push(delta)
+              if (sent.length === 2) Deferred.doneUnsafe(replying, Effect.void)
+            }),
+          end: () => Effect.void
+        },
+        event: () => Effect.void,
+        token: () => Effect.void,
+        move: () =>
+          Effect.map(claimedHistory(slow.inner, call.id), (history) => {
+            moves.push({ sent: sent.join(""), history: texts(history) })
+          }),
+        superseded: yield* Deferred.make<void>()
+      }
+      yield* call.attach(client)
+      yield* call.line.session.idle
+
+      yield* call.line.session.send("your hours?")
+      yield* Deferred.await(replying)
+      yield* slow.shut
+      const drained = yield* registry.drain(0, 0, { move: true }).pipe(Effect.forkChild)
+      for (let i = 0; i < 1000 && slow.waiting() === 0 && moves.length === 0; i++) yield* Effect.yieldNow
+      assert.deepStrictEqual(moves, [], "not told to reconnect before the words it got are in the store")
+
+      yield* slow.open
+      const result = yield* Fiber.join(drained)
+      assert.strictEqual(result.moved, 1)
+      assert.strictEqual(moves.length, 1)
+      const heard = moves[0]!.sent
+      assert.isTrue(heard.length > 0 && heard.length < HOURS.join("").length, `the reply was cut part way: ${heard}`)
+      assert.deepStrictEqual(moves[0]!.history, ["user: your hours?", `assistant: ${heard} (interrupted)`])
+      assert.strictEqual(sent.join(""), heard, "nothing more was sent after the move")
+    }).pipe(Effect.scoped, Effect.provide(slowModels)), 20_000)
 })
