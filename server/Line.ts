@@ -19,7 +19,7 @@ import { CallControl, CallControlError, type CallControlService, noDtmf } from "
 import { Resampler, type ResamplerStage } from "../services/Resampler.ts"
 import { type RealtimeError, RealtimeModel } from "../services/RealtimeModel.ts"
 import type { SessionNotFound, SessionStoreService, StoreError } from "../services/SessionStore.ts"
-import type { SttService } from "../services/Stt.ts"
+import { Stt, type SttService } from "../services/Stt.ts"
 import type { TextOutputService } from "../services/TextOutput.ts"
 import { type Agent, AgentSession, type Durability, type SessionClosed } from "../src/index.ts"
 import * as AudioRecorder from "../src/observe/AudioRecorder.ts"
@@ -46,7 +46,11 @@ export interface Line {
   readonly tap: ListenIn.Tap
   /** A person's voice to the caller, where the agents' audio goes (an operator who took over). */
   readonly speak: (frame: AudioFrame.AudioFrame, who: string) => Effect.Effect<void>
-  /** The session's speech-to-text (a voice pipeline's), which transcribes an operator's voice too. */
+  /**
+   * What transcribes an operator's voice into the history: a voice pipeline's speech-to-text, or
+   * on a realtime line the `Stt` the service was given. Not the realtime model's own input
+   * transcription: what reaches its input is the user's turn, and the model would answer it.
+   */
   readonly transcriber: SttService | undefined
 }
 
@@ -139,6 +143,11 @@ const open = (
     const realtime = Option.isSome(yield* Effect.serviceOption(RealtimeModel))
     // Without a realtime model, VAD + STT + TTS engines in the context make a cascaded voice session.
     const voiceEngines = realtime ? Option.none() : yield* VoicePipeline.engines
+    const transcriber = Option.isSome(voiceEngines)
+      ? voiceEngines.value.stt
+      : realtime
+      ? Option.getOrUndefined(yield* Effect.serviceOption(Stt))
+      : undefined
     const pipeline = Option.isSome(voiceEngines) ? yield* Queue.unbounded<VoiceInput.Input, Cause.Done>() : undefined
     const durable = ctx.durable
     // Runs after the session's own finalizers (registered before them): its journal is flushed.
@@ -210,7 +219,7 @@ const open = (
       markEnded: () => void (ended = true),
       tap,
       speak: (frame, who) => toCaller.write(AudioFrame.toPcm16(frame), frame.sampleRate, { speechId: `voice_${who}`, agent: who }),
-      transcriber: Option.isSome(voiceEngines) ? voiceEngines.value.stt : undefined
+      transcriber
     }
   })
 
