@@ -10,15 +10,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { existsSync, mkdirSync } from "node:fs"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import type { Page } from "playwright-core"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
-import * as OperatorTransfer from "../../server/OperatorTransfer.ts"
 import { Agent, AgentTask, Tool } from "../../src/index.ts"
 import * as Transfer from "../../src/Transfer.ts"
 import { join } from "node:path"
 import { openPage, SHOTS } from "./browserPage.ts"
-import { start } from "./harness.ts"
+import { serveWithDesk } from "./operatorDesk.ts"
 import { CHROMIUM, callerAndOperator, poll } from "./operatorPages.ts"
 
 const front = Agent.make({
@@ -51,10 +50,7 @@ describe("the operator's desk in Chromium: offers, listen-in and voice", () => {
   it.live("a transfer rings on the operator's page with the briefing and a countdown; Accept puts the operator on the floor (and in the picture), Decline sends the caller back to the agent", () =>
     Effect.gen(function*() {
       if (!existsSync(CHROMIUM)) return yield* Effect.die(new Error(`${CHROMIUM} is missing: run \`npm run setup\``))
-      let line: OperatorTransfer.OperatorLine | undefined
-      const transferer: Transfer.TransfererService = { transport: "operator", transfer: (request) => Effect.suspend(() => OperatorTransfer.transferer(line!).transfer(request)) }
-      const server = yield* start(front as Agent.Agent<any>, Layer.mergeAll(model, Layer.succeed(Transfer.Transferer, transferer)), { maxLagMs: 0, agents: [front] } as never)
-      line = server.state.operators
+      const server = yield* serveWithDesk(front, model)
       const { caller, operator, errors, callerUntil, operatorUntil, type } = yield* callerAndOperator
       yield* Effect.promise(() => operator.goto(`${server.url}/operator?name=ada`))
       yield* operatorUntil(`document.getElementById("status").textContent === "connected"`)

@@ -8,9 +8,7 @@
  * hangs up through Twilio's REST API (a protocol-faithful mock), and a drain leaves the line its
  * wait instead of moving it as a /ws call is moved.
  */
-import { createServer } from "node:http"
 import { mkdtempSync, rmSync } from "node:fs"
-import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
@@ -32,25 +30,7 @@ const startStream = (caller: Client, streamSid: string, customParameters: Record
 const press = TwilioStream.press
 const STREAM_URL = "wss://voice.example.com/twilio"
 
-/** The app's status callback (where the bridge POSTs each call's resume token): every body. */
-const statusCallback = Effect.acquireRelease(
-  Effect.promise(() =>
-    new Promise<{ url: string; posts: Array<any>; close: () => void }>((resolve) => {
-      const posts: Array<any> = []
-      const server = createServer((req, res) => {
-        let body = ""
-        req.on("data", (d) => (body += String(d)))
-        req.on("end", () => {
-          posts.push(JSON.parse(body))
-          res.writeHead(204).end()
-        })
-      })
-      server.listen(0, "127.0.0.1", () =>
-        resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/status`, posts, close: () => server.close() }))
-    })
-  ),
-  (callback) => Effect.sync(callback.close)
-)
+const statusCallback = TwilioStream.statusCallback
 
 /** A folder for the SQLite file, and the services started in it (killed at the end). */
 const fixture = Effect.acquireRelease(

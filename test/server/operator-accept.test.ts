@@ -5,12 +5,12 @@
  * floor, and a hand back gives it to the agent again.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
-import * as OperatorTransfer from "../../server/OperatorTransfer.ts"
 import { Agent, AgentTask, Tool } from "../../src/index.ts"
 import * as Transfer from "../../src/Transfer.ts"
-import { type Client, connect, start, wait } from "./harness.ts"
+import { type Client, connect, wait } from "./harness.ts"
+import * as OperatorDesk from "./operatorDesk.ts"
 
 const front = Agent.make({
   name: "front",
@@ -27,16 +27,7 @@ const model = ScriptedModel.layer([
   { when: { agent: "front" }, reply: (r) => ({ text: r.last.kind === "tool" ? "Front desk: you are through now, goodbye." : "Front desk again, how can I help?" }) }
 ])
 
-const serveWithDesk = Effect.gen(function*() {
-  let line: OperatorTransfer.OperatorLine | undefined
-  const transferer: Transfer.TransfererService = {
-    transport: "operator",
-    transfer: (request) => Effect.suspend(() => OperatorTransfer.transferer(line!).transfer(request))
-  }
-  const server = yield* start(front, Layer.mergeAll(model, Layer.succeed(Transfer.Transferer, transferer)), { maxLagMs: 0, agents: [front] } as never)
-  line = server.state.operators
-  return server
-})
+const serveWithDesk = OperatorDesk.serveWithDesk(front, model)
 
 const agentText = (client: Client) => client.frames.filter((f) => f.type === "agent_text").map((f) => f.delta).join("")
 const settle = (ms: number) => wait(() => new Promise((r) => setTimeout(r, ms)))

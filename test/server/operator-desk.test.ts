@@ -11,11 +11,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { type Duration, Effect, Layer } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as AudioFrame from "../../services/AudioFrame.ts"
-import * as OperatorTransfer from "../../server/OperatorTransfer.ts"
 import { Agent, AgentTask, Tool } from "../../src/index.ts"
 import * as Transfer from "../../src/Transfer.ts"
 import { engines, speak } from "../voice/harness.ts"
 import { type Client, connect, start, wait } from "./harness.ts"
+import { serveWithDesk } from "./operatorDesk.ts"
 
 const transferTool = (task: () => AgentTask.AgentTask<Transfer.TransferOutcome, Transfer.Transferer>) =>
   Tool.make("transfer", {
@@ -34,19 +34,6 @@ const model = ScriptedModel.layer([
   { when: { user: "transfer me" }, reply: { toolCalls: [{ name: "transfer" }] } },
   { when: { agent: "front" }, reply: (r) => ({ text: r.last.kind === "tool" ? `Front desk: ${r.last.outputs.map((o) => o.output).join(" ")}` : "Front desk here." }) }
 ])
-
-/** The service's operator line as the sessions' transferer (the service gives /ws calls the same). */
-const serveWithDesk = (agent: Agent.Agent<any>, models: Layer.Layer<any, any, any>) =>
-  Effect.gen(function*() {
-    let line: OperatorTransfer.OperatorLine | undefined
-    const transferer: Transfer.TransfererService = {
-      transport: "operator",
-      transfer: (request) => Effect.suspend(() => OperatorTransfer.transferer(line!).transfer(request))
-    }
-    const server = yield* start(agent, Layer.mergeAll(models, Layer.succeed(Transfer.Transferer, transferer)), { maxLagMs: 0, agents: [agent] } as never)
-    line = server.state.operators
-    return server
-  })
 
 const agentText = (client: Client) => client.frames.filter((f) => f.type === "agent_text").map((f) => f.delta).join("")
 

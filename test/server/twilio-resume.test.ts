@@ -5,8 +5,6 @@
  * as Twilio speaks it (connected, start with its start block and customParameters, dtmf, stop)
  * over a real socket, and the app's status callback as a real HTTP server on 127.0.0.1.
  */
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
@@ -22,25 +20,7 @@ const press = TwilioStream.press
 const agent = Agent.make({ name: "ivr", instructions: "Ask for the account number." })
 const model = ScriptedModel.layer([{ when: { agent: "ivr" }, reply: (request) => ({ text: `Got ${request.last.kind === "user" ? request.last.text : "?"}.` }) }])
 
-/** The app's status callback: every JSON body POSTed to it. */
-const statusCallback = Effect.acquireRelease(
-  Effect.promise(() =>
-    new Promise<{ url: string; posts: Array<any>; close: () => void }>((resolve) => {
-      const posts: Array<any> = []
-      const server = createServer((req, res) => {
-        let body = ""
-        req.on("data", (d) => (body += String(d)))
-        req.on("end", () => {
-          posts.push(JSON.parse(body))
-          res.writeHead(204).end()
-        })
-      })
-      server.listen(0, "127.0.0.1", () =>
-        resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/baton-status`, posts, close: () => server.close() }))
-    })
-  ),
-  (callback) => Effect.sync(callback.close)
-)
+const statusCallback = TwilioStream.statusCallback
 
 const until = (what: string, check: () => boolean, ms = 10_000) =>
   wait(async () => {

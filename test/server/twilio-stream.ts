@@ -1,7 +1,11 @@
 /**
  * A Twilio Media Stream caller for the /twilio tests: Twilio's first two messages on a stream
- * (`connected`, then `start` with the TwiML's `<Parameter>`s) and keypad presses, for one call.
+ * (`connected`, then `start` with the TwiML's `<Parameter>`s) and keypad presses, for one call;
+ * and the app's status callback the bridge POSTs each call's resume token to.
  */
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { Effect } from "effect"
 import type { Client } from "./harness.ts"
 
 export interface TwilioCall {
@@ -33,3 +37,24 @@ export const press = (caller: Client, streamSid: string, digits: string) => {
     caller.sendJson({ event: "dtmf", streamSid, sequenceNumber: String(i + 2), dtmf: { track: "inbound_track", digit } })
   }
 }
+
+/** The app's status callback (`BATON_TWILIO_STATUS_URL`), a real HTTP server on 127.0.0.1 closed
+ * with the Scope: every JSON body POSTed to it. */
+export const statusCallback = Effect.acquireRelease(
+  Effect.promise(() =>
+    new Promise<{ url: string; posts: Array<any>; close: () => void }>((resolve) => {
+      const posts: Array<any> = []
+      const server = createServer((req, res) => {
+        let body = ""
+        req.on("data", (d) => (body += String(d)))
+        req.on("end", () => {
+          posts.push(JSON.parse(body))
+          res.writeHead(204).end()
+        })
+      })
+      server.listen(0, "127.0.0.1", () =>
+        resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/status`, posts, close: () => server.close() }))
+    })
+  ),
+  (callback) => Effect.sync(callback.close)
+)
