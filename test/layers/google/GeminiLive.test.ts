@@ -172,15 +172,16 @@ describe("GeminiLive", () => {
   it.live("pipelining: an append and createResponse are written without waiting, and the model sees the append", () =>
     Effect.gen(function*() {
       const seen: Array<string | undefined> = []
+      // a round trip long enough that awaiting one is told from a loaded machine's slowness
       const mock = yield* GeminiLiveMock.make({
-        roundTripMs: 120,
+        roundTripMs: 1_000,
         script: (c) => (seen.push(c.lastUserText), GeminiPlan.say("Bonjour."))
       })
       const { connection, events, server } = yield* open(mock, { chatContext: ctx(user("msg_1", "Hello")) })
       const t0 = performance.now()
       const ack = yield* connection.updateChatContext(ctx(user("msg_1", "Hello"), user("msg_2", "Say bonjour")))
       yield* connection.createResponse()
-      expect(performance.now() - t0).toBeLessThan(60)
+      expect(performance.now() - t0).toBeLessThan(500) // no round trip awaited
       yield* ack.await
       yield* events.waitFor((e) => e._tag === "ResponseDone")
       expect(server.clientMessages().slice(-2).map((m) => (m.clientContent as any).turnComplete)).toEqual([false, true])

@@ -209,8 +209,9 @@ describe("OpenAiRealtime", () => {
   it.live("pipelining: updates and createResponse are written without waiting for acks, and applied in order", () =>
     Effect.gen(function*() {
       const seen: Array<{ instructions: string; last: string | undefined }> = []
+      // a round trip long enough that awaiting one is told from a loaded machine's slowness
       const mock = yield* OpenAIRealtimeMock.make({
-        roundTripMs: 120,
+        roundTripMs: 1_000,
         script: (c: ScriptContext) => {
           seen.push({ instructions: c.instructions, last: c.lastUserText })
           return Plan.say("D'accord.")
@@ -221,7 +222,7 @@ describe("OpenAiRealtime", () => {
       const a1 = yield* connection.updateSession({ instructions: "Speak French." })
       const a2 = yield* connection.updateChatContext(ctx(user("msg_1", "Hello"), user("msg_2", "Bonjour")))
       yield* connection.createResponse()
-      expect(performance.now() - t0).toBeLessThan(60) // no round trip awaited
+      expect(performance.now() - t0).toBeLessThan(500) // no round trip awaited
       yield* a1.await
       yield* a2.await
       yield* events.waitFor((e) => e._tag === "ResponseDone")
