@@ -160,7 +160,8 @@ const routes = (
     const resampler = yield* Resampler
     const lag = yield* ServiceMetrics.lagMonitor
     const lagMs = yield* Limits.lagWatch()
-    const transfers = Transfers.make(options, operators, options.transferer)
+    // With a durable store, Twilio's transfer callbacks are answered on whichever node they reach.
+    const transfers = Transfers.make(options, operators, options.transferer, durable && { store: durable.store, owner: durable.owner, secret: resumeSecret })
     const ctx: Connection.ConnectionContext = {
       agent: options.agent,
       userdata: options.userdata ?? (() => undefined),

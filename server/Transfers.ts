@@ -7,15 +7,20 @@
  *
  * Twilio's callbacks come to `POST /twilio/transfer/{id}/{kind}` (Server.ts), checked against
  * the auth token's signature over the public URL Twilio was given: `BATON_PUBLIC_URL`, or the
- * origin of `BATON_TWILIO_STREAM_URL` (`wss://host/twilio` gives `https://host`).
+ * origin of `BATON_TWILIO_STREAM_URL` (`wss://host/twilio` gives `https://host`). With a durable
+ * store every node answers them: a transfer is recorded there (TransferRecords.ts), so its
+ * outcome reaches the node holding it wherever the load balancer sent Twilio's post.
  *
  * @since 0.1.0
  * @packageDocumentation
  */
-import { Deferred, Effect, Option } from "effect"
+import { Clock, Deferred, Effect, Option, type Redacted } from "effect"
+import type { SessionStoreService } from "../services/SessionStore.ts"
 import * as Transfer from "../src/Transfer.ts"
 import type { ServerOptions } from "./Config.ts"
 import * as OperatorTransfer from "./OperatorTransfer.ts"
+import * as Token from "./Token.ts"
+import * as TransferRecords from "./TransferRecords.ts"
 import * as TwilioTransfer from "./TwilioTransfer.ts"
 import type { TwilioApi } from "./TwilioCallControl.ts"
 
@@ -68,12 +73,29 @@ const publicBase = (options: Pick<ServerOptions, "publicUrl">, streamUrl: string
 }
 
 /**
- * Twilio's transfer settings from the service's options, or what is missing.
+ * A fleet's shared state for transfers: the durable store, this node's name in it, and the secret
+ * that signs the resume tokens (`BATON_TOKEN`, the same on every node).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SharedStore {
+  readonly store: SessionStoreService
+  readonly owner: string
+  readonly secret: Redacted.Redacted<string>
+}
+
+const escapeXml = (text: string) =>
+  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
+
+/**
+ * Twilio's transfer settings from the service's options, or what is missing; with `shared`, the
+ * callbacks are answered from the store's records on any node.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const twilioFrom = (options: ServerOptions): TwilioTransfers | string => {
+export const twilioFrom = (options: ServerOptions, shared?: SharedStore | undefined): TwilioTransfers | string => {
   const api = Option.flatten(Option.fromNullishOr(options.twilioApi))
   if (Option.isNone(api)) return "transfers on /twilio use Twilio's REST API: set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN"
   // Without a stream to come back on, a transfer that is not answered would hang the caller up.
@@ -81,16 +103,27 @@ export const twilioFrom = (options: ServerOptions): TwilioTransfers | string => 
   if (Option.isNone(streamUrl)) {
     return "transfers on /twilio give the caller back to the agent on a new stream: set BATON_TWILIO_STREAM_URL (this service's wss://.../twilio)"
   }
+  const stream = streamUrl.value
+  // The caller's way back to its agent, from any node: a new stream carrying a fresh resume token.
+  const backTo = (sessionId: string) =>
+    Effect.map(Clock.currentTimeMillis, (now) => {
+      const token = Token.mintResume(shared!.secret, sessionId, options.resumeSeconds * 2, now).token
+      return `<Response><Connect><Stream url="${escapeXml(stream)}"><Parameter name="resumeToken" value="${escapeXml(token)}"/></Stream></Connect></Response>`
+    })
   return {
     api: api.value,
-    callbackUrl: publicBase(options, streamUrl.value),
+    callbackUrl: publicBase(options, stream),
     from: Option.flatten(Option.fromNullishOr(options.twilioFrom)),
-    callbacks: TwilioTransfer.makeCallbacks(api.value.authToken)
+    callbacks: TwilioTransfer.makeCallbacks(
+      api.value.authToken,
+      shared === undefined ? undefined : { records: TransferRecords.make(shared.store, shared.owner), api: api.value, backTo }
+    )
   }
 }
 
 /**
- * The service's transfers: `line` is the operator desk's; `transferer` the app's for `/ws` calls.
+ * The service's transfers: `line` is the operator desk's; `transferer` the app's for `/ws` calls;
+ * `shared` a durable store's (Twilio's callbacks answered on any node).
  *
  * @since 0.1.0
  * @category constructors
@@ -98,11 +131,12 @@ export const twilioFrom = (options: ServerOptions): TwilioTransfers | string => 
 export const make = (
   options: ServerOptions,
   line: OperatorTransfer.OperatorLine,
-  transferer?: Transfer.TransfererService | undefined
+  transferer?: Transfer.TransfererService | undefined,
+  shared?: SharedStore | undefined
 ): ServiceTransfers => ({
   operators: line,
   ws: transferer ?? OperatorTransfer.transferer(line),
-  twilio: twilioFrom(options)
+  twilio: twilioFrom(options, shared)
 })
 
 /**
@@ -130,6 +164,7 @@ export const twilioCall = (
   twilio: TwilioTransfers,
   call: {
     readonly callSid: string
+    readonly sessionId: string
     readonly resumeToken: Effect.Effect<string>
     readonly moved: Effect.Effect<void>
     readonly back: Effect.Effect<void>
@@ -141,6 +176,7 @@ export const twilioCall = (
     callbackUrl: twilio.callbackUrl,
     from: Option.getOrElse(twilio.from, () => ""),
     callSid: call.callSid,
+    sessionId: call.sessionId,
     resumeToken: Effect.map(call.resumeToken, Option.some),
     onCallerMoved: call.moved,
     callerBack: call.back

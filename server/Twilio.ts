@@ -193,6 +193,7 @@ export const serve = Effect.fn("Server.twilio")(function*(socket: Socket.Socket,
       const mint = call.mint
       return yield* Transfers.twilioCall(twilio, {
         callSid,
+        sessionId: call.id,
         resumeToken: Effect.map(mint, (token) => token.token),
         moved: Effect.sync(() => void (current.moved = true)),
         back

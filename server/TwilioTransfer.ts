@@ -25,9 +25,13 @@
  * @packageDocumentation
  */
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto"
-import { Deferred, Duration, Effect, Option, Redacted } from "effect"
+import { Deferred, Duration, Effect, Option, Redacted, Schedule } from "effect"
 import * as Transfer from "../src/Transfer.ts"
 import type { TwilioApi } from "./TwilioCallControl.ts"
+import type * as TransferRecords from "./TransferRecords.ts"
+
+/** How often the node holding a transfer reads its record for an outcome another node settled. */
+const RECORD_POLL_MS = 200
 
 const escapeXml = (text: string) =>
   text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
@@ -57,88 +61,22 @@ export const isSigned = (authToken: Redacted.Redacted<string>, url: string, para
   return expected.length === given.length && timingSafeEqual(expected, given)
 }
 
-/** What a pending transfer does with one callback: its outcome (when it settles it) and the TwiML to answer. */
-type Step = (kind: string, params: Record<string, string>) => {
+/** How a transfer stands: settled once a callback gave its outcome (later ones change nothing),
+ * accepted once a warm transfer's person pressed 1. */
+interface Standing {
+  readonly settled: boolean
+  readonly accepted: boolean
+}
+
+/** What one callback does: the outcome it settles, the TwiML to answer, and the REST calls after it. */
+interface Reaction {
   readonly outcome?: Transfer.TransferOutcome
+  readonly accepted?: boolean
   readonly twiml: string
-  /** Done after answering (the REST calls that take the caller back to the agent). */
-  readonly then?: Effect.Effect<void>
-}
-
-interface Pending {
-  readonly step: Step
-  readonly done: Deferred.Deferred<Transfer.TransferOutcome>
-}
-
-/**
- * The transfers waiting for Twilio's callbacks, shared by the service's route and the calls'
- * `Transferer`s.
- *
- * @since 0.1.0
- * @category models
- */
-export interface Callbacks {
-  readonly authToken: Redacted.Redacted<string>
-  readonly pending: Map<string, Pending>
-}
-
-/**
- * Twilio's transfer callbacks, checked with `authToken`, with no transfer waiting yet.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const makeCallbacks = (authToken: Redacted.Redacted<string>): Callbacks => ({ authToken, pending: new Map() })
-
-/**
- * Answers one of Twilio's posts to `/twilio/transfer/{id}/{kind}`: 403 unless signed for
- * `fullUrl` (the public URL Twilio posted to), 404 for a transfer not pending, else 200 with TwiML.
- *
- * @since 0.1.0
- * @category handlers
- */
-export const handle = (
-  callbacks: Callbacks,
-  request: { readonly fullUrl: string; readonly signature: string | undefined; readonly body: string }
-): Effect.Effect<{ readonly status: number; readonly body: string }> =>
-  Effect.gen(function*() {
-    const params = Object.fromEntries(new URLSearchParams(request.body))
-    if (!isSigned(callbacks.authToken, request.fullUrl, params, request.signature)) {
-      return { status: 403, body: "X-Twilio-Signature does not match this request" }
-    }
-    const match = /\/twilio\/transfer\/([^/]+)\/([a-z]+)$/.exec(new URL(request.fullUrl).pathname)
-    const pending = match ? callbacks.pending.get(match[1]!) : undefined
-    if (match === null || pending === undefined) return { status: 404, body: "no such transfer" }
-    const { outcome, then, twiml } = pending.step(match[2]!, params)
-    if (outcome !== undefined) yield* Deferred.succeed(pending.done, outcome)
-    if (then !== undefined) yield* Effect.forkDetach(then)
-    return { status: 200, body: twiml }
-  })
-
-/**
- * The Twilio side of one call: its REST API, where Twilio reaches this service, the number the
- * person sees, the call, and the stream's resume token for the way back to the agent.
- *
- * @since 0.1.0
- * @category models
- */
-export interface CallTransferOptions {
-  readonly api: TwilioApi
-  readonly callbacks: Callbacks
-  /** This service's public base URL (`https://...`): Twilio's callbacks must be absolute (error 15004). */
-  readonly callbackUrl: string
-  /** The caller ID for the person's leg of a warm transfer (a Twilio number of the account). */
-  readonly from: string
-  readonly callSid: string
-  /** The session's resume token now (the stream back to the agent carries it). */
-  readonly resumeToken: Effect.Effect<Option.Option<string>>
-  /** Run once the caller's TwiML was replaced (its Media Stream is ending): the bridge then
-   * knows the stream's `stop` is not the call's end. */
-  readonly onCallerMoved?: Effect.Effect<void> | undefined
-  /** Waited on before an outcome other than Answered is returned, when the caller was moved and
-   * sent back on a new stream: the agent's next words must reach them (the bridge completes it
-   * when that stream attaches, with a bound of its own). */
-  readonly callerBack?: Effect.Effect<void> | undefined
+  /** The caller's TwiML is replaced by the way back to the agent before the outcome is given. */
+  readonly returnCaller?: boolean
+  /** A leg to hang up (a warm transfer's answering machine). */
+  readonly hangUp?: string
 }
 
 const HANGUP = "<Response><Hangup/></Response>"
@@ -156,6 +94,198 @@ const dialStatus = (status: string | undefined): Transfer.TransferOutcome => {
     default:
       return Transfer.outcome("Failed", `DialCallStatus=${status ?? "missing"}`)
   }
+}
+
+/** A warm transfer's conference: the caller waits in it (`start` false, hearing `holdAudio`) until the person joins it. */
+const conference = (id: string, start: boolean, holdAudio?: string | undefined) =>
+  `<Dial><Conference startConferenceOnEnter="${start}" endConferenceOnExit="true" beep="false"${
+    !start && holdAudio !== undefined ? ` waitUrl="${escapeXml(holdAudio)}"` : ""
+  }>baton-transfer-${id}</Conference></Dial>`
+
+/**
+ * What a callback does to transfer `id`, from how it stands: the same answer on whichever node it
+ * lands. `back` is the caller's TwiML back to the agent.
+ *
+ * - Cold: the person's leg `in-progress` (its `answered` status callback) is Answered; the dial's
+ *   action (when the bridged call ends, or it was not answered) settles by `DialCallStatus`, and
+ *   is answered with a hang-up after an answered transfer, else the stream back to the agent.
+ * - Warm: the person pressing 1 after the briefing joins the conference (Answered); another key,
+ *   hanging up, the status callback's `busy`/`no-answer`/`failed`, or an answering machine give
+ *   the caller back to the agent (only the first callback that settles acts).
+ */
+const react = (id: string, kind: "Cold" | "Warm", standing: Standing, back: string, callback: string, params: Record<string, string>): Reaction => {
+  if (kind === "Cold") {
+    if (callback === "status" && params["CallStatus"] === "in-progress" && !standing.settled) {
+      return { outcome: Transfer.outcome("Answered", "CallStatus=in-progress"), twiml: EMPTY }
+    }
+    if (callback !== "dial") return { twiml: EMPTY }
+    if (standing.settled) return { twiml: HANGUP }
+    const outcome = dialStatus(params["DialCallStatus"])
+    return { outcome, twiml: outcome._tag === "Answered" ? HANGUP : back }
+  }
+  if (callback === "gather" && params["Digits"] === "1" && !standing.settled) {
+    return { outcome: Transfer.outcome("Answered", "the person pressed 1 after the briefing"), accepted: true, twiml: `<Response>${conference(id, true)}</Response>` }
+  }
+  const giveBack = (outcome: Transfer.TransferOutcome, twiml: string, extra: Partial<Reaction> = {}): Reaction =>
+    standing.settled ? { twiml, ...extra } : { outcome, twiml, returnCaller: true, ...extra }
+  if (callback === "gather") {
+    return giveBack(Transfer.outcome("Declined", `the person pressed ${params["Digits"] || "nothing"} after the briefing`), HANGUP)
+  }
+  if (callback === "amd" && (params["AnsweredBy"] ?? "").startsWith("machine_")) {
+    return giveBack(Transfer.outcome("Voicemail", `AnsweredBy=${params["AnsweredBy"]}`), EMPTY, params["CallSid"] ? { hangUp: params["CallSid"] } : {})
+  }
+  if (callback === "status" && !standing.accepted) {
+    const status = params["CallStatus"]
+    return giveBack(status === "completed" ? Transfer.outcome("Declined", "the person hung up before accepting") : dialStatus(status), EMPTY)
+  }
+  return { twiml: EMPTY }
+}
+
+/** A transfer waiting in this process: how it stands and where its outcome goes. */
+interface Pending {
+  readonly kind: "Cold" | "Warm"
+  readonly api: TwilioApi
+  readonly callSid: string
+  readonly back: string
+  standing: Standing
+  readonly done: Deferred.Deferred<Transfer.TransferOutcome>
+}
+
+/**
+ * With a durable store: the transfers' records (TransferRecords.ts), so that a callback posted to
+ * any node of the fleet is answered there and its outcome reaches the node holding the transfer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SharedCallbacks {
+  readonly records: TransferRecords.TransferRecords
+  readonly api: TwilioApi
+  /** The TwiML that sends a session's caller back to its agent: a new stream with a fresh resume token. */
+  readonly backTo: (sessionId: string) => Effect.Effect<string>
+}
+
+/**
+ * The transfers waiting for Twilio's callbacks, shared by the service's route and the calls'
+ * `Transferer`s.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Callbacks {
+  readonly authToken: Redacted.Redacted<string>
+  readonly pending: Map<string, Pending>
+  readonly shared?: SharedCallbacks | undefined
+}
+
+/**
+ * Twilio's transfer callbacks, checked with `authToken`, with no transfer waiting yet; `shared`
+ * with a durable store.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeCallbacks = (authToken: Redacted.Redacted<string>, shared?: SharedCallbacks): Callbacks => ({ authToken, pending: new Map(), shared })
+
+/** After answering: the REST calls a reaction needs, then its outcome given by `deliver`. */
+const afterwards = (api: TwilioApi, callSid: string, back: string, reaction: Reaction, deliver: Effect.Effect<void>) => {
+  const hangUp = reaction.hangUp === undefined
+    ? Effect.void
+    : Effect.ignore(apiRequest(api, `Calls/${encodeURIComponent(reaction.hangUp)}.json`, new URLSearchParams({ Status: "completed" })))
+  const returnCaller = reaction.returnCaller
+    ? Effect.ignore(apiRequest(api, `Calls/${encodeURIComponent(callSid)}.json`, new URLSearchParams({ Twiml: back })))
+    : Effect.void
+  return Effect.andThen(Effect.andThen(hangUp, returnCaller), deliver)
+}
+
+/** Answers with `reaction` and gives its outcome: at once, or after the REST calls it needs. */
+const respond = (api: TwilioApi, callSid: string, back: string, reaction: Reaction, deliver: Effect.Effect<void>) =>
+  Effect.as(
+    reaction.returnCaller || reaction.hangUp !== undefined ? Effect.forkDetach(afterwards(api, callSid, back, reaction, deliver)) : deliver,
+    { status: 200, body: reaction.twiml }
+  )
+
+/** A callback for a transfer in the store: answered from its record, on whichever node Twilio posted to. */
+const fromRecord = (callbacks: Callbacks, shared: SharedCallbacks, id: string, callback: string, params: Record<string, string>) =>
+  Effect.gen(function*() {
+    const found = yield* shared.records.read(id)
+    if (Option.isNone(found)) return { status: 404, body: "no such transfer" }
+    const { info } = found.value
+    const back = yield* shared.backTo(info.sessionId)
+    const standing = { settled: Option.isSome(found.value.outcome), accepted: found.value.accepted }
+    const reaction = react(id, info.kind, standing, back, callback, params)
+    const local = callbacks.pending.get(id)
+    if (reaction.outcome === undefined) return yield* respond(shared.api, info.callSid, back, reaction, Effect.void)
+    // The first outcome appended is the transfer's (another node may have settled it meanwhile);
+    // the node holding the transfer reads it from the record, or gets it here when it is this one.
+    const settled = yield* shared.records.settle(id, reaction.outcome, reaction.accepted ?? false)
+    const outcome = Option.getOrElse(settled.outcome, () => reaction.outcome!)
+    if (local !== undefined) local.standing = { settled: true, accepted: settled.accepted }
+    return yield* respond(shared.api, info.callSid, back, reaction, local === undefined ? Effect.void : Effect.asVoid(Deferred.succeed(local.done, outcome)))
+  }).pipe(
+    Effect.catchTag("StoreError", (e) =>
+      Effect.as(Effect.logWarning(`twilio: a transfer's callback was not answered: the session store failed: ${e.message}`), {
+        status: 503,
+        body: "the session store failed"
+      }))
+  )
+
+/**
+ * Answers one of Twilio's posts to `/twilio/transfer/{id}/{kind}`: 403 unless signed for
+ * `fullUrl` (the public URL Twilio posted to), 404 for a transfer not pending (in this process,
+ * or with a durable store in the store), 503 when the store failed, else 200 with TwiML.
+ *
+ * @since 0.1.0
+ * @category handlers
+ */
+export const handle = (
+  callbacks: Callbacks,
+  request: { readonly fullUrl: string; readonly signature: string | undefined; readonly body: string }
+): Effect.Effect<{ readonly status: number; readonly body: string }> =>
+  Effect.gen(function*() {
+    const params = Object.fromEntries(new URLSearchParams(request.body))
+    if (!isSigned(callbacks.authToken, request.fullUrl, params, request.signature)) {
+      return { status: 403, body: "X-Twilio-Signature does not match this request" }
+    }
+    const match = /\/twilio\/transfer\/([^/]+)\/([a-z]+)$/.exec(new URL(request.fullUrl).pathname)
+    if (match === null) return { status: 404, body: "no such transfer" }
+    const id = match[1]!
+    const callback = match[2]!
+    if (callbacks.shared !== undefined) return yield* fromRecord(callbacks, callbacks.shared, id, callback, params)
+    const pending = callbacks.pending.get(id)
+    if (pending === undefined) return { status: 404, body: "no such transfer" }
+    const reaction = react(id, pending.kind, pending.standing, pending.back, callback, params)
+    const outcome = reaction.outcome
+    if (outcome !== undefined) pending.standing = { settled: true, accepted: reaction.accepted ?? false }
+    return yield* respond(pending.api, pending.callSid, pending.back, reaction, outcome === undefined ? Effect.void : Effect.asVoid(Deferred.succeed(pending.done, outcome)))
+  })
+
+/**
+ * The Twilio side of one call: its REST API, where Twilio reaches this service, the number the
+ * person sees, the call, and the stream's resume token for the way back to the agent.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CallTransferOptions {
+  readonly api: TwilioApi
+  readonly callbacks: Callbacks
+  /** This service's public base URL (`https://...`): Twilio's callbacks must be absolute (error 15004). */
+  readonly callbackUrl: string
+  /** The caller ID for the person's leg of a warm transfer (a Twilio number of the account). */
+  readonly from: string
+  readonly callSid: string
+  /** The session the call carries (its transfer's record names it, so any node can send the caller back). */
+  readonly sessionId: string
+  /** The session's resume token now (the stream back to the agent carries it). */
+  readonly resumeToken: Effect.Effect<Option.Option<string>>
+  /** Run once the caller's TwiML was replaced (its Media Stream is ending): the bridge then
+   * knows the stream's `stop` is not the call's end. */
+  readonly onCallerMoved?: Effect.Effect<void> | undefined
+  /** Waited on before an outcome other than Answered is returned, when the caller was moved and
+   * sent back on a new stream: the agent's next words must reach them (the bridge completes it
+   * when that stream attaches, with a bound of its own). */
+  readonly callerBack?: Effect.Effect<void> | undefined
 }
 
 const apiRequest = (api: TwilioApi, path: string, params: URLSearchParams) =>
@@ -191,88 +321,40 @@ export const transferer = (options: CallTransferOptions): Transfer.TransfererSer
       ? `<Response><Connect><Stream url="${escapeXml(api.streamUrl.value)}"><Parameter name="resumeToken" value="${escapeXml(token.value)}"/></Stream></Connect></Response>`
       : HANGUP)
 
-  const run = (id: string, request: Transfer.TransferRequest, entry: { lingers: boolean }) =>
+  const run = (id: string, request: Transfer.TransferRequest, pending: Pending) =>
     Effect.gen(function*() {
       const url = (kind: string) => `${base}/twilio/transfer/${id}/${kind}`
-      const back = yield* backToAgent
-      const done = yield* Deferred.make<Transfer.TransferOutcome>()
+      const { back, done } = pending
       const seconds = Math.max(5, Math.min(600, Math.round(Duration.toSeconds(request.ringTimeout))))
-      const settled = (outcome: Transfer.TransferOutcome) => {
-        finished = true
-        return { outcome, twiml: outcome._tag === "Answered" ? HANGUP : back }
-      }
-      /** Set once an outcome is settled; until then, an interrupted transfer gives the caller back to the agent. */
-      let finished = false
       /** Set once the caller's TwiML was replaced: its stream ended, and a way back is owed. */
       let moved = false
       const updateCaller = (twiml: string) => apiRequest(api, `Calls/${encodeURIComponent(options.callSid)}.json`, new URLSearchParams({ Twiml: twiml }))
       const moveCaller = (twiml: string) =>
         Effect.andThen(updateCaller(twiml), Effect.suspend(() => ((moved = true), options.onCallerMoved ?? Effect.void)))
-      yield* Effect.addFinalizer((exit) => exit._tag === "Failure" && !finished ? Effect.ignore(updateCaller(back)) : Effect.void)
+      // Until an outcome is settled, an interrupted transfer gives the caller back to the agent.
+      yield* Effect.addFinalizer((exit) => exit._tag === "Failure" && !pending.standing.settled ? Effect.ignore(updateCaller(back)) : Effect.void)
+      const shared = callbacks.shared
+      if (shared !== undefined) {
+        // Recorded before the caller moves: its callbacks may reach any node of the fleet, at once.
+        yield* shared.records.open(id, { sessionId: options.sessionId, callSid: options.callSid, kind: request._tag }).pipe(
+          Effect.mapError((e) => `the transfer could not be recorded in the session store: ${e.message}`)
+        )
+        yield* Effect.addFinalizer(() => Effect.ignore(shared.records.close(id)))
+        yield* settledElsewhere(shared.records, id, pending).pipe(Effect.forkScoped)
+      }
+      callbacks.pending.set(id, pending)
       if (request._tag === "Cold") {
-        // The dial's action comes when the bridged call ends (after the person and the caller
-        // talked), so "answered" is the person's leg's own status callback; the action then hangs up.
-        callbacks.pending.set(id, {
-          done,
-          step: (kind, params) =>
-            kind === "status" && params["CallStatus"] === "in-progress" && !finished
-              ? ((entry.lingers = true), { ...settled(Transfer.outcome("Answered", "CallStatus=in-progress")), twiml: EMPTY })
-              : kind === "dial"
-              ? (finished ? (callbacks.pending.delete(id), { twiml: HANGUP }) : settled(dialStatus(params["DialCallStatus"])))
-              : { twiml: EMPTY }
-        })
         const answered = ` statusCallbackEvent="answered" statusCallback="${escapeXml(url("status"))}"`
         const noun = request.to.startsWith("sip:")
           ? `<Sip${answered}>${escapeXml(request.to)}</Sip>`
           : `<Number${answered}>${escapeXml(request.to)}</Number>`
-        const twiml = `<Response><Dial action="${escapeXml(url("dial"))}" timeout="${seconds}">${noun}</Dial></Response>`
-        yield* moveCaller(twiml)
+        yield* moveCaller(`<Response><Dial action="${escapeXml(url("dial"))}" timeout="${seconds}">${noun}</Dial></Response>`)
       } else {
-        const room = `baton-transfer-${id}`
-        const conference = (start: boolean) =>
-          `<Dial><Conference startConferenceOnEnter="${start}" endConferenceOnExit="true" beep="false"${
-            !start && request.holdAudio !== undefined ? ` waitUrl="${escapeXml(request.holdAudio)}"` : ""
-          }>${room}</Conference></Dial>`
-        let accepted = false
-        let personSid: string | undefined
-        // Only the first callback that settles the transfer acts (the person's leg also ends with a status callback).
-        const returnCaller = (outcome: Transfer.TransferOutcome) =>
-          finished ? Effect.void : (finished = true, updateCaller(back).pipe(
-            Effect.ignore,
-            Effect.andThen(Deferred.succeed(done, outcome))
-          ))
-        callbacks.pending.set(id, {
-          done,
-          step: (kind, params) => {
-            if (kind === "gather" && params["Digits"] === "1" && !finished) {
-              accepted = true
-              finished = true
-              return { outcome: Transfer.outcome("Answered", "the person pressed 1 after the briefing"), twiml: `<Response>${conference(true)}</Response>` }
-            }
-            if (kind === "gather") {
-              return { twiml: HANGUP, then: returnCaller(Transfer.outcome("Declined", `the person pressed ${params["Digits"] || "nothing"} after the briefing`)) }
-            }
-            if (kind === "amd" && (params["AnsweredBy"] ?? "").startsWith("machine_")) {
-              const hangUpMachine = personSid === undefined
-                ? Effect.void
-                : Effect.ignore(apiRequest(api, `Calls/${personSid}.json`, new URLSearchParams({ Status: "completed" })))
-              return { twiml: EMPTY, then: Effect.andThen(hangUpMachine, returnCaller(Transfer.outcome("Voicemail", `AnsweredBy=${params["AnsweredBy"]}`))) }
-            }
-            if (kind === "status" && !accepted) {
-              const status = params["CallStatus"]
-              const outcome = status === "completed"
-                ? Transfer.outcome("Declined", "the person hung up before accepting")
-                : dialStatus(status)
-              return { twiml: EMPTY, then: returnCaller(outcome) }
-            }
-            return { twiml: EMPTY }
-          }
-        })
         const gather = `<Gather numDigits="1" timeout="10" action="${escapeXml(url("gather"))}"><Say>${escapeXml(request.briefing)}</Say>` +
           `<Say>Press 1 to take the call, or any other key to decline.</Say></Gather><Hangup/>`
-        yield* moveCaller(`<Response>${conference(false)}</Response>`)
+        yield* moveCaller(`<Response>${conference(id, false, request.holdAudio)}</Response>`)
         // The caller is on hold now: if the person cannot be called, the caller goes back to the agent.
-        const person = yield* apiRequest(api, "Calls.json", new URLSearchParams({
+        yield* apiRequest(api, "Calls.json", new URLSearchParams({
           To: request.to,
           From: options.from,
           Twiml: `<Response>${gather}</Response>`,
@@ -283,7 +365,6 @@ export const transferer = (options: CallTransferOptions): Transfer.TransfererSer
           AsyncAmd: "true",
           AsyncAmdStatusCallback: url("amd")
         }))
-        personSid = person.sid
       }
       const outcome = yield* Deferred.await(done)
       // Sent back on a new stream: the agent speaks once the caller can hear it.
@@ -294,15 +375,39 @@ export const transferer = (options: CallTransferOptions): Transfer.TransfererSer
   return {
     transport: "twilio",
     transfer: (request) =>
-      Effect.suspend(() => {
+      Effect.gen(function*() {
         const id = randomUUID()
-        // An answered cold transfer's entry stays for the dial's action (posted when the bridged
-        // call ends), which it answers with a hang-up and then removes.
-        const entry = { lingers: false }
-        return run(id, request, entry).pipe(Effect.ensuring(Effect.sync(() => entry.lingers || callbacks.pending.delete(id))))
+        const pending: Pending = {
+          kind: request._tag,
+          api,
+          callSid: options.callSid,
+          back: yield* backToAgent,
+          standing: { settled: false, accepted: false },
+          done: yield* Deferred.make<Transfer.TransferOutcome>()
+        }
+        // Without a store, an answered cold transfer's entry stays for the dial's action (posted
+        // when the bridged call ends), which it answers with a hang-up (a record answers it so).
+        return yield* run(id, request, pending).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            if (callbacks.shared !== undefined || !(request._tag === "Cold" && pending.standing.settled)) callbacks.pending.delete(id)
+          }))
+        )
       })
   }
 }
+
+/** The outcome another node settled (Twilio posted there), read from the record until there is one. */
+const settledElsewhere = (records: TransferRecords.TransferRecords, id: string, pending: Pending): Effect.Effect<void> =>
+  records.read(id).pipe(
+    Effect.flatMap((record) => {
+      const settled = Option.flatMap(record, (r) => Option.map(r.outcome, (outcome) => ({ outcome, accepted: r.accepted })))
+      if (Option.isNone(settled)) return Effect.fail("not yet" as const)
+      pending.standing = { settled: true, accepted: settled.value.accepted }
+      return Deferred.succeed(pending.done, settled.value.outcome)
+    }),
+    Effect.retry({ schedule: Schedule.spaced(RECORD_POLL_MS) }),
+    Effect.ignore
+  )
 
 /**
  * A Node request listener for `POST /twilio/transfer/...`: reads the form body and answers with

@@ -54,6 +54,7 @@ const setup = Effect.gen(function*() {
     callbackUrl: service.url,
     from: "+15550009999",
     callSid: CALLER,
+    sessionId: "session_1",
     resumeToken: Effect.succeed(Option.some("resume-123"))
   })
   return { mock, transferer, service, callbacks }

@@ -1,0 +1,201 @@
+/**
+ * Issue 34 with issue 35: a transfer's outcome reaches it wherever it runs. A fleet of two nodes
+ * (two services in this process, on 127.0.0.1) on one real PostgreSQL store; Twilio's callbacks
+ * go to `BATON_PUBLIC_URL`, which is node A's, while the call was resumed on node B (its stream
+ * dropped on A and came back to B with the call's resume token). The REST mock plays Twilio,
+ * the test plays the Media Streams. Before the transfer's record in the store, node A answered
+ * those callbacks 404 and node B's transfer waited out its ring timeout.
+ */
+import { createServer } from "node:net"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
+import type { ServerOptions } from "../../server/Config.ts"
+import * as Token from "../../server/Token.ts"
+import * as TransferRecords from "../../server/TransferRecords.ts"
+import * as TwilioTransfer from "../../server/TwilioTransfer.ts"
+import { SessionStore } from "../../services/SessionStore.ts"
+import * as SessionStoreConfig from "../../services/SessionStoreConfig.ts"
+import { Agent, AgentTask, Tool } from "../../src/index.ts"
+import * as Transfer from "../../src/Transfer.ts"
+import * as Mock from "../mocks/twilio-rest/transfers.ts"
+import { type PostgresCluster, startPostgres } from "../setup/postgres.ts"
+import { type Client, connect, start, wait } from "./harness.ts"
+import * as TwilioStream from "./twilio-stream.ts"
+
+const SECRET = "transfer-fleet-shared-secret"
+const CALL_SID = "CA" + "f".repeat(32)
+const CALL: TwilioStream.TwilioCall = { accountSid: Mock.ACCOUNT_SID, callSid: CALL_SID }
+const BUSY = "+15550000004"
+const ANSWERS = "+15550000001"
+
+let postgres: PostgresCluster | undefined
+beforeAll(async () => {
+  postgres = await startPostgres({ fast: true })
+}, 60_000)
+afterAll(() => postgres?.stop())
+
+const transferTool = Tool.make("transfer", {
+  description: "Transfer the caller to a person",
+  parameters: Schema.Struct({ to: Schema.String }),
+  handler: (args) => AgentTask.run(Transfer.cold(args.to, { ringTimeout: "20 seconds" })).pipe(Effect.map(Transfer.describe))
+})
+const desk = Agent.make({ name: "desk", instructions: "Transfer when asked.", tools: [transferTool] })
+
+/** The tool outputs each node's model was given. */
+const model = (outputs: Array<string>) =>
+  ScriptedModel.layer([
+    {
+      when: (request) => {
+        if (request.last.kind === "tool") outputs.push(request.last.outputs.map((o) => o.output).join("; "))
+        return false
+      },
+      reply: {}
+    },
+    { when: { user: "DTMF: 1" }, reply: { toolCalls: [{ name: "transfer", arguments: { to: BUSY } }] } },
+    { when: { user: "DTMF: 2" }, reply: { toolCalls: [{ name: "transfer", arguments: { to: ANSWERS } }] } },
+    { when: { toolOutput: /busy/, name: "transfer" }, reply: { text: "Sales is busy; I can help you myself." } },
+    { when: { agent: "desk" }, reply: { text: "Press 1 or 2." } }
+  ])
+
+const freePort = Effect.promise(() =>
+  new Promise<number>((resolve) => {
+    const probe = createServer()
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+)
+
+const until = (what: string, check: () => boolean, ms = 15_000) =>
+  wait(async () => {
+    for (let waited = 0; !check(); waited += 20) {
+      if (waited > ms) throw new Error(`timed out waiting for ${what}`)
+      await new Promise((r) => setTimeout(r, 20))
+    }
+  })
+
+const stop = (caller: Client, streamSid: string) =>
+  caller.sendJson({ event: "stop", sequenceNumber: "99", streamSid, stop: { accountSid: Mock.ACCOUNT_SID, callSid: CALL_SID } })
+
+/** A node of the fleet: the shared store and secret, Twilio's callbacks to `publicUrl` (node A). */
+const node = (port: number, publicUrl: string, restUrl: string): Partial<ServerOptions> & { readonly secret: string } => ({
+  port,
+  secret: SECRET,
+  resumeSeconds: 30,
+  store: Option.some(Redacted.make(postgres!.url)),
+  publicUrl: Option.some(publicUrl),
+  twilioApi: Option.some({
+    accountSid: Mock.ACCOUNT_SID,
+    authToken: Redacted.make(Mock.AUTH_TOKEN),
+    baseUrl: restUrl,
+    streamUrl: Option.some(`${publicUrl.replace("http:", "ws:")}/twilio`)
+  })
+})
+
+const twilioToken = () => Token.mint(Redacted.make(SECRET), 600, Date.now(), "twilio").token
+
+describe("a transfer's outcome reaches the node holding it (issue 34, issue 35)", () => {
+  it.live("a /twilio call resumed on node B transfers, Twilio posts the callbacks to node A: B's agent gets Busy and speaks, then Answered ends the call", () =>
+    Effect.gen(function*() {
+      assert.isDefined(postgres, "the private PostgreSQL cluster")
+      const rest = yield* Mock.make([CALL_SID], { [BUSY]: { answers: "busy" }, [ANSWERS]: { answers: "press", digit: "1" } })
+      const [portA, portB] = [yield* freePort, yield* freePort]
+      const publicUrl = `http://127.0.0.1:${portA}`
+      const outputsA: Array<string> = []
+      const outputsB: Array<string> = []
+      const a = yield* start(desk, model(outputsA), node(portA, publicUrl, rest.url))
+      const b = yield* start(desk, model(outputsB), node(portB, publicUrl, rest.url))
+      let streams: Array<{ caller: Client; sid: string }> = []
+      // Twilio's part: a <Dial> replacing the call's TwiML stops the stream that carries it.
+      rest.onTwiml = (_callSid, twiml) => {
+        if (!/<Dial/.test(twiml)) return
+        const { caller, sid } = streams.at(-1)!
+        stop(caller, sid)
+      }
+
+      // The call starts on node A; its stream drops and Twilio reconnects it to node B.
+      const first = yield* connect(`${a.ws}/twilio?token=${twilioToken()}`)
+      streams = [{ caller: first, sid: "MZ1" }]
+      TwilioStream.startStream(CALL, first, "MZ1")
+      TwilioStream.press(first, "MZ1", "0#")
+      yield* wait(() => first.waitFor((f) => f.event === "mark", "node A's first answer"))
+      const onA = a.state.resumer.list()[0]!
+      const resumeToken = (yield* onA.mint).token
+      first.socket.terminate()
+      const second = yield* connect(`${b.ws}/twilio?token=${twilioToken()}`)
+      streams.push({ caller: second, sid: "MZ2" })
+      TwilioStream.startStream(CALL, second, "MZ2", { resumeToken })
+      yield* until("the call resumed on node B", () => b.state.resumer.find(onA.id) !== undefined)
+
+      // Busy: the dial's action goes to node A, which answers it with the stream back to the agent.
+      TwilioStream.press(second, "MZ2", "1#")
+      yield* until("the dial's action", () => rest.posted.some((p) => p.params["DialCallStatus"] === "busy")).pipe(Effect.tapError(() => Effect.sync(() => console.log("DEBUG", JSON.stringify([...rest.twiml], null, 1), JSON.stringify(rest.posted)))))
+      const busy = rest.posted.find((p) => p.params["DialCallStatus"] === "busy")!
+      assert.isTrue(busy.url.startsWith(`${publicUrl}/twilio/transfer/`), "Twilio posted the dial's action to node A")
+      assert.strictEqual(busy.status, 200, `node A answered the dial's action: ${busy.answer}`)
+      const back = /<Parameter name="resumeToken" value="([^"]*)"/.exec(busy.answer)![1]!
+      assert.match(back, new RegExp(`^resume\\.${onA.id}\\.`))
+      second.socket.close(1000)
+      const third = yield* connect(`${b.ws}/twilio?token=${twilioToken()}`)
+      streams.push({ caller: third, sid: "MZ3" })
+      TwilioStream.startStream(CALL, third, "MZ3", { resumeToken: back })
+      const mark = yield* wait(() => third.waitFor((f) => f.event === "mark", "node B's agent speaking after the busy transfer"))
+      assert.strictEqual(mark.streamSid, "MZ3")
+      assert.deepStrictEqual(outputsB, ["The transfer failed: the line was busy (DialCallStatus=busy). Tell the caller and offer another way to help."])
+      assert.deepStrictEqual(outputsA, [], "node A ran no transfer")
+
+      // Answered: the person's leg answers (posted to node A); node B's transfer returns Answered and the call ends.
+      TwilioStream.press(third, "MZ3", "2#")
+      const closed = yield* wait(() => third.closed)
+      assert.deepStrictEqual(closed, { code: 1000, reason: "the call was transferred (CallStatus=in-progress)" })
+      yield* until("the dial's action after the bridged call", () => rest.posted.some((p) => p.params["DialCallStatus"] === "completed"))
+      const completed = rest.posted.find((p) => p.params["DialCallStatus"] === "completed")!
+      assert.isTrue(completed.url.startsWith(publicUrl))
+      assert.strictEqual(completed.answer, "<Response><Hangup/></Response>")
+      assert.deepStrictEqual(rest.posted.map((p) => p.status), rest.posted.map(() => 200), "every callback answered on node A")
+    }).pipe(Effect.scoped), 60_000)
+
+  it.live("a callback for a transfer whose node died is answered by another node from the transfer's record: the outcome is kept there and the caller is sent back to its session on a new stream", () =>
+    Effect.gen(function*() {
+      const rest = yield* Mock.make([CALL_SID], {})
+      const [portA, portB] = [yield* freePort, yield* freePort]
+      const publicUrl = `http://127.0.0.1:${portA}`
+      const a = yield* start(desk, model([]), node(portA, publicUrl, rest.url))
+      const b = yield* start(desk, model([]), node(portB, publicUrl, rest.url))
+      // The call lives on node B, which records a transfer and dies with it (its stream gone, nothing closed).
+      const caller = yield* connect(`${b.ws}/twilio?token=${twilioToken()}`)
+      TwilioStream.startStream(CALL, caller, "MZ1")
+      TwilioStream.press(caller, "MZ1", "0#")
+      yield* wait(() => caller.waitFor((f) => f.event === "mark", "node B's first answer"))
+      const sessionId = b.state.resumer.list()[0]!.id
+      const store = Context.get(yield* Layer.build(SessionStoreConfig.fromUrl(postgres!.url)), SessionStore)
+      const records = TransferRecords.make(store, "node-b")
+      yield* records.open("dead-1", { sessionId, callSid: CALL_SID, kind: "Cold" })
+      caller.socket.terminate()
+
+      // Twilio posts the dial's action to node A, which never held the transfer.
+      const url = `${publicUrl}/twilio/transfer/dead-1/dial`
+      const params = { AccountSid: Mock.ACCOUNT_SID, CallSid: CALL_SID, DialCallStatus: "no-answer" }
+      const answer = yield* wait(() =>
+        fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": TwilioTransfer.signature(Redacted.make(Mock.AUTH_TOKEN), url, params) },
+          body: new URLSearchParams(params).toString()
+        }).then(async (r) => ({ status: r.status, body: await r.text() }))
+      )
+      assert.strictEqual(answer.status, 200)
+      const back = /<Parameter name="resumeToken" value="([^"]*)"/.exec(answer.body)?.[1]
+      assert.match(back ?? "", new RegExp(`^resume\\.${sessionId}\\.`), `the stream back to the session: ${answer.body}`)
+      const record = yield* records.read("dead-1")
+      assert.deepStrictEqual(Option.map(record, (r) => r.outcome), Option.some(Option.some(Transfer.outcome("NoAnswer", "DialCallStatus=no-answer"))))
+
+      // The stream back resumes the session on node A, whose agent answers the caller there.
+      const again = yield* connect(`${a.ws}/twilio?token=${twilioToken()}`)
+      TwilioStream.startStream(CALL, again, "MZ2", { resumeToken: back! })
+      TwilioStream.press(again, "MZ2", "0#")
+      yield* wait(() => again.waitFor((f) => f.event === "mark", "the agent on node A"))
+      assert.isDefined(a.state.resumer.find(sessionId))
+    }).pipe(Effect.scoped), 60_000)
+})
