@@ -32,7 +32,7 @@
  * @since 0.1.0
  * @packageDocumentation
  */
-import { Cause, Deferred, Effect, Exit, Option, Queue, Scope, Stream } from "effect"
+import { Deferred, Effect, Exit, Option, Scope, Stream } from "effect"
 import * as AudioFrame from "../../services/AudioFrame.ts"
 import { Resampler, type ResamplerStage } from "../../services/Resampler.ts"
 import { Stt, type SttOptions, type SttStream } from "../../services/Stt.ts"
@@ -41,6 +41,7 @@ import { VoiceError } from "../../services/VoiceError.ts"
 import type { AgentSession } from "../AgentSession.ts"
 import type { SpeechInfo } from "../../services/TextOutput.ts"
 import * as Endpointing from "./Endpointing.ts"
+import * as FrameInbox from "./FrameInbox.ts"
 import type { VoiceOutput } from "./VoiceOutput.ts"
 
 /**
@@ -191,8 +192,10 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
     const preemptive = options.preemptiveGeneration !== false
     const resumes = options.resumeFalseInterruption !== false
     const preRollMs = options.preRollMs ?? 300
-    const toVad = converter(vadService.sampleRates.includes(16000) ? 16000 : vadService.sampleRates[0]!, "the VAD")
-    const toStt = converter(sttService.sampleRate, "speech to text")
+    const vadRate = vadService.sampleRates.includes(16000) ? 16000 : vadService.sampleRates[0]!
+    const toVad = converter(vadRate, "the VAD")
+    const sttRate = sttService.sampleRate
+    const toStt = converter(sttRate, "speech to text")
 
     let audioMs = 0
     let inUtterance = false
@@ -220,6 +223,9 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
     /** An engine's failure loses what it was doing, never the session. */
     const guard = <A>(effect: Effect.Effect<A, VoiceError>, fallback: A) =>
       effect.pipe(Effect.catch((error) => onError(error).pipe(Effect.as(fallback))))
+    // (the per-frame calls' handlers, made once)
+    const lostFrame = (error: VoiceError) => onError(error)
+    const noEvents = (error: VoiceError) => Effect.as(onError(error), [])
 
     const speaking = (on: boolean) =>
       on === userSpeaking ? Effect.void : Effect.suspend(() => {
@@ -282,13 +288,16 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
         if (!listening.failed) yield* ended(entry)
       })
 
+    /** The turn's silence is over and its words are in. */
+    const sendDue = (turn: Turn) =>
+      !turn.done && turn.awaiting === 0 && !(turn === current && inUtterance) &&
+      (turn.force || (turn.endpointAt !== undefined && audioMs >= turn.endpointAt))
+
     /** Sends the turn once its silence is over and its words are in (or says the rest of a reply
      * cut by speech that had none). */
     const maybeSend = (turn: Turn): Effect.Effect<void> =>
       Effect.suspend(() => {
-        if (turn.done || turn.awaiting > 0) return Effect.void
-        if (turn === current && inUtterance) return Effect.void
-        if (!turn.force && (turn.endpointAt === undefined || audioMs < turn.endpointAt)) return Effect.void
+        if (!sendDue(turn)) return Effect.void
         turn.done = true
         ahead = undefined
         if (settled()) onSettled?.()
@@ -333,7 +342,7 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
     /** A frame of the utterance in progress, to the engine (kept until its transcript comes). */
     const hear = (frame: AudioFrame.AudioFrame) => {
       utterance.push(frame)
-      return listening.failed ? Effect.void : guard(listening.stream.push(frame), undefined)
+      return listening.failed ? Effect.void : Effect.catch(listening.stream.push(frame), lostFrame)
     }
 
     /** A stream, or none when it cannot be opened: reported, and tried again a second of audio later. */
@@ -414,14 +423,14 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
         const frameMs = AudioFrame.durationMs(frame)
         audioMs += frameMs
         if (listening.failed && audioMs >= reopenAtMs) yield* reopen
-        const sttFrames = yield* toStt(frame)
+        const sttFrames = frame.sampleRate === sttRate ? [frame] : yield* toStt(frame)
         if (inUtterance) for (const f of sttFrames) yield* hear(f)
         else {
           for (const f of sttFrames) preRoll.push({ atMs: startMs, frame: f })
           while (preRoll.length > 0 && preRoll[0]!.atMs < audioMs - preRollMs - 100) preRoll.shift()
         }
-        for (const vadFrame of yield* toVad(frame)) {
-          for (const event of yield* guard(vad.push(vadFrame), [])) {
+        for (const vadFrame of frame.sampleRate === vadRate ? [frame] : yield* toVad(frame)) {
+          for (const event of yield* Effect.catch(vad.push(vadFrame), noEvents)) {
             if (event._tag === "SpeechStarted") yield* speechStarted(event.atMs, startMs)
             else {
               if (barge === undefined) yield* speaking(false)
@@ -429,7 +438,7 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
             }
           }
         }
-        yield* bargeIn(frameMs)
+        if (barge !== undefined) yield* bargeIn(frameMs)
         const turn = current
         if (turn === undefined) {
           if (held.length > 0 && !output.playing()) yield* flushHeld
@@ -440,7 +449,7 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
           turn.cut && resumes && !turn.resumed && turn.texts.length === 0 && !inUtterance && turn.awaiting > 0 &&
           audioMs - turn.silenceFromMs >= falseTimeoutMs
         ) yield* falseInterruption(turn)
-        yield* maybeSend(turn)
+        if (sendDue(turn)) yield* maybeSend(turn)
       })
 
     /** Finals join their turn, which is sent once its silence is over; a final that comes during
@@ -573,42 +582,29 @@ export const run = <U>(session: AgentSession<U>, frames: Stream.Stream<Input>, o
       // a VAD that hears speech in silence: the turn ends all the same
       if (hearing()) yield* endNow
     })
-    // Each input is handed over and waited for, so that no input for the endpointing delay
-    // during a turn can be noticed (the wall clock; a TestClock in tests). The next is pulled
-    // once this one is heard, as if the pipeline pulled the stream itself.
-    const inbox = yield* Queue.bounded<{ readonly input: Input; readonly heard: Deferred.Deferred<void> }, Cause.Done>(1)
-    yield* frames.pipe(
-      Stream.runForEach((input) =>
-        Effect.gen(function*() {
-          const heard = yield* Deferred.make<void>()
-          yield* Queue.offer(inbox, { input, heard })
-          yield* Deferred.await(heard)
-        })
-      ),
-      Effect.ensuring(Queue.end(inbox)),
-      Effect.forkScoped
-    )
+    // The inputs are taken one at a time; no input for the endpointing delay during a turn is
+    // noticed by the inbox's one timer (the wall clock; a TestClock in tests), not a timer per frame.
+    const inbox = yield* FrameInbox.make(frames)
     // (a loaded host can delay a frame by a few hundred ms: that is not the line going quiet)
     const quietAfterMs = Math.max(minDelayMs, 300)
     // (words held back over a reply wait for it to end: looked at this often when no frame comes)
     const heldPollMs = 100
-    const next = Effect.suspend(() => {
-      // (a turn whose final is awaited may be told to wait longer by it: looked at again too)
+    /** How long no input may last before it counts (undefined: no limit). A turn whose final is
+     * awaited may be told to wait longer by it: looked at again too. */
+    const quietLimit = () => {
       const turnOpen = inUtterance || (current !== undefined && !current.done && !current.force)
-      const waitMs = turnOpen ? quietAfterMs : held.length > 0 ? heldPollMs : undefined
-      return waitMs === undefined ? Queue.take(inbox) : Effect.map(Effect.timeoutOption(Queue.take(inbox), waitMs), Option.getOrUndefined)
-    })
+      return turnOpen ? quietAfterMs : held.length > 0 ? heldPollMs : undefined
+    }
     for (;;) {
-      const taken = yield* next.pipe(Effect.catchIf(Cause.isDone, () => Effect.succeed("ended" as const)))
+      const taken = yield* inbox.take(quietLimit())
       if (taken === "ended") break
-      if (taken === undefined && !hearing()) {
+      if (taken === "quiet" && !hearing()) {
         if (!output.playing()) yield* flushHeld
-      } else if (taken === undefined || isAudioEnd(taken.input)) yield* quiet
+      } else if (taken === "quiet" || isAudioEnd(taken.input)) yield* quiet
       else {
         lastRate = taken.input.sampleRate
         yield* onFrame(taken.input)
       }
-      if (taken !== undefined) yield* Deferred.succeed(taken.heard, undefined)
     }
     // the input ended: a turn in progress still counts, and is handed on before this ends
     yield* endNow
