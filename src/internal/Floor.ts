@@ -297,7 +297,10 @@ const completeTask = (
     const claim = state.claim
     if (claim && !caller.task) {
       state.claim = undefined
-      return yield* HumanFloor.takeOver(core, state, floorOps, { ...claim, cutBy: caller })
+      yield* HumanFloor.takeOver(core, state, floorOps, { ...claim, cutBy: caller })
+      // Refused (the person took another session's floor meanwhile): the caller keeps the floor,
+      // and its next task request starts as without a claim (it waits for a hand back otherwise).
+      if (state.holder !== caller) return
     }
     yield* startPending(core, state, caller)
   })

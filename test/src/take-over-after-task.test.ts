@@ -137,4 +137,55 @@ describe("take over after a task returns", () => {
       assert.deepStrictEqual(yield* drive(Fiber.join(taken), { limit: "1 second" }), { _tag: "NotApplied", reason: "the session is closed" })
       assert.isUndefined(ada.holding())
     }).pipe(Effect.provide(script)))
+
+  it.effect("a claim refused when the task returns (the person took another session meanwhile): the agent keeps the floor and its next task request starts", () =>
+    Effect.gen(function*() {
+      const model = yield* ScriptedModel.ScriptedModel
+      const answered = yield* Deferred.make<void>()
+      const ring: AgentTask.AgentTask<string> = AgentTask.make<string>({
+        name: "ring",
+        instructions: "Say nothing.",
+        context: "none",
+        onEnter: Effect.suspend(() => Effect.andThen(Deferred.await(answered), AgentTask.complete(ring, "answered by ada")))
+      })
+      const page: AgentTask.AgentTask<string> = AgentTask.make<string>({
+        name: "page",
+        instructions: "Say nothing.",
+        context: "none",
+        onEnter: Effect.suspend(() => AgentTask.complete(page, "paged"))
+      })
+      const agent = Agent.make({
+        name: "desk",
+        instructions: "You are the front desk.",
+        tools: [
+          Tool.make("ring", { description: "rings a person", handler: () => AgentTask.run(ring) }),
+          Tool.make("page", { description: "pages a person", handler: () => AgentTask.run(page) })
+        ]
+      })
+      const ada = yield* Human.make({ name: "ada" })
+      const session = yield* AgentSession.start({ agent })
+      const other = yield* AgentSession.start({ agent })
+      yield* Effect.forkChild(session.run("two please"))
+      yield* until(() => model.requestsFor("desk").length === 1)
+      yield* drive(Effect.gen(function*() {
+        while ((yield* session.currentAgent)?.name !== "ring") yield* Effect.yieldNow
+      }))
+      const taken = yield* Effect.forkChild(session.takeOver(ada, { afterTask: true, timeout: "1 hour" }), { startImmediately: true })
+      yield* Effect.yieldNow
+      // Meanwhile ada takes the floor of another session.
+      assert.strictEqual((yield* drive(other.takeOver(ada)))._tag, "Applied")
+      yield* Deferred.succeed(answered, undefined)
+      assert.deepStrictEqual(yield* drive(Fiber.join(taken), { limit: "1 minute" }), { _tag: "NotApplied", reason: `ada holds the floor of session ${other.id}` })
+      // The page task the desk's second call asked for runs, and the desk answers both.
+      yield* drive(session.idle, { limit: "1 minute" })
+      const history = yield* session.history
+      assertEveryCallAnswered(history)
+      const outputs = history.items.flatMap((i) => i._tag === "FunctionCallOutput" ? [JSON.stringify(i.output)] : [])
+      assert.isTrue(outputs.some((o) => o.includes("answered by ada")) && outputs.some((o) => o.includes("paged")), outputs.join(" | "))
+      assert.strictEqual((yield* session.currentAgent)?.name, "desk")
+      assert.isTrue(history.items.some((i) => i._tag === "Message" && i.role === "assistant" && i.agent === "desk" && i.text === "Both done."))
+    }).pipe(Effect.provide(ScriptedModel.layer([
+      { when: { user: "two please" }, reply: { toolCalls: [{ name: "ring" }, { name: "page" }] } },
+      { when: { agent: "desk" }, reply: { text: "Both done." } }
+    ]))))
 })
