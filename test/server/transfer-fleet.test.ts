@@ -198,4 +198,33 @@ describe("a transfer's outcome reaches the node holding it (issue 34, issue 35)"
       yield* wait(() => again.waitFor((f) => f.event === "mark", "the agent on node A"))
       assert.isDefined(a.state.resumer.find(sessionId))
     }).pipe(Effect.scoped), 60_000)
+
+  it.live("one node with a durable store: the callbacks reach the node holding the transfer, which settles it through the record: Busy, then Answered", () =>
+    Effect.gen(function*() {
+      const rest = yield* Mock.make([CALL_SID], { [BUSY]: { answers: "busy" }, [ANSWERS]: { answers: "press", digit: "1" } })
+      const port = yield* freePort
+      const outputs: Array<string> = []
+      const server = yield* start(desk, model(outputs), node(port, `http://127.0.0.1:${port}`, rest.url))
+      let streams: Array<{ caller: Client; sid: string }> = []
+      rest.onTwiml = (_callSid, twiml) => {
+        if (!/<Dial/.test(twiml)) return
+        const { caller, sid } = streams.at(-1)!
+        stop(caller, sid)
+      }
+      const first = yield* connect(`${server.ws}/twilio?token=${twilioToken()}`)
+      streams = [{ caller: first, sid: "MZ1" }]
+      TwilioStream.startStream(CALL, first, "MZ1")
+      TwilioStream.press(first, "MZ1", "1#")
+      yield* until("the dial's action", () => rest.posted.some((p) => p.params["DialCallStatus"] === "busy"))
+      const busy = rest.posted.find((p) => p.params["DialCallStatus"] === "busy")!
+      assert.strictEqual(busy.status, 200, busy.answer)
+      first.socket.close(1000)
+      const second = yield* connect(`${server.ws}/twilio?token=${twilioToken()}`)
+      streams.push({ caller: second, sid: "MZ2" })
+      TwilioStream.startStream(CALL, second, "MZ2", { resumeToken: /<Parameter name="resumeToken" value="([^"]*)"/.exec(busy.answer)![1]! })
+      yield* wait(() => second.waitFor((f) => f.event === "mark", "the agent after the busy transfer"))
+      assert.deepStrictEqual(outputs, ["The transfer failed: the line was busy (DialCallStatus=busy). Tell the caller and offer another way to help."])
+      TwilioStream.press(second, "MZ2", "2#")
+      assert.deepStrictEqual(yield* wait(() => second.closed), { code: 1000, reason: "the call was transferred (CallStatus=in-progress)" })
+    }).pipe(Effect.scoped), 60_000)
 })
