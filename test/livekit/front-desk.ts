@@ -28,6 +28,9 @@ export const startWorker = (server: FakeServer.FakeServer, rooms: Layer.Layer<Ro
       pingIntervalMs: 100,
       reconnect: { firstMs: 50, maxMs: 200 },
       drainSeconds: 1,
+      // The lag that makes the worker refuse jobs (100 ms by default) is out of reach unless a test
+      // sets it: on a loaded machine the loop is often that late, and an offer would be declined.
+      maxLagMs: 10_000,
       job: { agent: greeter },
       ...extra
     }).pipe(Scope.provide(scope), Effect.provide(rooms))

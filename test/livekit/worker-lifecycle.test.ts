@@ -145,7 +145,8 @@ describe("LiveKit worker: state, backoff, problems, sockets", () => {
       const rooms = yield* MemoryRoom.make
       const { worker, scope } = yield* startWorker(server, rooms.layer, {
         reconnect: { firstMs: 20, maxMs: 50 },
-        liveness: { interval: "50 millis", timeout: "100 millis" }
+        // a pong a second late is a silent server, not a loaded machine's (a live one is never taken for dead)
+        liveness: { interval: "100 millis", timeout: "1 second" }
       }).pipe(Effect.provide(recording))
       yield* worker.registered
       yield* Effect.promise(() => server.restart(50)) // lost: closed by the server

@@ -113,7 +113,8 @@ describe("LiveKit worker (fake dispatch server)", () => {
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ apiKey: KEY, apiSecret: SECRET })
       const rooms = yield* MemoryRoom.make
-      const { worker, scope } = yield* startWorker(server, rooms.layer, { liveness: { interval: "50 millis", timeout: "100 millis" } })
+      // a pong a second late is a silent server, not a loaded machine's (a live one is never taken for dead)
+      const { worker, scope } = yield* startWorker(server, rooms.layer, { liveness: { interval: "100 millis", timeout: "1 second" } })
       yield* worker.registered
       server.silence()
       yield* until("a second registration", () => worker.state().registrations === 2)

@@ -117,6 +117,9 @@ const start = async (options: Options) => {
       // Pongs are each connection's to send: a silent (half-open) one sends none.
       wss = new WebSocketServer({ noServer: true, autoPong: false })
       http.on("upgrade", async (req, socket, head) => {
+        // A raw upgrade socket has no error listener: a worker that resets it (after its 401, or
+        // while the token is checked) would be an uncaught ECONNRESET in the test process.
+        socket.on("error", () => {})
         const auth = req.headers.authorization ?? ""
         const token = auth.startsWith("Bearer ") ? auth.slice(7) : ""
         const ok = req.url?.split("?")[0] === "/agent" &&
