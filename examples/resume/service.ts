@@ -57,27 +57,33 @@ export const startService = async (options: ServiceOptions): Promise<Service> =>
   child.stdout!.on("data", (d) => (out += String(d)))
   child.stderr!.on("data", (d) => (out += String(d)))
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
-  for (let i = 0; i < 600; i++) {
-    const m = out.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/)
-    if (m && out.includes("Voice:")) {
-      const url = m[1]!
-      return {
-        url,
-        ws: url.replace("http://", "ws://"),
-        child,
-        output: () => out,
-        exited,
-        crash: async () => {
-          child.kill("SIGKILL")
-          await exited
-        }
-      }
+  // The banner, however long a loaded machine takes to start node and the store (up to a minute:
+  // a service that never starts is still caught); undefined if it exits first.
+  const url = await new Promise<string | undefined>((resolve) => {
+    const banner = () => {
+      const m = out.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/)
+      if (m && out.includes("Voice:")) resolve(m[1]!)
     }
-    if (child.exitCode !== null) break
-    await new Promise((r) => setTimeout(r, 50))
+    child.stdout!.on("data", banner)
+    child.stderr!.on("data", banner)
+    void exited.then(() => resolve(undefined))
+    setTimeout(() => resolve(undefined), 60_000).unref()
+  })
+  if (url === undefined) {
+    child.kill("SIGKILL")
+    throw new Error(`the service did not start:\n${out}`)
   }
-  child.kill("SIGKILL")
-  throw new Error(`the service did not start:\n${out}`)
+  return {
+    url,
+    ws: url.replace("http://", "ws://"),
+    child,
+    output: () => out,
+    exited,
+    crash: async () => {
+      child.kill("SIGKILL")
+      await exited
+    }
+  }
 }
 
 /** An access token for `/ws` (or `route`: `twilio`), by POST /token with the shared secret. */
