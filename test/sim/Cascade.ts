@@ -15,13 +15,14 @@ import { Stt, type SttEvent } from "../../services/Stt.ts"
 import type { SpeechInfo } from "../../services/TextOutput.ts"
 import { Tts } from "../../services/Tts.ts"
 import { VoiceError } from "../../services/VoiceError.ts"
+import type { SessionStoreService } from "../../services/SessionStore.ts"
 import type { Agent, AgentSession, Tool } from "../../src/index.ts"
 import * as VoicePipeline from "../../src/voice/VoicePipeline.ts"
 import * as ScriptedVad from "../voice/scriptedVad.ts"
 import type { CascadeSpec } from "./Scenario.ts"
 
 const RATE = 16000
-const FRAME_MS = 20
+export const FRAME_MS = 20
 const NOISE = 999
 
 export const inputOf = (mark: number) => (mark === NOISE ? undefined : mark - 1000)
@@ -48,6 +49,8 @@ export interface CascadeWorld {
   /** The STT's finals with words, in order, with the tick they were made at. */
   readonly finals: Array<{ readonly text: string; readonly order: number; readonly at: number }>
   readonly errors: Array<string>
+  /** The texts whose synthesis failed (scripted): skipped, never heard (VoiceOutput's onError). */
+  readonly unsynthesized: Array<string>
   line: AudioInput.AudioInputQueue | undefined
   /** Serializes utterances: one user, one voice. */
   readonly mic: Semaphore.Semaphore
@@ -59,6 +62,7 @@ export const makeCascadeWorld = (): CascadeWorld => ({
   texts: [],
   finals: [],
   errors: [],
+  unsynthesized: [],
   line: undefined,
   mic: Semaphore.makeUnsafe(1)
 })
@@ -126,6 +130,7 @@ export const engines = (spec: CascadeSpec, world: CascadeWorld, tick: () => numb
         const call = ++ttsCalls
         if (spec.ttsDelay > 0) yield* Effect.sleep(spec.ttsDelay)
         if (every(spec.ttsFailEvery, call)) {
+          world.unsynthesized.push(text)
           return yield* new VoiceError({ source: "tts", reason: "Transport", description: `scripted failure of synthesis ${call}` })
         }
         return AudioFrame.silence(Math.max(FRAME_MS, text.length * spec.msPerChar), RATE)
@@ -134,13 +139,44 @@ export const engines = (spec: CascadeSpec, world: CascadeWorld, tick: () => numb
   return Layer.mergeAll(ScriptedVad.layer({ minSpeechMs: 60, minSilenceMs: 200 }, RATE), Layer.succeed(Stt, stt), Layer.succeed(Tts, tts))
 }
 
-/** Starts the session as a cascaded voice session, recording what was played and cut. */
+/** Where a durable cascade session is journaled (the crash simulation, Crash.ts). */
+export interface Durability {
+  readonly store: SessionStoreService
+  readonly id: string
+}
+
+/** Starts the session as a cascaded voice session, recording what was played and cut; with
+ * `durable`, journaled there. */
 export const start = (
   spec: CascadeSpec,
   world: CascadeWorld,
   seq: () => number,
   tick: () => number,
-  options: { readonly agent: Agent.Agent; readonly tools?: ReadonlyArray<Tool.Tool> }
+  options: { readonly agent: Agent.Agent; readonly tools?: ReadonlyArray<Tool.Tool> },
+  durable?: Durability
+): Effect.Effect<AgentSession.AgentSession, never, import("effect").Scope.Scope> =>
+  open(spec, world, seq, tick, (parts) =>
+    VoicePipeline.start({ ...options, ...(durable ? { store: durable.store, id: durable.id } : {}), ...parts }))
+
+/** Resumes a durable cascade session from its store with the same engines (life 2 of the crash
+ * simulation): `VoicePipeline.resume`. */
+export const resume = (
+  spec: CascadeSpec,
+  world: CascadeWorld,
+  seq: () => number,
+  tick: () => number,
+  options: { readonly agents: ReadonlyArray<Agent.Agent>; readonly tools?: ReadonlyArray<Tool.Tool> },
+  durable: Durability
+): Effect.Effect<AgentSession.AgentSession, never, import("effect").Scope.Scope> =>
+  open(spec, world, seq, tick, (parts) => VoicePipeline.resume({ ...options, store: durable.store, id: durable.id, ...parts }))
+
+/** The voice parts of a session (input line, recorded output, engines), opened by `make`. */
+const open = <E>(
+  spec: CascadeSpec,
+  world: CascadeWorld,
+  seq: () => number,
+  tick: () => number,
+  make: (parts: VoicePipeline.VoiceParts) => Effect.Effect<VoicePipeline.VoiceSession<undefined>, E, any>
 ): Effect.Effect<AgentSession.AgentSession, never, import("effect").Scope.Scope> =>
   Effect.gen(function*() {
     const line = yield* AudioInput.makeQueue
@@ -159,8 +195,7 @@ export const start = (
         }),
       end: () => Effect.void
     }
-    const voice = yield* VoicePipeline.start({
-      ...options,
+    const voice = yield* make({
       input: line.service.frames,
       alsoText: text,
       voice: {

@@ -25,7 +25,10 @@
  * appends: a prefix of the batch landed). Either way the resume must see a consistent journal:
  * a prefix of whole appends (Journal.ts drops a batch that did not land whole).
  *
- * Cascaded voice scenarios are left out (their pipeline has no resume yet).
+ * Cascaded voice scenarios run too: life 1 through `VoicePipeline.start` on the scripted engines
+ * (Cascade.ts), life 2 through `VoicePipeline.resume` on new ones, its one more turn spoken into
+ * the resumed pipeline. Checked besides: the words of the agents the journal kept were played
+ * before the process died (`unheard`): nothing unheard is in the history after the resume.
  */
 import { Cause, Effect, Fiber, Layer, Logger } from "effect"
 import { TestClock } from "effect/testing"
@@ -47,6 +50,8 @@ import { Prng } from "./Prng.ts"
 import { realtimeLayer, type Recording } from "./Runner.ts"
 import type { Scenario } from "./Scenario.ts"
 import { DEFAULT_EXCLUDE, scenarioFor, simulateScenario } from "./Sim.ts"
+import * as Cascade from "./Cascade.ts"
+import type { CascadeWorld } from "./Cascade.ts"
 import { inputText } from "./Timeline.ts"
 
 export interface CrashViolation {
@@ -76,7 +81,16 @@ export interface CrashResult {
 export type CrashKind = "between" | "lost" | "torn"
 
 /** The last joined recording (for debugging a seed). */
-export const debug: { last?: { readonly rec: Recording; readonly cut: { readonly seq: number; readonly order: number } } } = {}
+export const debug: {
+  last?: {
+    readonly rec: Recording
+    readonly cut: { readonly seq: number; readonly order: number }
+    /** Where the process may have died with this store: from the cut to life 1's next append
+     * that landed (or its end). Its events are life 1's (`life1`), the joined log has them not. */
+    readonly window: { readonly seq: number; readonly order: number }
+    readonly life1: Recording
+  }
+} = {}
 
 /** The rules checked over both lives joined (one session's event log). */
 const JOINED_CHECKS: ReadonlyArray<(ctx: Ctx) => Array<Violation>> = [checkFloor, checkSilence, checkBatches, checkCalls, checkHooks]
@@ -115,6 +129,34 @@ const unanswered = (items: ReadonlyArray<ChatItem>): ReadonlyArray<string> => {
     }
   }
   for (const call of open) problems.push(`call ${call.name} (${call.callId}) has no output`)
+  return problems
+}
+
+const words = (text: string) => text.split(/\s+/).filter((word) => word !== "")
+
+/**
+ * Cascaded voice: every agent's words the journal kept were heard before the process died (audio
+ * of a reply step of that agent, with those words, was played by then): a reply made ahead
+ * (preemptive generation, a first sentence spoken ahead) and never played is not in the journal.
+ * A reply heard whole is kept whole; one cut keeps a prefix of its words (what was heard). (A
+ * sentence whose synthesis failed is skipped and the reply goes on, VoiceOutput: its words are
+ * kept unheard, by design; such a reply is passed over.)
+ */
+export const unheard = (history: ReadonlyArray<ChatItem>, cascade: CascadeWorld, at: { readonly order: number }): ReadonlyArray<string> => {
+  const played = new Set(cascade.writes.filter((w) => w.order <= at.order).map((w) => w.speechId))
+  const problems: Array<string> = []
+  for (const item of history) {
+    if (item._tag !== "Message" || item.role !== "assistant" || item.agent === undefined) continue
+    const kept = words(item.text)
+    if (kept.length === 0) continue
+    const heard = cascade.texts.some((step) => {
+      if (step.agent !== item.agent || !played.has(step.speechId)) return false
+      const said = words(step.text)
+      return item.interrupted ? kept.every((word, i) => said[i] === word) : said.join(" ") === kept.join(" ")
+    })
+    const skipped = cascade.unsynthesized.some((text) => words(text).length > 0 && ` ${kept.join(" ")} `.includes(` ${words(text).join(" ")} `))
+    if (!heard && !skipped) problems.push(`the journal keeps ${item.agent}'s "${item.text}" (${item.id}), which was not played before the process died`)
+  }
   return problems
 }
 
@@ -223,7 +265,10 @@ const secondLife = (
     const before = Diagnostics.snapshot()
     const body = Effect.gen(function*() {
       yield* TestClock.setTime(0)
-      const session = yield* AgentSession.resume({ ...built.options, id: SESSION_ID, store, agents: built.all })
+      const durable = { id: SESSION_ID, store }
+      const session = scenario.cascade
+        ? yield* Cascade.resume(scenario.cascade, world.cascade, world.seq, world.tick, { ...built.options, agents: built.all }, durable)
+        : yield* AgentSession.resume({ ...built.options, ...durable, agents: built.all })
       world.session = session
       const start = ids((yield* session.history).items).slice(0, expected.length)
       if (start.join() !== expected.join()) {
@@ -246,8 +291,16 @@ const secondLife = (
         return true
       })
       // (A tool may have hung up as life 2 began: then there is no one to say more.)
+      // The next turn: typed, or (cascaded voice) spoken into the resumed pipeline and heard by it.
+      const spec = scenario.cascade
+      const turn = spec
+        ? Effect.gen(function*() {
+          const speaking = yield* Effect.forkChild(Cascade.utter(world.cascade, spec, 900, 600), { startImmediately: true })
+          while (!speaking.pollUnsafe()) yield* TestClock.adjust(Cascade.FRAME_MS)
+        })
+        : session.send(inputText(900))
       if ((yield* quiet) && world.hungUp === undefined) {
-        yield* session.send(inputText(900))
+        yield* turn
         if ((yield* quiet) && world.hungUp === undefined) settled = { seq: world.seq(), order: world.tick() }
       }
       // Closed by a tool that hung up, or now.
@@ -402,7 +455,6 @@ export interface CrashOptions {
 export const simulateCrash = (seed: number, options: CrashOptions = {}): Effect.Effect<CrashResult> =>
   Effect.gen(function*() {
     const scenario = scenarioFor(seed, { exclude: DEFAULT_EXCLUDE })
-    if (scenario.cascade) return { seed, skipped: "cascade", appends: 0, crashAt: 0, violations: [] }
     let world: World | undefined
     const { store, appends } = recording(() => world)
     const violations: Array<CrashViolation> = []
@@ -462,6 +514,7 @@ export const simulateCrash = (seed: number, options: CrashOptions = {}): Effect.
     } else if (journaled.join() !== committed.history.join() || !sameSession(folded, Journal.fold(entries.slice(0, committed.count)))) {
       violations.push({ rule: "journal", message: `after a ${kind} crash at entry ${crashAt} the journal reads other than its last whole append (${committed.count} entries): ${journaled.length} history items, ${committed.history.length} committed` })
     }
+    if (scenario.cascade) for (const problem of unheard(folded.history, life1.recording.cascade, committed ?? point)) violations.push({ rule: "heard", message: problem })
     const entered = new Set<string>()
     for (const [key, tag] of folded.floor?.actors ?? []) {
       const actor = folded.actors.get(key)?.entry
@@ -475,7 +528,8 @@ export const simulateCrash = (seed: number, options: CrashOptions = {}): Effect.
     // (docs/durability.md).
     const cut = committed ?? point
     const rec = joined(life1.recording, cut, life2, holding(folded))
-    debug.last = { rec, cut }
+    const next = appends.find((a) => a.count > crashAt && a.seq > cut.seq)
+    debug.last = { rec, cut, window: next ?? { seq: Infinity, order: Infinity }, life1: life1.recording }
     for (const v of checkJoined(rec, cut.seq)) {
       violations.push({ rule: `joined ${v.rule}`, message: `${kind} crash: ${v.message}${v.seq === undefined ? "" : ` (seq ${v.seq}; life 2 from ${cut.seq})`}` })
     }

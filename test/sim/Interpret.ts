@@ -554,7 +554,7 @@ export const interpret = (scenario: Scenario, world: World, options: InterpretOp
   }
   return {
     start: scenario.cascade
-      ? Cascade.start(scenario.cascade, world.cascade, world.seq, world.tick, startOptions)
+      ? Cascade.start(scenario.cascade, world.cascade, world.seq, world.tick, startOptions, options.store ? { store: options.store, id: options.id ?? "sim-session" } : undefined)
       : options.store
       ? Effect.orDie(AgentSession.start({ ...startOptions, store: options.store, id: options.id }))
       // (Every scenario runs on a scripted model: no MissingModel.)

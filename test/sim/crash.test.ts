@@ -7,7 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { SessionEvent } from "../../src/Events.ts"
-import { checkJoined, type CrashKind, debug, simulateCrash } from "./Crash.ts"
+import { checkJoined, type CrashKind, debug, simulateCrash, unheard } from "./Crash.ts"
+import { DEFAULT_EXCLUDE, scenarioFor } from "./Sim.ts"
 import * as Journal from "../../src/internal/Journal.ts"
 
 describe("simulation with crashes", () => {
@@ -21,8 +22,8 @@ describe("simulation with crashes", () => {
         for (const v of result.violations) failures.push(`seed ${seed}: ${v.rule}: ${v.message.slice(0, 300)}`)
       }
       assert.deepStrictEqual(failures, [])
-      // Most seeds crash and resume (cascade scenarios and sessions closed before their first
-      // journaled floor do not), at each kind of point.
+      // Most seeds crash and resume (sessions closed before their first journaled floor do
+      // not), at each kind of point.
       assert.isAbove(kinds.between + kinds.lost + kinds.torn, 150)
       for (const kind of ["between", "lost", "torn"] as const) assert.isAbove(kinds[kind], 30, kind)
     }), { timeout: 120_000 })
@@ -99,6 +100,49 @@ describe("simulation with crashes", () => {
       assert.deepStrictEqual(rec.hooks.filter((h) => h.agent === "a0").map((h) => h.hook), ["onEnter", "onExit"])
       assert.isAtLeast(rec.hooks.find((h) => h.agent === "a0" && h.hook === "onExit")!.seq, cut.seq)
     }), { timeout: 120_000 })
+
+  it.effect("cascaded voice, the first 60 such seeds of 0..499: the process dies during spoken turns (while the user speaks, in the endpointing wait, with a reply made ahead, while a reply plays) and the voice pipeline resumes: the journal keeps only words that were played, the next spoken turn is heard and answered, and every rule holds over both lives", () =>
+    Effect.gen(function*() {
+      const failures: Array<string> = []
+      let crashed = 0
+      let answered = 0
+      const phases = { speaking: 0, endpointing: 0, ahead: 0, playing: 0 }
+      for (let seed = 0; seed < 500 && crashed < 60; seed++) {
+        if (!scenarioFor(seed, { exclude: DEFAULT_EXCLUDE }).cascade) continue
+        const result = yield* simulateCrash(seed)
+        if (result.skipped) continue
+        crashed++
+        for (const v of result.violations) failures.push(`seed ${seed}: ${v.rule}: ${v.message.slice(0, 300)}`)
+        // Life 2 heard the user's next utterance through the resumed pipeline.
+        const { rec, window, life1, cut } = debug.last!
+        if (rec.history.some((item) => item._tag === "Message" && item.role === "user" && item.text.startsWith("u900"))) answered++
+        // What life 1 was doing where it died: between the store's last append and its next.
+        const inWindow = (e: { readonly seq: number }) => e.seq >= cut.seq && e.seq < window.seq
+        const decided = (decision: string, outcome?: string) =>
+          life1.events.some((e) => inWindow(e) && e.type === "voice_decision" && e.decision === decision && (outcome === undefined || e.outcome === outcome))
+        if (life1.cascade.finals.some((f) => f.order > cut.order && f.order <= window.order)) phases.speaking++
+        if (decided("endpointing")) phases.endpointing++
+        if (decided("preemptive_generation", "started")) phases.ahead++
+        if (life1.cascade.writes.some((w) => w.order > cut.order && w.order <= window.order)) phases.playing++
+      }
+      assert.deepStrictEqual(failures, [])
+      assert.strictEqual(crashed, 60)
+      assert.strictEqual(answered, crashed)
+      for (const [phase, count] of Object.entries(phases)) assert.isAbove(count, 0, phase)
+    }), { timeout: 120_000 })
+
+  it.effect("the heard check finds words in the journal that were never played (a cascaded voice seed with its played audio taken away)", () =>
+    Effect.gen(function*() {
+      const result = yield* simulateCrash(7)
+      assert.deepStrictEqual(result.violations, [])
+      const { rec, cut } = debug.last!
+      const history = Journal.fold(result.kept!).history
+      assert.deepStrictEqual(unheard(history, rec.cascade, cut), [])
+      const silent = { ...rec.cascade, writes: [] }
+      assert.isNotEmpty(unheard(history, silent, cut))
+      // Played only after the crash is not heard before it either.
+      assert.isNotEmpty(unheard(history, rec.cascade, { order: -1 }))
+    }), { timeout: 60_000 })
 
   it.effect("the joined check finds a break across the restart: an onEnter again after the resume (rule 5), input to the agent that passed the floor in life 1 (rule 1)", () =>
     Effect.gen(function*() {
