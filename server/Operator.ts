@@ -448,7 +448,7 @@ form { display: flex; gap: 6px; margin: 4px 0 } input[type=text] { flex: 1 }
 <div id="approvals"></div>
 <div>
 <form id="whisperForm"><input id="whisper" type="text" placeholder="Whisper to the agent (only it sees this)"><button>Whisper</button></form>
-<form id="takeOverForm"><button id="takeOver">Take over</button></form>
+<form id="takeOverForm"><button id="takeOver">Take over</button> <button type="button" id="cancelTakeOver" hidden>Cancel take-over (waiting for the transfer)</button></form>
 <form id="sayForm"><input id="say" type="text" placeholder="Say to the caller"><button>Say</button> <label><input type="checkbox" id="speak" disabled> speak (microphone)</label></form>
 <form id="handBackForm"><select id="agent"></select><input id="note" type="text" placeholder="Note for the agent's next reply"><button id="handBack">Hand back</button></form>
 </div>
@@ -576,12 +576,22 @@ ws.onmessage = (m) => {
     case "offer": showOffer(e.offer, e.remainingMs); break
     case "offer_closed": closeOffer(e.id); break
     case "timeline": $("picture").innerHTML = e.svg; break
-    case "result": state.results.push(e); if (e.of === "accept" || e.of === "decline") closeOffer(e.offer); break
+    case "result":
+      state.results.push(e)
+      if (e.of === "accept" || e.of === "decline") closeOffer(e.offer)
+      // An accepted transfer's take-over waits for its return: cancellable until its result.
+      if (e.of === "accept" && e.session) $("cancelTakeOver").hidden = false
+      if (e.of === "take_over") {
+        $("cancelTakeOver").hidden = true
+        if (e.outcome._tag === "NotApplied") $("status").textContent = "take-over not applied: " + e.outcome.reason
+      }
+      break
     case "error": state.results.push(e); $("status").textContent = "error: " + e.message; break
   }
 }
 $("whisperForm").onsubmit = (ev) => { ev.preventDefault(); send({ type: "whisper", text: $("whisper").value }); $("whisper").value = "" }
 $("takeOverForm").onsubmit = (ev) => { ev.preventDefault(); send({ type: "take_over" }) }
+$("cancelTakeOver").onclick = () => send({ type: "cancel_take_over" })
 $("sayForm").onsubmit = (ev) => { ev.preventDefault(); send({ type: "say", text: $("say").value }); $("say").value = "" }
 $("handBackForm").onsubmit = (ev) => { ev.preventDefault(); send({ type: "hand_back", agent: $("agent").value, note: $("note").value }); $("note").value = "" }
 </script>
