@@ -116,13 +116,15 @@ describe("Server limits", () => {
 
   it.live("while the event loop is late, /ws and /twilio upgrades get 503 with the reason; once it catches up, sessions are let in", () =>
     Effect.gen(function*() {
-      const server = yield* start(agent, model, { maxLagMs: 100 })
+      // A limit a loaded machine's own lateness stays under, and a block well over it before each
+      // upgrade (the lag is kept for two windows of 250 ms: one request's wait must not outlast it)
+      const server = yield* start(agent, model, { maxLagMs: 500 })
       yield* wait(() => new Promise((r) => setTimeout(r, 50))) // the heartbeat has ticked
-      sleepBusy(300)
       for (const route of ["ws", "twilio"]) {
+        sleepBusy(900)
         const refused = yield* wait(() => fetch(`${server.url}/${route}`).then(async (r) => ({ status: r.status, text: await r.text() })))
         assert.strictEqual(refused.status, 503)
-        assert.match(refused.text, /event loop is \d+ ms late \(over 100 ms\)/)
+        assert.match(refused.text, /event loop is \d+ ms late \(over 500 ms\)/)
       }
       const metrics = yield* wait(() => fetch(`${server.url}/metrics`).then((r) => r.text()))
       assert.match(metrics, /baton_server_connections_refused_total\{reason="overloaded"\} [1-9]/)
@@ -130,7 +132,7 @@ describe("Server limits", () => {
       const admitted = yield* wait(async () => {
         for (let i = 0; i < 50; i++) {
           const health = (await fetch(`${server.url}/health`).then((r) => r.json())) as { lagMs: number }
-          if (health.lagMs <= 100) return true
+          if (health.lagMs <= 500) return true
           await new Promise((r) => setTimeout(r, 100))
         }
         return false
