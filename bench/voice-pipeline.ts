@@ -20,7 +20,9 @@
  *
  * The voice options are the pipeline's defaults (adaptive endpointing, preemptive generation);
  * ENDPOINTING=<ms> sets minEndpointingDelayMs (and the longest silence to it: no adaptation) and
- * PREEMPTIVE=0 turns preemptive generation off, to compare.
+ * PREEMPTIVE=0 turns preemptive generation off, to compare. HANGOVER=1 keeps WebRTC VAD's own
+ * hangover and SECOND_PASS=1 pocketsphinx's second pass (the engines' settings before issue 36's
+ * offline work), to compare on the same machine at the same load.
  * Twice: a direct answer, and an answer after a handoff (the greeter transfers, the new agent
  * answers on entering). Environment: N (runs per scenario, default 5). Prints a Markdown table
  * with the CPU model. agents-js's voice pipeline is not run here: it needs its STT/TTS plugins'
@@ -48,6 +50,8 @@ const voiceOptions = {
   preemptiveGeneration: PREEMPTIVE,
   ...(ENDPOINTING === undefined ? {} : { minEndpointingDelayMs: ENDPOINTING, maxEndpointingDelayMs: ENDPOINTING })
 }
+const HANGOVER = process.env["HANGOVER"] === "1"
+const SECOND_PASS = process.env["SECOND_PASS"] === "1"
 const REPLY = "It will be sunny and warm all day."
 
 const weather = Agent.make({ name: "weather", instructions: "Weather.", onEnter: Agent.reply({ instructions: "forecast" }).pipe(Effect.asVoid) })
@@ -70,7 +74,7 @@ const timedStt = Layer.effect(
         endUtterance: Effect.sync(() => void (endpointAt = performance.now())).pipe(Effect.andThen(stream.endUtterance))
       }))
   }))
-).pipe(Layer.provide(PocketsphinxStt.layer()))
+).pipe(Layer.provide(PocketsphinxStt.layer({ secondPass: SECOND_PASS })))
 /** When the TTS emitted the first frame of each synthesis (the engine's own work ends there). */
 const ttsFirstFrames: Array<number> = []
 const timedTts = Layer.effect(
@@ -88,7 +92,7 @@ const timedTts = Layer.effect(
     }
   }))
 ).pipe(Layer.provide(FliteTts.layer({ voice: "rms" })))
-const engines = Layer.mergeAll(timedTts, timedStt, WebRtcVad.layer())
+const engines = Layer.mergeAll(timedTts, timedStt, WebRtcVad.layer({ hangover: HANGOVER }))
 
 interface Stages {
   readonly vad: number
@@ -189,7 +193,9 @@ export const benchVoicePipeline = Effect.gen(function*() {
   return [
     `Cascaded voice, offline (WebRTC VAD, pocketsphinx, flite rms; scripted model), median of ${n} runs; ${cpu}, ${os.cpus().length} cores, Node ${process.version}; ${
       ENDPOINTING === undefined ? "endpointing: the defaults (adaptive)" : `endpointing ${ENDPOINTING} ms`
-    }, preemptive generation ${PREEMPTIVE ? "on" : "off"}.`,
+    }, preemptive generation ${PREEMPTIVE ? "on" : "off"}; WebRTC VAD's own hangover ${HANGOVER ? "kept" : "off"}, pocketsphinx's second pass ${
+      SECOND_PASS ? "on" : "off"
+    }; load average ${load}.`,
     "",
     "| user's end of speech → | VAD end | STT final | turn end | LLM first token | TTS first audio | first audio byte |",
     "|---|---:|---:|---:|---:|---:|---:|",
