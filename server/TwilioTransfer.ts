@@ -374,6 +374,12 @@ export const transferer = (options: CallTransferOptions): Transfer.TransfererSer
 
   return {
     transport: "twilio",
+    // The session was resumed after the process running its transfer died: the outcome is the
+    // record's (whichever node Twilio's callback reached settled it there).
+    restore: () =>
+      callbacks.shared === undefined
+        ? Effect.succeed(Transfer.outcome("Failed", "the process running the transfer stopped and, without a durable store, its outcome was kept nowhere"))
+        : recordedOutcome(callbacks.shared.records, options.sessionId),
     transfer: (request) =>
       Effect.gen(function*() {
         const id = randomUUID()
@@ -395,6 +401,26 @@ export const transferer = (options: CallTransferOptions): Transfer.TransfererSer
       })
   }
 }
+
+/**
+ * The outcome of session `sessionId`'s live transfer, read from its record until there is one
+ * (the task's ring timeout bounds the wait); the record is ended once it is read.
+ */
+const recordedOutcome = (records: TransferRecords.TransferRecords, sessionId: string): Effect.Effect<Transfer.TransferOutcome> =>
+  Effect.gen(function*() {
+    const found = yield* records.ofSession(sessionId).pipe(Effect.retry({ schedule: Schedule.spaced(RECORD_POLL_MS), times: 5 }))
+    if (Option.isNone(found)) return Transfer.outcome("Failed", "the session store holds no transfer in flight for this call")
+    const { id } = found.value
+    return yield* records.read(id).pipe(
+      Effect.flatMap((record) => {
+        const outcome = Option.flatMap(record, (r) => r.outcome)
+        return Option.isSome(outcome) ? Effect.succeed(outcome.value) : Effect.fail("not yet" as const)
+      }),
+      // A store failing meanwhile is read again too: the ring timeout ends the wait.
+      Effect.retry({ schedule: Schedule.spaced(RECORD_POLL_MS) }),
+      Effect.ensuring(Effect.ignore(records.close(id)))
+    )
+  }).pipe(Effect.catch((e) => Effect.succeed(Transfer.outcome("Failed", `the transfer's record could not be read: ${typeof e === "string" ? e : e.message}`))))
 
 /** The outcome another node settled (Twilio posted there), read from the record until there is one. */
 const settledElsewhere = (records: TransferRecords.TransferRecords, id: string, pending: Pending): Effect.Effect<void> =>

@@ -108,6 +108,13 @@ export interface AgentOptions<R = never> {
   readonly onExit?: Hook<R>
   /** Runs when a handoff returns the floor to this agent's paused actor. */
   readonly onResume?: Hook<R>
+  /**
+   * Runs once on the holder of a resumed durable session whose process died while this agent's
+   * `onEnter` (or `onResume`) ran: that hook's work is gone with the process and never runs
+   * again, so this one picks it up (a task may `AgentTask.complete` from it, as from `onEnter`).
+   * Its start is journaled: a later resume does not run it again.
+   */
+  readonly onRestore?: Hook<R>
   /** Sees each user turn before the reply: may add to the context or stop the reply (see `Turn`). */
   readonly onUserTurnCompleted?: TurnHook<R>
   /** Runs when the user has been away `userAwayTimeout` (a session option) while this agent held the floor. */
@@ -154,6 +161,7 @@ export interface Agent<out R = never> extends Variance<R> {
   readonly onEnter?: Hook<R> | undefined
   readonly onExit?: Hook<R> | undefined
   readonly onResume?: Hook<R> | undefined
+  readonly onRestore?: Hook<R> | undefined
   readonly onUserTurnCompleted?: TurnHook<R> | undefined
   readonly onUserAway?: AwayHook<R> | undefined
   readonly model?: Layer.Layer<LanguageModel.LanguageModel, unknown, R> | undefined
@@ -177,13 +185,15 @@ export type ToolRequirements<T> = T extends ReadonlyArray<infer Item> ? Tool.Req
  * @since 0.1.0
  * @category models
  */
-export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any | Toolset.Any>, E, X, S, M, H = never, G = never>
-  extends Omit<AgentOptions, "tools" | "onEnter" | "onExit" | "onResume" | "onUserTurnCompleted" | "onUserAway" | "model" | "guardrails">
+export interface TypedAgentOptions<T extends ReadonlyArray<Tool.Any | Toolset.Any>, E, X, S, M, H = never, G = never, Rs = never>
+  extends Omit<AgentOptions, "tools" | "onEnter" | "onExit" | "onResume" | "onRestore" | "onUserTurnCompleted" | "onUserAway" | "model" | "guardrails">
 {
   readonly tools?: T
   readonly onEnter?: Effect.Effect<void, unknown, E>
   readonly onExit?: Effect.Effect<void, unknown, X>
   readonly onResume?: Effect.Effect<void, unknown, S>
+  /** `Rs`: what `onRestore` needs. */
+  readonly onRestore?: Effect.Effect<void, unknown, Rs>
   /** `H`: what the turn and away hooks need. */
   readonly onUserTurnCompleted?: (turn: Turn.UserTurn) => Effect.Effect<Turn.Decision | void, unknown, H>
   readonly onUserAway?: (away: UserAway) => Effect.Effect<void, unknown, H>
@@ -243,10 +253,11 @@ export function make<
   S = never,
   M = never,
   H = never,
-  G = never
+  G = never,
+  Rs = never
 >(
-  options: TypedAgentOptions<T, E, X, S, M, H, G>
-): Agent<ToolRequirements<T> | Exclude<E | X | S | H, CurrentAgent> | M | G> & WithTools<T>
+  options: TypedAgentOptions<T, E, X, S, M, H, G, Rs>
+): Agent<ToolRequirements<T> | Exclude<E | X | S | H | Rs, CurrentAgent> | M | G> & WithTools<T>
 export function make(options: AgentOptions<unknown>): Agent<unknown> {
   const names = new Set<string>()
   const tools: Array<Tool.Tool<unknown, unknown>> = []
@@ -273,6 +284,7 @@ export function make(options: AgentOptions<unknown>): Agent<unknown> {
     onEnter: options.onEnter,
     onExit: options.onExit,
     onResume: options.onResume,
+    onRestore: options.onRestore,
     onUserTurnCompleted: options.onUserTurnCompleted,
     onUserAway: options.onUserAway,
     model: options.model,

@@ -68,8 +68,8 @@ export interface AgentTaskOptions<R = never> extends AgentOptions<R> {
  * @since 0.1.0
  * @category models
  */
-export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool.Any | Toolset.Any>, E, X, S, M, H = never, G = never>
-  extends TypedAgentOptions<T, E, X, S, M, H, G>
+export interface TypedAgentTaskOptions<T extends ReadonlyArray<Tool.Any | Toolset.Any>, E, X, S, M, H = never, G = never, Rs = never>
+  extends TypedAgentOptions<T, E, X, S, M, H, G, Rs>
 {
   readonly includeFunctionCalls?: boolean
   readonly context?: ContextPolicy
@@ -113,9 +113,10 @@ export const make: <
   S = CurrentAgent,
   M = never,
   H = CurrentAgent,
-  G = never
->(options: TypedAgentTaskOptions<T, E, X, S, M, H, G>) => AgentTask<A, ToolRequirements<T> | Exclude<E | X | S | H, CurrentAgent> | M | G> = (
-  options: TypedAgentTaskOptions<ReadonlyArray<Tool.Any | Toolset.Any>, unknown, unknown, unknown, unknown, unknown, unknown>
+  G = never,
+  Rs = CurrentAgent
+>(options: TypedAgentTaskOptions<T, E, X, S, M, H, G, Rs>) => AgentTask<A, ToolRequirements<T> | Exclude<E | X | S | H | Rs, CurrentAgent> | M | G> = (
+  options: TypedAgentTaskOptions<ReadonlyArray<Tool.Any | Toolset.Any>, unknown, unknown, unknown, unknown, unknown, unknown, unknown>
 ): AgentTask<never> =>
   // The signature above infers what the task needs from its parts (as `Agent.make` does).
   ({

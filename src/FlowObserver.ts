@@ -21,7 +21,7 @@ import type { AgentSession } from "./AgentSession.ts"
  * @since 0.1.0
  * @category models
  */
-export type HookName = "onEnter" | "onExit" | "onResume" | "onUserAway"
+export type HookName = "onEnter" | "onExit" | "onResume" | "onRestore" | "onUserAway"
 
 /**
  * What an observer hears; each report names the session it comes from (its event log says

@@ -22,6 +22,11 @@
  * (Twilio adds about five seconds to its own), plus `acceptTimeout` for a warm transfer's
  * briefing, the outcome is `NoAnswer` (the transport's work is interrupted).
  *
+ * Across a crash (a durable session resumed while the task held the floor, its `onEnter`
+ * dialing or waiting), the task's `onRestore` asks the transport for the outcome it kept
+ * (`TransfererService.restore`), with the same ring timeout counted from the resume; a transport
+ * that kept none makes it `Failed`.
+ *
  * @since 0.1.0
  * @packageDocumentation
  */
@@ -143,6 +148,14 @@ export interface TransfererService {
   /** Which transport this is ("twilio", "livekit-sip", "operator", ...). */
   readonly transport: string
   readonly transfer: (request: TransferRequest) => Effect.Effect<TransferOutcome>
+  /**
+   * The outcome of the transfer this session had in flight when its process died (the session
+   * was resumed with the transfer's task holding the floor): read from where the transport kept
+   * it (Twilio's: the transfer's record in the session store), waiting for it as `transfer` does
+   * when it is not known yet. A transport that keeps nothing across a process leaves it out: the
+   * outcome is then `Failed`.
+   */
+  readonly restore?: ((request: TransferRequest) => Effect.Effect<TransferOutcome>) | undefined
 }
 
 /**
@@ -181,10 +194,18 @@ export interface WarmOptions extends ColdOptions {
   readonly acceptTimeout?: Duration.Input
 }
 
-const runRequest = (task: AgentTask.AgentTask<TransferOutcome, Transferer>, request: TransferRequest) =>
+/** What a transport that keeps nothing across a process tells a resumed transfer. */
+const LOST = "the process running the transfer stopped and the transport kept no record of its outcome"
+
+const runRequest = (task: AgentTask.AgentTask<TransferOutcome, Transferer>, request: TransferRequest, restored: boolean) =>
   Effect.gen(function*() {
     const transferer = yield* Transferer
-    const result = yield* transferer.transfer(request).pipe(
+    const wait = restored
+      ? transferer.restore?.(request) ?? Effect.succeed(outcome("Failed", LOST))
+      : transferer.transfer(request)
+    // After a restart the ring timeout is counted again from the resume: the outcome comes by
+    // then, or it is NoAnswer (never a hang).
+    const result = yield* wait.pipe(
       Effect.timeoutOrElse({
         // A warm transfer also waits while the picked-up person hears the briefing and answers.
         duration: Duration.sum(Duration.sum(request.ringTimeout, GRACE), request._tag === "Warm" ? request.acceptTimeout : Duration.zero),
@@ -196,12 +217,15 @@ const runRequest = (task: AgentTask.AgentTask<TransferOutcome, Transferer>, requ
   })
 
 const makeTask = (name: string, request: TransferRequest): AgentTask.AgentTask<TransferOutcome, Transferer> => {
-  const task: AgentTask.AgentTask<TransferOutcome, Transferer> = AgentTask.make<TransferOutcome, [], unknown, unknown, unknown, never, unknown>({
+  const task: AgentTask.AgentTask<TransferOutcome, Transferer> = AgentTask.make<TransferOutcome, [], unknown, unknown, unknown, never, unknown, never, unknown>({
     name,
     instructions: "A transfer is in progress: say nothing until it ends.",
     // Only the function call's output goes back into the caller's context.
     context: "none",
-    onEnter: Effect.suspend(() => runRequest(task, request))
+    onEnter: Effect.suspend(() => runRequest(task, request, false)),
+    // The process died while it dialed or waited: the outcome is read from where the transport
+    // kept it, once, and the caller's tool call gets it.
+    onRestore: Effect.suspend(() => runRequest(task, request, true))
   }) as AgentTask.AgentTask<TransferOutcome, Transferer>
   return task
 }

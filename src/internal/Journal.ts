@@ -15,9 +15,10 @@
  *   lent the floor, the ids of the items it started with);
  * - `context` `{ key, from, items }`: the actor's context from index `from` on is `items`;
  * - `history` `{ from, items }`: the same for the shared history;
- * - `floor` `{ holder, actors, exiting? }`: the holder's key, each live actor's lifecycle and, when
+ * - `floor` `{ holder, actors, exiting?, activating? }`: the holder's key, each live actor's lifecycle and, when
  *   there are some, the key of each actor that passed the floor once for each of its onExits not
- *   started yet (an agent handed the floor back and forth faster than its onExit runs owes several);
+ *   started yet (an agent handed the floor back and forth faster than its onExit runs owes several),
+ *   and the keys of actors with an `onRestore` whose onEnter (onResume) has started and not ended;
  * - `userdata` `{ value }`: the userdata's JSON form by its Schema;
  * - `batch` `{ entries }`: the next `entries` entries are one append. It leads every append of
  *   more than one entry, and a writer's first append and its first after a failed one. A store
@@ -43,6 +44,8 @@ export interface FloorEntry {
   readonly actors: ReadonlyArray<readonly [number, string]>
   /** Actors that passed the floor, a key once per onExit not started (only when there are some). */
   readonly exiting?: ReadonlyArray<number> | undefined
+  /** Actors with an onRestore whose activation's hook started and had not ended (only when there are some). */
+  readonly activating?: ReadonlyArray<number> | undefined
 }
 
 /** What the journal last wrote of one context. */
@@ -185,6 +188,31 @@ const journaledTag = (actor: Actor): string => {
 export const activated = (actor: Actor): Effect.Effect<void> =>
   Effect.suspend(() => {
     actor.inner.activation = undefined
+    // Written in the same append: a process dying while it runs leaves an onRestore owed.
+    if (actor.agent.onRestore) actor.inner.restorable = "running"
+    const journal = sessions.get(actor.core.id)
+    return journal ? flush(journal) : Effect.void
+  })
+
+/**
+ * The activation's hook of `actor` ended: no onRestore is owed for it any more (written with the
+ * next flush; a process dying before that runs onRestore after the hook had ended).
+ */
+export const activationEnded = (actor: Actor): Effect.Effect<void> =>
+  Effect.sync(() => {
+    if (actor.inner.restorable !== "running") return
+    actor.inner.restorable = undefined
+    const journal = sessions.get(actor.core.id)
+    if (journal) changed(journal)
+  })
+
+/**
+ * The onRestore of `actor` starts: durable from here on, before it runs (a later resume does
+ * not run it again).
+ */
+export const restoring = (actor: Actor): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    actor.inner.restorable = undefined
     const journal = sessions.get(actor.core.id)
     return journal ? flush(journal) : Effect.void
   })
@@ -267,6 +295,8 @@ const collect = (journal: Journal): { entries: Array<Omit<JournalEntry, "seq">>;
   }
   const exiting = live.flatMap((actor) => Array.from({ length: state.exits.get(actor) ?? 0 }, () => keyOf(actor)))
   if (exiting.length > 0) floorEntry = { ...floorEntry, exiting }
+  const activating = live.filter((actor) => actor.inner.restorable !== undefined).map(keyOf)
+  if (activating.length > 0) floorEntry = { ...floorEntry, activating }
   const floorText = JSON.stringify(floorEntry)
   if (floorText !== state.floor && !config.floorFrozen()) {
     entries.push({ at, kind: "floor", data: floorEntry })

@@ -2,7 +2,8 @@
  * A resumed session's actors, rebuilt from its folded journal: the agent that held the floor
  * holds it again with its context, paused agents are paused with theirs (their `onResume` runs
  * when the floor comes back, their `onEnter` never again), a task holds the floor for the caller
- * it was lent by. What could not survive the process is answered: a call that was running gets
+ * it was lent by; a holder whose `onEnter` (`onResume`) was running gets its `onRestore`. What
+ * could not survive the process is answered: a call that was running gets
  * an output saying a restart interrupted it (rule 4), and a task's result reaches the caller's
  * call that awaited it as that call's output.
  */
@@ -225,5 +226,11 @@ export const restore = (
       // A fresh realtime connection, seeded with the context, comes with the floor.
       if (current.realtime) current.send({ _tag: "TakeConnection" })
       if (holderAnswered) askReply(current)
+      // Its onEnter (onResume) had started and not ended: what it was doing died with the
+      // process and never runs again; its onRestore picks it up, once.
+      if (current.agent.onRestore && currentKey !== undefined && folded.floor?.activating?.includes(currentKey)) {
+        current.inner.restorable = "owed"
+        yield* Hooks.run(current, current.agent.onRestore, "onRestore", { holdsInput: true, restore: true })
+      }
     }
   })

@@ -56,7 +56,7 @@ export interface ModelRequest {
  */
 export interface HookRun {
   readonly agent: string
-  readonly hook: "onEnter" | "onExit" | "onResume" | "onUserAway"
+  readonly hook: "onEnter" | "onExit" | "onResume" | "onRestore" | "onUserAway"
   readonly seq: number
   endSeq?: number
 }

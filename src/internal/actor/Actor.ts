@@ -181,6 +181,12 @@ export interface ActorInner {
    * floor again runs that onExit before its onResume (Journal.ts). Not kept without a store.
    */
   exiting: boolean
+  /**
+   * A durable session's actor whose agent has an `onRestore`: `running` while its `onEnter` (or
+   * `onResume`) runs, `owed` when a resume found it so and its onRestore has not started. The
+   * journal lists it as activating, so a resume that finds it holding the floor runs onRestore.
+   */
+  restorable: "running" | "owed" | undefined
 }
 
 export type LoopState = "unstarted" | "handling" | "waiting"
@@ -253,7 +259,8 @@ const build = (
     tools,
     loop: "unstarted",
     activation: undefined,
-    exiting: false
+    exiting: false,
+    restorable: undefined
   }
   const actor: Actor = {
     agent,

@@ -27,6 +27,8 @@ export interface HookOptions {
   readonly activation?: boolean | undefined
   /** An onExit: in a durable session, its start is journaled before it runs (Journal.exited). */
   readonly exit?: boolean | undefined
+  /** An onRestore: in a durable session, its start is journaled before it runs (Journal.restoring). */
+  readonly restore?: boolean | undefined
 }
 
 /** Starts `hook` in the lane. */
@@ -50,7 +52,11 @@ export const run = (
   let body = (hook ?? Effect.void) as Effect.Effect<void, unknown>
   // An observer (the simulation on a user's agents) hears the hook start once what it waits for is done.
   if (hook !== undefined && actor.core.observer !== undefined) body = observed(actor.core.observer, actor, name, body)
-  if (options.activation && inner.activation !== undefined) body = Effect.andThen(Journal.activated(actor), body)
+  if (options.activation && inner.activation !== undefined) {
+    body = Effect.andThen(Journal.activated(actor), body)
+    if (actor.agent.onRestore) body = Effect.ensuring(body, Journal.activationEnded(actor))
+  }
+  if (options.restore && inner.restorable === "owed") body = Effect.andThen(Journal.restoring(actor), body)
   if (options.exit && Journal.exitPending(actor)) body = Effect.andThen(Journal.exited(actor), body)
   for (const exit of options.waitFor ?? []) if (!Deferred.isDoneUnsafe(exit)) body = Effect.andThen(Deferred.await(exit), body)
   if (!Deferred.isDoneUnsafe(previous)) body = Effect.andThen(Deferred.await(previous), body)
