@@ -401,14 +401,16 @@ export const joined = (
     if (ran.some((hook, i) => due[i] !== hook)) continue
     for (const hook of due.slice(ran.length)) skipped.push({ agent: spec.name, hook, seq: at.seq, order: at.order })
   }
-  const hooks = [...before, ...skipped, ...life2.hooks.map((h) => ({ ...h, seq: seq(h.seq), order: order(h.order) }))]
+  const moved = (h: HookCall) => ({ ...h, seq: seq(h.seq), order: order(h.order) })
+  const hooks = [...before, ...skipped, ...life2.hooks.map(moved)]
   const taskOutcomes = [
     ...life1.taskOutcomes.filter((o) => o.seq < at.seq),
     ...life2.taskOutcomes.map((o) => ({ ...o, seq: seq(o.seq) }))
   ]
   const settled = life2.settledSeq === undefined ? undefined : {
     seq: seq(life2.settledSeq),
-    hooks: hooks.filter((h) => h.order < order(life2.settledOrder!)),
+    // Life 1's (one started right after the cut has the order life 2's tick 0 gets: seed 6808).
+    hooks: [...before, ...skipped, ...life2.hooks.filter((h) => h.order < life2.settledOrder!).map(moved)],
     taskOutcomes,
     holder: undefined,
     diagnostics: life1.after,

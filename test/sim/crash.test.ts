@@ -131,6 +131,15 @@ describe("simulation with crashes", () => {
       for (const [phase, count] of Object.entries(phases)) assert.isAbove(count, 0, phase)
     }), { timeout: 120_000 })
 
+  it.effect("seed 6808 (cascaded voice; failed with a harness defect): a task's onEnter that life 1 started right after the store's last append counts as run when life 2 settles at its first tick", () =>
+    Effect.gen(function*() {
+      const result = yield* simulateCrash(6808)
+      assert.isUndefined(result.skipped)
+      assert.deepStrictEqual(result.violations, [])
+      const { rec, cut } = debug.last!
+      assert.isTrue(rec.settled!.hooks.some((h) => h.agent === "t2" && h.hook === "onEnter" && h.order === cut.order + 1))
+    }), { timeout: 60_000 })
+
   it.effect("the heard check finds words in the journal that were never played (a cascaded voice seed with its played audio taken away)", () =>
     Effect.gen(function*() {
       const result = yield* simulateCrash(7)
