@@ -152,7 +152,10 @@ const openWith = <E>(
     const routeTransferer = Transfers.fallback(ctx.transfers, transport)
     const transferer: Transfer.TransfererService = {
       transport,
-      transfer: (request) => Effect.suspend(() => current?.transfer ? current.transfer(request) : routeTransferer.transfer(request))
+      transfer: (request) => Effect.suspend(() => current?.transfer ? current.transfer(request) : routeTransferer.transfer(request)),
+      // A transfer in flight when the process died: its outcome is the route's to find (a
+      // phone call's transfer record), whether or not a client is attached yet.
+      restore: transport === "twilio" ? Transfers.twilioRestore(ctx.transfers) : undefined
     }
     const line = yield* makeLine(audio, withText ? text : undefined, control).pipe(Effect.provideService(Transfer.Transferer, transferer))
     const id = line.session.id

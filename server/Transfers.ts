@@ -186,8 +186,23 @@ export const twilioCall = (
     transfer: (request) =>
       request._tag === "Warm" && Option.isNone(twilio.from)
         ? Effect.succeed(Transfer.outcome("Failed", "a warm transfer on /twilio calls the person from one of the account's numbers: set BATON_TWILIO_FROM"))
-        : rest.transfer(request)
+        : rest.transfer(request),
+    // A session resumed with its transfer in flight reads the outcome from the transfer's record.
+    restore: rest.restore
   }
+}
+
+/**
+ * A `/twilio` call's `TransfererService.restore`, before any stream is attached to the resumed
+ * session (its transfer's onRestore runs as the session resumes): the record's outcome.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const twilioRestore = (transfers: ServiceTransfers | undefined) =>
+(_request: Transfer.TransferRequest, sessionId: string): Effect.Effect<Transfer.TransferOutcome> => {
+  const twilio = transfers?.twilio ?? "this service was started without transfers"
+  return typeof twilio === "string" ? Effect.succeed(Transfer.outcome("Failed", twilio)) : TwilioTransfer.restored(twilio.callbacks, sessionId)
 }
 
 /**

@@ -376,10 +376,7 @@ export const transferer = (options: CallTransferOptions): Transfer.TransfererSer
     transport: "twilio",
     // The session was resumed after the process running its transfer died: the outcome is the
     // record's (whichever node Twilio's callback reached settled it there).
-    restore: () =>
-      callbacks.shared === undefined
-        ? Effect.succeed(Transfer.outcome("Failed", "the process running the transfer stopped and, without a durable store, its outcome was kept nowhere"))
-        : recordedOutcome(callbacks.shared.records, options.sessionId),
+    restore: (_request, sessionId) => restored(callbacks, sessionId),
     transfer: (request) =>
       Effect.gen(function*() {
         const id = randomUUID()
@@ -401,6 +398,18 @@ export const transferer = (options: CallTransferOptions): Transfer.TransfererSer
       })
   }
 }
+
+/**
+ * The outcome of the transfer session `sessionId` had in flight when the process running it died
+ * (`TransfererService.restore`): its record's, with a durable store.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const restored = (callbacks: Callbacks, sessionId: string): Effect.Effect<Transfer.TransferOutcome> =>
+  callbacks.shared === undefined
+    ? Effect.succeed(Transfer.outcome("Failed", "the process running the transfer stopped and, without a durable store, its outcome was kept nowhere"))
+    : recordedOutcome(callbacks.shared.records, sessionId)
 
 /**
  * The outcome of session `sessionId`'s live transfer, read from its record until there is one

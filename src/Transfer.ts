@@ -32,6 +32,7 @@
  */
 import { Context, Duration, Effect } from "effect"
 import * as AgentTask from "./AgentTask.ts"
+import { CurrentAgent } from "./CurrentAgent.ts"
 
 /**
  * The person took the call: the caller is connected to them and the agent leaves.
@@ -155,7 +156,7 @@ export interface TransfererService {
    * when it is not known yet. A transport that keeps nothing across a process leaves it out: the
    * outcome is then `Failed`.
    */
-  readonly restore?: ((request: TransferRequest) => Effect.Effect<TransferOutcome>) | undefined
+  readonly restore?: ((request: TransferRequest, sessionId: string) => Effect.Effect<TransferOutcome>) | undefined
 }
 
 /**
@@ -201,7 +202,7 @@ const runRequest = (task: AgentTask.AgentTask<TransferOutcome, Transferer>, requ
   Effect.gen(function*() {
     const transferer = yield* Transferer
     const wait = restored
-      ? transferer.restore?.(request) ?? Effect.succeed(outcome("Failed", LOST))
+      ? transferer.restore?.(request, (yield* CurrentAgent).session.id) ?? Effect.succeed(outcome("Failed", LOST))
       : transferer.transfer(request)
     // After a restart the ring timeout is counted again from the resume: the outcome comes by
     // then, or it is NoAnswer (never a hang).

@@ -6,17 +6,19 @@
  * the test plays the Media Streams. Before the transfer's record in the store, node A answered
  * those callbacks 404 and node B's transfer waited out its ring timeout.
  */
-import { createServer } from "node:net"
+import { createConnection, createServer, type Socket } from "node:net"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import type { ServerOptions } from "../../server/Config.ts"
+import type { ServeOptions } from "../../server/Server.ts"
 import * as Token from "../../server/Token.ts"
 import * as TransferRecords from "../../server/TransferRecords.ts"
 import * as TwilioTransfer from "../../server/TwilioTransfer.ts"
 import { SessionStore } from "../../services/SessionStore.ts"
 import * as SessionStoreConfig from "../../services/SessionStoreConfig.ts"
 import { Agent, AgentTask, Tool } from "../../src/index.ts"
+import * as Durable from "../../src/internal/Durable.ts"
 import * as Transfer from "../../src/Transfer.ts"
 import * as Mock from "../mocks/twilio-rest/transfers.ts"
 import { type PostgresCluster, startPostgres } from "../setup/postgres.ts"
@@ -28,6 +30,7 @@ const CALL_SID = "CA" + "f".repeat(32)
 const CALL: TwilioStream.TwilioCall = { accountSid: Mock.ACCOUNT_SID, callSid: CALL_SID }
 const BUSY = "+15550000004"
 const ANSWERS = "+15550000001"
+const RINGS = "+15550000009"
 
 let postgres: PostgresCluster | undefined
 beforeAll(async () => {
@@ -41,6 +44,9 @@ const transferTool = Tool.make("transfer", {
   handler: (args) => AgentTask.run(Transfer.cold(args.to, { ringTimeout: "20 seconds" })).pipe(Effect.map(Transfer.describe))
 })
 const desk = Agent.make({ name: "desk", instructions: "Transfer when asked.", tools: [transferTool] })
+/** What a resume finds the agents of a journal among, by name: the transfer task too (its
+ * `onRestore` reads the outcome from the record, whatever number it dialed). */
+const agents = [desk, Transfer.cold("", { ringTimeout: "20 seconds" })]
 
 /** The tool outputs each node's model was given. */
 const model = (outputs: Array<string>) =>
@@ -54,7 +60,10 @@ const model = (outputs: Array<string>) =>
     },
     { when: { user: "DTMF: 1" }, reply: { toolCalls: [{ name: "transfer", arguments: { to: BUSY } }] } },
     { when: { user: "DTMF: 2" }, reply: { toolCalls: [{ name: "transfer", arguments: { to: ANSWERS } }] } },
+    { when: { user: "DTMF: 3" }, reply: { toolCalls: [{ name: "transfer", arguments: { to: RINGS } }] } },
     { when: { toolOutput: /busy/, name: "transfer" }, reply: { text: "Sales is busy; I can help you myself." } },
+    // After a restart the call's output is the task's result itself (the tool's code after the task died with its process).
+    { when: { toolOutput: /NoAnswer/, name: "transfer" }, reply: { text: "Nobody picked up; I can help you myself." } },
     { when: { agent: "desk" }, reply: { text: "Press 1 or 2." } }
   ])
 
@@ -76,15 +85,49 @@ const until = (what: string, check: () => boolean, ms = 15_000) =>
     }
   })
 
+/**
+ * A TCP relay to PostgreSQL for one node: `cut` is that node's death as its store sees it (every
+ * connection dropped, no new one taken), so nothing it still runs in this process reaches the store.
+ */
+const relay = (target: number) =>
+  Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<{ readonly port: number; readonly cut: () => void }>((resolve) => {
+        const sockets = new Set<Socket>()
+        const server = createServer((client) => {
+          const upstream = createConnection(target, "127.0.0.1")
+          for (const socket of [client, upstream]) {
+            sockets.add(socket)
+            socket.on("error", () => socket.destroy())
+            socket.on("close", () => sockets.delete(socket))
+          }
+          client.pipe(upstream).pipe(client)
+        })
+        const cut = () => {
+          server.close()
+          for (const socket of sockets) socket.destroy()
+        }
+        server.listen(0, "127.0.0.1", () => resolve({ port: (server.address() as { port: number }).port, cut }))
+      })
+    ),
+    ({ cut }) => Effect.sync(cut)
+  )
+
 const stop = (caller: Client, streamSid: string) =>
   caller.sendJson({ event: "stop", sequenceNumber: "99", streamSid, stop: { accountSid: Mock.ACCOUNT_SID, callSid: CALL_SID } })
 
 /** A node of the fleet: the shared store and secret, Twilio's callbacks to `publicUrl` (node A). */
-const node = (port: number, publicUrl: string, restUrl: string): Partial<ServerOptions> & { readonly secret: string } => ({
+const node = (
+  port: number,
+  publicUrl: string,
+  restUrl: string,
+  storeUrl = postgres!.url
+): Partial<ServerOptions> & { readonly secret: string; readonly agents: ServeOptions["agents"] } => ({
   port,
   secret: SECRET,
   resumeSeconds: 30,
-  store: Option.some(Redacted.make(postgres!.url)),
+  agents,
+  store: Option.some(Redacted.make(storeUrl)),
   publicUrl: Option.some(publicUrl),
   twilioApi: Option.some({
     accountSid: Mock.ACCOUNT_SID,
@@ -157,26 +200,39 @@ describe("a transfer's outcome reaches the node holding it (issue 34, issue 35)"
       assert.deepStrictEqual(rest.posted.map((p) => p.status), rest.posted.map(() => 200), "every callback answered on node A")
     }).pipe(Effect.scoped), 60_000)
 
-  it.live("a callback for a transfer whose node died is answered by another node from the transfer's record: the outcome is kept there and the caller is sent back to its session on a new stream", () =>
+  it.live("a transfer whose node died: another node answers its callback from the record and sends the caller back; the session resumed there completes the transfer task with the recorded NoAnswer, and the agent tells the caller", () =>
     Effect.gen(function*() {
-      const rest = yield* Mock.make([CALL_SID], {})
+      const rest = yield* Mock.make([CALL_SID], { [RINGS]: { answers: "rings" } })
       const [portA, portB] = [yield* freePort, yield* freePort]
       const publicUrl = `http://127.0.0.1:${portA}`
-      const a = yield* start(desk, model([]), node(portA, publicUrl, rest.url))
-      const b = yield* start(desk, model([]), node(portB, publicUrl, rest.url))
-      // The call lives on node B, which records a transfer and dies with it (its stream gone, nothing closed).
+      // Node B reaches the store through a relay: cutting it is B's death as the store sees it.
+      const toStore = yield* relay(postgres!.port)
+      const onA: Array<string> = []
+      const a = yield* start(desk, model(onA), node(portA, publicUrl, rest.url))
+      const b = yield* start(desk, model([]), node(portB, publicUrl, rest.url, postgres!.url.replace(`:${postgres!.port}/`, `:${toStore.port}/`)))
+      // The call lives on node B, whose agent starts a transfer that rings (no callback yet).
       const caller = yield* connect(`${b.ws}/twilio?token=${twilioToken()}`)
       TwilioStream.startStream(CALL, caller, "MZ1")
       TwilioStream.press(caller, "MZ1", "0#")
       yield* wait(() => caller.waitFor((f) => f.event === "mark", "node B's first answer"))
       const sessionId = b.state.resumer.list()[0]!.id
       const store = Context.get(yield* Layer.build(SessionStoreConfig.fromUrl(postgres!.url)), SessionStore)
-      const records = TransferRecords.make(store, "node-b")
-      yield* records.open("dead-1", { sessionId, callSid: CALL_SID, kind: "Cold" })
+      const records = TransferRecords.make(store, "test")
+      TwilioStream.press(caller, "MZ1", "3#")
+      let live: Option.Option<{ readonly id: string }> = Option.none()
+      for (let tries = 0; Option.isNone(live); tries++) {
+        assert.isBelow(tries, 300, "node B recorded its transfer")
+        yield* Effect.sleep("50 millis")
+        live = yield* records.ofSession(sessionId)
+      }
+      const id = live.value.id
+      // Node B dies with the transfer in flight: its journal stops, its store is cut, its stream is gone.
+      Durable.crash(sessionId)
+      toStore.cut()
       caller.socket.terminate()
 
       // Twilio posts the dial's action to node A, which never held the transfer.
-      const url = `${publicUrl}/twilio/transfer/dead-1/dial`
+      const url = `${publicUrl}/twilio/transfer/${id}/dial`
       const params = { AccountSid: Mock.ACCOUNT_SID, CallSid: CALL_SID, DialCallStatus: "no-answer" }
       const answer = yield* wait(() =>
         fetch(url, {
@@ -188,15 +244,22 @@ describe("a transfer's outcome reaches the node holding it (issue 34, issue 35)"
       assert.strictEqual(answer.status, 200)
       const back = /<Parameter name="resumeToken" value="([^"]*)"/.exec(answer.body)?.[1]
       assert.match(back ?? "", new RegExp(`^resume\\.${sessionId}\\.`), `the stream back to the session: ${answer.body}`)
-      const record = yield* records.read("dead-1")
+      const record = yield* records.read(id)
       assert.deepStrictEqual(Option.map(record, (r) => r.outcome), Option.some(Option.some(Transfer.outcome("NoAnswer", "DialCallStatus=no-answer"))))
 
-      // The stream back resumes the session on node A, whose agent answers the caller there.
+      // The stream back resumes the session on node A: the transfer task held the floor, its
+      // onRestore reads the record, and the agent's tool call gets NoAnswer; the agent speaks
+      // (nothing pressed on this stream).
       const again = yield* connect(`${a.ws}/twilio?token=${twilioToken()}`)
       TwilioStream.startStream(CALL, again, "MZ2", { resumeToken: back! })
-      TwilioStream.press(again, "MZ2", "0#")
-      yield* wait(() => again.waitFor((f) => f.event === "mark", "the agent on node A"))
-      assert.isDefined(a.state.resumer.find(sessionId))
+      yield* wait(() => again.waitFor((f) => f.event === "mark", "the agent on node A telling the caller"))
+      const resumed = a.state.resumer.find(sessionId)
+      assert.isDefined(resumed)
+      assert.deepStrictEqual(onA, [JSON.stringify(Transfer.outcome("NoAnswer", "DialCallStatus=no-answer"))])
+      const said = (yield* resumed!.line.session.history).items.filter((item) => item._tag === "Message" && item.role === "assistant").at(-1)
+      assert.strictEqual(said?._tag === "Message" ? said.text : undefined, "Nobody picked up; I can help you myself.")
+      // The record is ended once its outcome was taken.
+      assert.isTrue(Option.isNone(yield* records.ofSession(sessionId)))
     }).pipe(Effect.scoped), 60_000)
 
   it.live("one node with a durable store: the callbacks reach the node holding the transfer, which settles it through the record: Busy, then Answered", () =>

@@ -92,6 +92,8 @@ export const make = (live: ReadonlyArray<string>, people: Record<string, Person>
           const dialTag = /<Dial[^>]*>/.exec(twiml)![0]
           const to = unescape(/<(?:Number|Sip)[^>]*>([^<]*)</.exec(twiml)![1]!)
           const person: Person = people[to] ?? { answers: "failed" }
+          // Rings past the test's end: no action is posted (a node dying meanwhile, transfer-fleet).
+          if (person.answers === "rings") return
           const picksUp = person.answers === "press" || person.answers === "hangs-up" || person.answers === "machine"
           const DialCallStatus = picksUp ? "completed" : person.answers
           // The dialed leg's `statusCallbackEvent="answered"`: posted as the person picks up.
