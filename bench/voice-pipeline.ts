@@ -22,7 +22,8 @@
  * ENDPOINTING=<ms> sets minEndpointingDelayMs (and the longest silence to it: no adaptation) and
  * PREEMPTIVE=0 turns preemptive generation off, to compare. HANGOVER=1 keeps WebRTC VAD's own
  * hangover and SECOND_PASS=1 pocketsphinx's second pass (the engines' settings before issue 36's
- * offline work), to compare on the same machine at the same load.
+ * offline work), to compare on the same machine at the same load; FLITE_ENGINE=program spawns the
+ * flite program per sentence (the engine before libflite ran in process).
  * Twice: a direct answer, and an answer after a handoff (the greeter transfers, the new agent
  * answers on entering). Environment: N (runs per scenario, default 5). Prints a Markdown table
  * with the CPU model. agents-js's voice pipeline is not run here: it needs its STT/TTS plugins'
@@ -52,6 +53,8 @@ const voiceOptions = {
 }
 const HANGOVER = process.env["HANGOVER"] === "1"
 const SECOND_PASS = process.env["SECOND_PASS"] === "1"
+/** FLITE_ENGINE=program spawns flite per sentence (before libflite in process), to compare. */
+const FLITE_ENGINE = process.env["FLITE_ENGINE"] === "program" ? "program" : process.env["FLITE_ENGINE"] === "library" ? "library" : undefined
 const REPLY = "It will be sunny and warm all day."
 
 const weather = Agent.make({ name: "weather", instructions: "Weather.", onEnter: Agent.reply({ instructions: "forecast" }).pipe(Effect.asVoid) })
@@ -77,9 +80,13 @@ const timedStt = Layer.effect(
 ).pipe(Layer.provide(PocketsphinxStt.layer({ secondPass: SECOND_PASS })))
 /** When the TTS emitted the first frame of each synthesis (the engine's own work ends there). */
 const ttsFirstFrames: Array<number> = []
+/** flite's engine that ran (library or program). */
+let fliteEngine = "?"
 const timedTts = Layer.effect(
   Tts,
-  Effect.map(Effect.service(Tts), (tts) => ({
+  Effect.map(FliteTts.make({ voice: "rms", ...(FLITE_ENGINE === undefined ? {} : { engine: FLITE_ENGINE }) }).pipe(
+    Effect.tap((tts) => Effect.sync(() => void (fliteEngine = tts.engine)))
+  ), (tts) => ({
     ...tts,
     synthesize: (text: string, options?: TtsOptions) => {
       let first = true
@@ -91,7 +98,7 @@ const timedTts = Layer.effect(
       ))
     }
   }))
-).pipe(Layer.provide(FliteTts.layer({ voice: "rms" })))
+)
 const engines = Layer.mergeAll(timedTts, timedStt, WebRtcVad.layer({ hangover: HANGOVER }))
 
 interface Stages {
@@ -191,7 +198,7 @@ export const benchVoicePipeline = Effect.gen(function*() {
   const sorted = [...own].sort((a, b) => a - b)
   const p99 = quantile(sorted, 0.99)!
   return [
-    `Cascaded voice, offline (WebRTC VAD, pocketsphinx, flite rms; scripted model), median of ${n} runs; ${cpu}, ${os.cpus().length} cores, Node ${process.version}; ${
+    `Cascaded voice, offline (WebRTC VAD, pocketsphinx, flite rms (${fliteEngine}); scripted model), median of ${n} runs; ${cpu}, ${os.cpus().length} cores, Node ${process.version}; ${
       ENDPOINTING === undefined ? "endpointing: the defaults (adaptive)" : `endpointing ${ENDPOINTING} ms`
     }, preemptive generation ${PREEMPTIVE ? "on" : "off"}; WebRTC VAD's own hangover ${HANGOVER ? "kept" : "off"}, pocketsphinx's second pass ${
       SECOND_PASS ? "on" : "off"
