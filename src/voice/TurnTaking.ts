@@ -52,7 +52,6 @@ export const maybeSend = (state: InputState, turn: Turn): Effect.Effect<void> =>
     if (!sendDue(state, turn)) return Effect.void
     turn.done = true
     state.ahead = undefined
-    if (settled(state)) state.onSettled?.()
     const overReply = turn === state.current ? state.barge : undefined
     if (turn === state.current) {
       state.current = undefined
@@ -70,7 +69,13 @@ export const maybeSend = (state: InputState, turn: Turn): Effect.Effect<void> =>
       }
       yield* EarlyReply.discard(state)
       yield* Interruption.resumeCut(state, turn)
-    })
+    }).pipe(
+      // Only once the turn has reached the session (or been dropped): an input that ended
+      // waits for this, so a following `session.idle` sees the turn.
+      Effect.ensuring(Effect.sync(() => {
+        if (settled(state)) state.onSettled?.()
+      }))
+    )
   })
 
 /** Finals join their turn, which is sent once its silence is over; interims may cut a reply
