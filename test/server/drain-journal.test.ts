@@ -70,6 +70,7 @@ const slowModels = Layer.merge(
   ScriptedModel.layer([{ when: { user: "your hours?" }, reply: { text: HOURS, chunkDelay: "300 millis" } }])
 )
 
+/** The connection context of node a (a registry of 10, resumable for 30 s) on `store`. */
 const context = (store: SessionStoreService) =>
   Effect.gen(function*() {
     const registry = yield* Registry.make(10)
@@ -91,18 +92,7 @@ describe("a drain moves a client only once the store holds what it was told (iss
   it.live("the client heard the answer while its append was in flight: it is told to reconnect after the append lands, and the node that claims then has the answer", () =>
     Effect.gen(function*() {
       const slow = gatedStore()
-      const registry = yield* Registry.make(10)
-      const ctx: ConnectionContext = {
-        agent,
-        userdata: () => undefined,
-        options: { ...defaults, resumeSeconds: 30 },
-        registry,
-        resampler: yield* Resampler,
-        realtimeInputRate: 24_000,
-        resumer: Resumer.make(secret),
-        resumeSecret: secret,
-        durable: { store: slow.store, agents: [agent], owner: "node-a" }
-      }
+      const { ctx, registry } = yield* context(slow.store)
       const call = yield* Call.open(ctx, secret, true)
       const answered = yield* Deferred.make<void>()
       const moves: Array<{ readonly token: Token.ResumeToken; readonly history: Array<string> }> = []

@@ -2,6 +2,7 @@
  * Starts the service on 127.0.0.1 (a free port) with given agents and model layers, and speaks
  * to it as a client does: a real WebSocket (`ws`) that collects every frame it receives.
  */
+import { createServer } from "node:net"
 import { Effect, Layer, Option, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import WebSocket from "ws"
@@ -43,6 +44,18 @@ export const start = <E, R>(
       return { url, ws: url.replace("http://", "ws://"), state: yield* Server.ServerState }
     }).pipe(Effect.provideContext(context))
   })
+
+/** A port free on 127.0.0.1 now, for a service that must know its own URL before it starts
+ * (its `publicUrl`, Twilio's callbacks). */
+export const freePort = Effect.promise(() =>
+  new Promise<number>((resolve) => {
+    const probe = createServer()
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+)
 
 export interface Client {
   readonly socket: WebSocket

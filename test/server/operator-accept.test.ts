@@ -6,41 +6,18 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
-import { Agent, AgentTask, Tool } from "../../src/index.ts"
-import * as Transfer from "../../src/Transfer.ts"
-import { type Client, connect, wait } from "./harness.ts"
-import * as OperatorDesk from "./operatorDesk.ts"
-
-const front = Agent.make({
-  name: "front",
-  instructions: "You are the front desk.",
-  tools: [Tool.make("transfer", {
-    description: "Transfer the caller to a person",
-    handler: () => AgentTask.run(Transfer.cold("ada")).pipe(Effect.map(Transfer.describe))
-  })]
-})
+import { wait } from "./harness.ts"
+import { agentText, front, frontModel, offeredToAda, serveWithDesk } from "./operatorDesk.ts"
 
 // The model would reply to the transfer's result: a reply that must never reach the caller.
-const model = ScriptedModel.layer([
-  { when: { user: "transfer me" }, reply: { toolCalls: [{ name: "transfer" }] } },
-  { when: { agent: "front" }, reply: (r) => ({ text: r.last.kind === "tool" ? "Front desk: you are through now, goodbye." : "Front desk again, how can I help?" }) }
-])
+const model = frontModel({ returned: "Front desk: you are through now, goodbye.", otherwise: "Front desk again, how can I help?" })
 
-const serveWithDesk = OperatorDesk.serveWithDesk(front, model)
-
-const agentText = (client: Client) => client.frames.filter((f) => f.type === "agent_text").map((f) => f.delta).join("")
 const settle = (ms: number) => wait(() => new Promise((r) => setTimeout(r, ms)))
 
 describe("an accepted operator transfer (sockets)", () => {
   it.live("after Accept the agent says nothing: the tool gets Answered, the operator holds the floor, a hand back returns it", () =>
     Effect.gen(function*() {
-      const server = yield* serveWithDesk
-      const ada = yield* connect(`${server.ws}/operator/ws?name=ada`)
-      const caller = yield* connect(`${server.ws}/ws`)
-      yield* wait(() => caller.waitFor((f) => f.type === "ready"))
-      caller.sendJson({ type: "user_text", text: "transfer me" })
-      const { offer } = yield* wait(() => ada.waitFor((f) => f.type === "offer", "the offer"))
+      const { ada, caller, offer } = yield* offeredToAda(yield* serveWithDesk(front, model))
       ada.sendJson({ type: "accept", offer: offer.id })
       const taken = yield* wait(() => ada.waitFor((f) => f.type === "result" && f.of === "take_over", "the take-over"))
       assert.deepStrictEqual(taken.outcome, { _tag: "Applied", to: "ada" })

@@ -6,25 +6,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
-import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import * as OperatorTransfer from "../../server/OperatorTransfer.ts"
-import { Agent, AgentTask, Tool } from "../../src/index.ts"
-import * as Transfer from "../../src/Transfer.ts"
-import { type Client, connect, start, wait } from "./harness.ts"
+import type * as Transfer from "../../src/Transfer.ts"
+import { type Client, start, wait } from "./harness.ts"
+import { agentText, front, frontModel, offeredToAda } from "./operatorDesk.ts"
 
-const front = Agent.make({
-  name: "front",
-  instructions: "You are the front desk.",
-  tools: [Tool.make("transfer", {
-    description: "Transfer the caller to a person",
-    handler: () => AgentTask.run(Transfer.cold("ada")).pipe(Effect.map(Transfer.describe))
-  })]
-})
-
-const model = ScriptedModel.layer([
-  { when: { user: "transfer me" }, reply: { toolCalls: [{ name: "transfer" }] } },
-  { when: { agent: "front" }, reply: (r) => ({ text: r.last.kind === "tool" ? "Front desk: the transfer came back." : "Front desk here." }) }
-])
+const model = frontModel({ returned: "Front desk: the transfer came back.", otherwise: "Front desk here." })
 
 /** The operator line, its outcome held until `late` opens (a transport whose callback is late). */
 const serveWithLateDesk = Effect.gen(function*() {
@@ -41,16 +28,10 @@ const serveWithLateDesk = Effect.gen(function*() {
   return { server, late }
 })
 
-const agentText = (client: Client) => client.frames.filter((f) => f.type === "agent_text").map((f) => f.delta).join("")
-
 /** A caller asks for a person and ada accepts the offer: the transfer task is still running. */
 const accepted = Effect.gen(function*() {
   const { server, late } = yield* serveWithLateDesk
-  const ada = yield* connect(`${server.ws}/operator/ws?name=ada`)
-  const caller = yield* connect(`${server.ws}/ws`)
-  yield* wait(() => caller.waitFor((f) => f.type === "ready"))
-  caller.sendJson({ type: "user_text", text: "transfer me" })
-  const { offer } = yield* wait(() => ada.waitFor((f) => f.type === "offer", "the offer"))
+  const { ada, caller, offer } = yield* offeredToAda(server)
   ada.sendJson({ type: "accept", offer: offer.id })
   yield* wait(() => ada.waitFor((f) => f.type === "result" && f.of === "accept", "the accept"))
   yield* wait(() => ada.waitFor((f) => f.type === "history", "the session opened"))

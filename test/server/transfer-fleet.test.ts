@@ -22,7 +22,7 @@ import * as Durable from "../../src/internal/Durable.ts"
 import * as Transfer from "../../src/Transfer.ts"
 import * as Mock from "../mocks/twilio-rest/transfers.ts"
 import { type PostgresCluster, startPostgres } from "../setup/postgres.ts"
-import { type Client, connect, start, wait } from "./harness.ts"
+import { type Client, connect, freePort, start, wait } from "./harness.ts"
 import * as TwilioStream from "./twilio-stream.ts"
 
 const SECRET = "transfer-fleet-shared-secret"
@@ -67,16 +67,6 @@ const model = (outputs: Array<string>) =>
     { when: { agent: "desk" }, reply: { text: "Press 1 or 2." } }
   ])
 
-const freePort = Effect.promise(() =>
-  new Promise<number>((resolve) => {
-    const probe = createServer()
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
-)
-
 const until = (what: string, check: () => boolean, ms = 15_000) =>
   wait(async () => {
     for (let waited = 0; !check(); waited += 20) {
@@ -112,9 +102,6 @@ const relay = (target: number) =>
     ),
     ({ cut }) => Effect.sync(cut)
   )
-
-const stop = (caller: Client, streamSid: string) =>
-  caller.sendJson({ event: "stop", sequenceNumber: "99", streamSid, stop: { accountSid: Mock.ACCOUNT_SID, callSid: CALL_SID } })
 
 /** A node of the fleet: the shared store and secret, Twilio's callbacks to `publicUrl` (node A). */
 const node = (
@@ -155,7 +142,7 @@ describe("a transfer's outcome reaches the node holding it (issue 34, issue 35)"
       rest.onTwiml = (_callSid, twiml) => {
         if (!/<Dial/.test(twiml)) return
         const { caller, sid } = streams.at(-1)!
-        stop(caller, sid)
+        TwilioStream.stopStream(CALL, caller, sid)
       }
 
       // The call starts on node A; its stream drops and Twilio reconnects it to node B.
@@ -272,7 +259,7 @@ describe("a transfer's outcome reaches the node holding it (issue 34, issue 35)"
       rest.onTwiml = (_callSid, twiml) => {
         if (!/<Dial/.test(twiml)) return
         const { caller, sid } = streams.at(-1)!
-        stop(caller, sid)
+        TwilioStream.stopStream(CALL, caller, sid)
       }
       const first = yield* connect(`${server.ws}/twilio?token=${twilioToken()}`)
       streams = [{ caller: first, sid: "MZ1" }]

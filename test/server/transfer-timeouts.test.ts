@@ -5,8 +5,6 @@
  * transfer task returns it to the agent's tool (every call answered), and the agent keeps the
  * floor and tells the caller. Each provider runs on a real socket on 127.0.0.1.
  */
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Layer, Option, Queue, Redacted } from "effect"
 import { TestClock } from "effect/testing"
@@ -19,6 +17,7 @@ import * as Transfer from "../../src/Transfer.ts"
 import { assertEveryCallAnswered } from "../helpers.ts"
 import * as FakeSip from "../mocks/livekit/FakeSip.ts"
 import * as Mock from "../mocks/twilio-rest/transfers.ts"
+import * as TwilioStream from "./twilio-stream.ts"
 
 const model = ScriptedModel.layer([
   { when: { user: "transfer me" }, reply: { toolCalls: [{ name: "transfer" }] } },
@@ -74,19 +73,7 @@ describe("a transfer whose provider never reports ends NoAnswer at baton's bound
       const mock = yield* Mock.make([caller], { "+15550000007": { answers: "rings" } })
       const authToken = Redacted.make(Mock.AUTH_TOKEN)
       const callbacks = TwilioTransfer.makeCallbacks(authToken)
-      const service = yield* Effect.acquireRelease(
-        Effect.promise(() =>
-          new Promise<{ url: string; close: () => void }>((resolve) => {
-            const holder = { url: "" }
-            const server = createServer((req, res) => TwilioTransfer.listener(callbacks, holder.url)(req, res))
-            server.listen(0, "127.0.0.1", () => {
-              holder.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-              resolve({ url: holder.url, close: () => server.close() })
-            })
-          })
-        ),
-        (s) => Effect.sync(s.close)
-      )
+      const service = yield* TwilioStream.callbackServer(callbacks)
       const options = {
         api: { accountSid: Mock.ACCOUNT_SID, authToken, baseUrl: mock.url, streamUrl: Option.some(streamUrl) },
         callbacks,

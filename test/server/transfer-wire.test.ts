@@ -8,14 +8,13 @@
  * configure. (maxLagMs 0: the lag refusal of new streams is not what is tested, and the machine
  * is shared.)
  */
-import { createServer } from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Redacted, Schema } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
 import { Agent, AgentTask, Tool } from "../../src/index.ts"
 import * as Transfer from "../../src/Transfer.ts"
 import * as Mock from "../mocks/twilio-rest/transfers.ts"
-import { type Client, connect, start, wait } from "./harness.ts"
+import { type Client, connect, freePort, start, wait } from "./harness.ts"
 import * as TwilioStream from "./twilio-stream.ts"
 
 const CALL_SID = "CA" + "d".repeat(32)
@@ -23,6 +22,7 @@ const CALL: TwilioStream.TwilioCall = { accountSid: Mock.ACCOUNT_SID, callSid: C
 const startStream = (caller: Client, streamSid: string, customParameters: Record<string, string> = {}) =>
   TwilioStream.startStream(CALL, caller, streamSid, customParameters)
 const press = TwilioStream.press
+const stop = (caller: Client, streamSid: string) => TwilioStream.stopStream(CALL, caller, streamSid)
 const BUSY = "+15550000004"
 const ANSWERS = "+15550000001"
 
@@ -56,19 +56,6 @@ const model = (heard: Array<string>) =>
     { when: { toolOutput: /busy/, name: "transfer" }, reply: { text: "Sales is busy; I can help you myself." } },
     { when: { agent: "desk" }, reply: { text: "Press 1 or 2." } }
   ])
-
-const freePort = Effect.promise(() =>
-  new Promise<number>((resolve) => {
-    const probe = createServer()
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
-)
-
-const stop = (caller: Client, streamSid: string) =>
-  caller.sendJson({ event: "stop", sequenceNumber: "99", streamSid, stop: { accountSid: Mock.ACCOUNT_SID, callSid: CALL_SID } })
 
 /** The service's Twilio settings: the REST mock at `baseUrl`; Twilio opens the call's streams at `streamUrl`. */
 const twilioApi = (baseUrl: string, streamUrl: string) =>

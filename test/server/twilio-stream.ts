@@ -1,11 +1,13 @@
 /**
  * A Twilio Media Stream caller for the /twilio tests: Twilio's first two messages on a stream
- * (`connected`, then `start` with the TwiML's `<Parameter>`s) and keypad presses, for one call;
- * and the app's status callback the bridge POSTs each call's resume token to.
+ * (`connected`, then `start` with the TwiML's `<Parameter>`s), keypad presses and `stop`, for one
+ * call; the app's status callback the bridge POSTs each call's resume token to; and the service's
+ * Twilio callback listener on its own socket.
  */
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect } from "effect"
+import * as TwilioTransfer from "../../server/TwilioTransfer.ts"
 import type { Client } from "./harness.ts"
 
 export interface TwilioCall {
@@ -38,6 +40,10 @@ export const press = (caller: Client, streamSid: string, digits: string) => {
   }
 }
 
+/** Twilio's `stop` for `streamSid` of `call`: the call's TwiML was replaced, the stream ends. */
+export const stopStream = (call: TwilioCall, caller: Client, streamSid: string) =>
+  caller.sendJson({ event: "stop", sequenceNumber: "99", streamSid, stop: { accountSid: call.accountSid, callSid: call.callSid } })
+
 /** The app's status callback (`BATON_TWILIO_STATUS_URL`), a real HTTP server on 127.0.0.1 closed
  * with the Scope: every JSON body POSTed to it. */
 export const statusCallback = Effect.acquireRelease(
@@ -58,3 +64,20 @@ export const statusCallback = Effect.acquireRelease(
   ),
   (callback) => Effect.sync(callback.close)
 )
+
+/** The service's Twilio callback endpoint (`TwilioTransfer.listener`) on 127.0.0.1, closed with
+ * the Scope; `url` is also the base the listener checks signatures against. */
+export const callbackServer = (callbacks: TwilioTransfer.Callbacks) =>
+  Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<{ url: string; close: () => void }>((resolve) => {
+        const holder = { url: "" }
+        const server = createServer((req, res) => TwilioTransfer.listener(callbacks, holder.url)(req, res))
+        server.listen(0, "127.0.0.1", () => {
+          holder.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+          resolve({ url: holder.url, close: () => server.close() })
+        })
+      })
+    ),
+    (s) => Effect.sync(s.close)
+  )

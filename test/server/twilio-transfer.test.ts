@@ -3,8 +3,6 @@
  * posts signed callbacks as each person would answer; the service's callback listener runs on a
  * real socket and checks every signature.
  */
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Layer, Option, Redacted } from "effect"
 import * as ScriptedModel from "../../layers/testing/ScriptedModel.ts"
@@ -13,6 +11,7 @@ import * as TwilioTransfer from "../../server/TwilioTransfer.ts"
 import { Agent, AgentSession, AgentTask, Tool } from "../../src/index.ts"
 import * as Transfer from "../../src/Transfer.ts"
 import * as Mock from "../mocks/twilio-rest/transfers.ts"
+import { callbackServer } from "./twilio-stream.ts"
 
 const CALLER = "CA" + "c".repeat(32)
 const STREAM_URL = "wss://baton.example.com/twilio"
@@ -26,22 +25,6 @@ const people: Record<string, Mock.Person> = {
   "+15550000006": { answers: "hangs-up" },
   "+15550000007": { answers: "rings" }
 }
-
-/** The service's callback endpoint on 127.0.0.1, for the test's Scope. */
-const callbackServer = (callbacks: TwilioTransfer.Callbacks) =>
-  Effect.acquireRelease(
-    Effect.promise(() =>
-      new Promise<{ url: string; close: () => void }>((resolve) => {
-        const holder = { url: "" }
-        const server = createServer((req, res) => TwilioTransfer.listener(callbacks, holder.url)(req, res))
-        server.listen(0, "127.0.0.1", () => {
-          holder.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-          resolve({ url: holder.url, close: () => server.close() })
-        })
-      })
-    ),
-    (s) => Effect.sync(s.close)
-  )
 
 const setup = Effect.gen(function*() {
   const mock = yield* Mock.make([CALLER], people)

@@ -18,15 +18,30 @@ const script = ScriptedModel.layer([
   { when: { user: "thanks" }, reply: { text: "Desk again." } }
 ])
 
-const setup = Effect.gen(function*() {
-  const answered = yield* Deferred.make<void>()
-  // A task that holds the floor until its outcome is known (as a transfer does).
+/** A task that holds the floor until its outcome is known (as a transfer does): "answered by ada"
+ * once `answered` opens. */
+const ringTask = (answered: Deferred.Deferred<void>) => {
   const ring: AgentTask.AgentTask<string> = AgentTask.make<string>({
     name: "ring",
     instructions: "Say nothing.",
     context: "none",
     onEnter: Effect.suspend(() => Effect.andThen(Deferred.await(answered), AgentTask.complete(ring, "answered by ada")))
   })
+  return ring
+}
+
+/** Once the session's first turn asked the desk's model (its tool call), until `ring` holds the floor. */
+const untilRinging = (model: ScriptedModel.ScriptedModelService, session: AgentSession.AgentSession) =>
+  Effect.gen(function*() {
+    yield* until(() => model.requestsFor("desk").length === 1)
+    yield* drive(Effect.gen(function*() {
+      while ((yield* session.currentAgent)?.name !== "ring") yield* Effect.yieldNow
+    }))
+  })
+
+const setup = Effect.gen(function*() {
+  const answered = yield* Deferred.make<void>()
+  const ring = ringTask(answered)
   const agent = Agent.make({
     name: "desk",
     instructions: "You are the front desk.",
@@ -41,10 +56,7 @@ const ringing = Effect.gen(function*() {
   const { agent, answered } = yield* setup
   const session = yield* AgentSession.start({ agent })
   yield* Effect.forkChild(session.run("a person please"))
-  yield* until(() => model.requestsFor("desk").length === 1)
-  yield* drive(Effect.gen(function*() {
-    while ((yield* session.currentAgent)?.name !== "ring") yield* Effect.yieldNow
-  }))
+  yield* untilRinging(model, session)
   return { model, agent, answered, session }
 })
 
@@ -54,15 +66,8 @@ const moves = (session: AgentSession.AgentSession) =>
 describe("take over after a task returns", () => {
   it.effect("the human takes the floor in the step the task returns: its result answers the tool, the agent never replies", () =>
     Effect.gen(function*() {
-      const model = yield* ScriptedModel.ScriptedModel
-      const { agent, answered } = yield* setup
+      const { model, agent, answered, session } = yield* ringing
       const ada = yield* Human.make({ name: "ada" })
-      const session = yield* AgentSession.start({ agent })
-      yield* Effect.forkChild(session.run("a person please"))
-      yield* until(() => model.requestsFor("desk").length === 1)
-      yield* drive(Effect.gen(function*() {
-        while ((yield* session.currentAgent)?.name !== "ring") yield* Effect.yieldNow
-      }))
       const taken = yield* Effect.forkChild(session.takeOver(ada, { afterTask: true }), { startImmediately: true })
       yield* Effect.yieldNow
       // Not applied yet, and the task not cancelled: it still holds the floor.
@@ -142,12 +147,7 @@ describe("take over after a task returns", () => {
     Effect.gen(function*() {
       const model = yield* ScriptedModel.ScriptedModel
       const answered = yield* Deferred.make<void>()
-      const ring: AgentTask.AgentTask<string> = AgentTask.make<string>({
-        name: "ring",
-        instructions: "Say nothing.",
-        context: "none",
-        onEnter: Effect.suspend(() => Effect.andThen(Deferred.await(answered), AgentTask.complete(ring, "answered by ada")))
-      })
+      const ring = ringTask(answered)
       const page: AgentTask.AgentTask<string> = AgentTask.make<string>({
         name: "page",
         instructions: "Say nothing.",
@@ -166,10 +166,7 @@ describe("take over after a task returns", () => {
       const session = yield* AgentSession.start({ agent })
       const other = yield* AgentSession.start({ agent })
       yield* Effect.forkChild(session.run("two please"))
-      yield* until(() => model.requestsFor("desk").length === 1)
-      yield* drive(Effect.gen(function*() {
-        while ((yield* session.currentAgent)?.name !== "ring") yield* Effect.yieldNow
-      }))
+      yield* untilRinging(model, session)
       const taken = yield* Effect.forkChild(session.takeOver(ada, { afterTask: true, timeout: "1 hour" }), { startImmediately: true })
       yield* Effect.yieldNow
       // Meanwhile ada takes the floor of another session.
