@@ -15,7 +15,7 @@ import { Agent, AgentTask, Tool } from "../../src/index.ts"
 import * as Transfer from "../../src/Transfer.ts"
 import { engines, speak } from "../voice/harness.ts"
 import { type Client, connect, start, wait } from "./harness.ts"
-import { serveWithDesk } from "./operatorDesk.ts"
+import { agentText, offeredToAda, serveWithDesk } from "./operatorDesk.ts"
 
 const transferTool = (task: () => AgentTask.AgentTask<Transfer.TransferOutcome, Transfer.Transferer>) =>
   Tool.make("transfer", {
@@ -35,19 +35,8 @@ const model = ScriptedModel.layer([
   { when: { agent: "front" }, reply: (r) => ({ text: r.last.kind === "tool" ? `Front desk: ${r.last.outputs.map((o) => o.output).join(" ")}` : "Front desk here." }) }
 ])
 
-const agentText = (client: Client) => client.frames.filter((f) => f.type === "agent_text").map((f) => f.delta).join("")
-
 /** The desk with a transfer ringing `ringTimeout`: ada online, a caller on /ws who asked for it, and ada's offer. */
-const offered = (ringTimeout: Duration.Input) =>
-  Effect.gen(function*() {
-    const server = yield* serveWithDesk(desk(ringTimeout), model)
-    const ada = yield* connect(`${server.ws}/operator/ws?name=ada`)
-    const caller = yield* connect(`${server.ws}/ws`)
-    yield* wait(() => caller.waitFor((f) => f.type === "ready"))
-    caller.sendJson({ type: "user_text", text: "transfer me" })
-    const { offer } = yield* wait(() => ada.waitFor((f) => f.type === "offer", "the offer"))
-    return { ada, caller, offer }
-  })
+const offered = (ringTimeout: Duration.Input) => Effect.flatMap(serveWithDesk(desk(ringTimeout), model), offeredToAda)
 
 /** A caller on /ws, and ada with that caller's session open on her desk (`history`: its first frame). */
 const openedByAda = (server: { readonly ws: string }) =>
