@@ -161,7 +161,7 @@ describe("a transfer's outcome reaches the node holding it (issue 34, issue 35)"
 
       // Busy: the dial's action goes to node A, which answers it with the stream back to the agent.
       TwilioStream.press(second, "MZ2", "1#")
-      yield* until("the dial's action", () => rest.posted.some((p) => p.params["DialCallStatus"] === "busy")).pipe(Effect.tapError(() => Effect.sync(() => console.log("DEBUG", JSON.stringify([...rest.twiml], null, 1), JSON.stringify(rest.posted)))))
+      yield* until("the dial's action", () => rest.posted.some((p) => p.params["DialCallStatus"] === "busy"))
       const busy = rest.posted.find((p) => p.params["DialCallStatus"] === "busy")!
       assert.isTrue(busy.url.startsWith(`${publicUrl}/twilio/transfer/`), "Twilio posted the dial's action to node A")
       assert.strictEqual(busy.status, 200, `node A answered the dial's action: ${busy.answer}`)
