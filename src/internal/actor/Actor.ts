@@ -176,12 +176,6 @@ export interface ActorInner {
    */
   activation: "enter" | "resume" | undefined
   /**
-   * A durable session's actor that passed the floor and whose `onExit` has not started yet (it
-   * waits for its earlier hooks): the journal writes it as exiting, so a resume that hands it the
-   * floor again runs that onExit before its onResume (Journal.ts). Not kept without a store.
-   */
-  exiting: boolean
-  /**
    * A durable session's actor whose agent has an `onRestore`: `running` while its `onEnter` (or
    * `onResume`) runs, `owed` when a resume found it so and its onRestore has not started. The
    * journal lists it as activating, so a resume that finds it holding the floor runs onRestore.
@@ -259,7 +253,6 @@ const build = (
     tools,
     loop: "unstarted",
     activation: undefined,
-    exiting: false,
     restorable: undefined
   }
   const actor: Actor = {
