@@ -29,12 +29,10 @@ import { Deferred, Duration, Effect, Option, Redacted, Schedule } from "effect"
 import * as Transfer from "../src/Transfer.ts"
 import type { TwilioApi } from "./TwilioCallControl.ts"
 import type * as TransferRecords from "./TransferRecords.ts"
+import { conference, escapeXml, HANGUP, react, type Reaction, type Standing } from "./TwilioReactions.ts"
 
 /** How often the node holding a transfer reads its record for an outcome another node settled. */
 const RECORD_POLL_MS = 200
-
-const escapeXml = (text: string) =>
-  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
 
 /**
  * `X-Twilio-Signature` for a POST to `url` with form `params`: HMAC-SHA1 keyed with the auth token
@@ -59,86 +57,6 @@ export const isSigned = (authToken: Redacted.Redacted<string>, url: string, para
   const expected = Buffer.from(signature(authToken, url, params))
   const given = Buffer.from(header)
   return expected.length === given.length && timingSafeEqual(expected, given)
-}
-
-/** How a transfer stands: settled once a callback gave its outcome (later ones change nothing),
- * accepted once a warm transfer's person pressed 1. */
-interface Standing {
-  readonly settled: boolean
-  readonly accepted: boolean
-}
-
-/** What one callback does: the outcome it settles, the TwiML to answer, and the REST calls after it. */
-interface Reaction {
-  readonly outcome?: Transfer.TransferOutcome
-  readonly accepted?: boolean
-  readonly twiml: string
-  /** The caller's TwiML is replaced by the way back to the agent before the outcome is given. */
-  readonly returnCaller?: boolean
-  /** A leg to hang up (a warm transfer's answering machine). */
-  readonly hangUp?: string
-}
-
-const HANGUP = "<Response><Hangup/></Response>"
-const EMPTY = "<Response/>"
-
-const dialStatus = (status: string | undefined): Transfer.TransferOutcome => {
-  switch (status) {
-    case "completed":
-    case "answered":
-      return Transfer.outcome("Answered", `DialCallStatus=${status}`)
-    case "busy":
-      return Transfer.outcome("Busy", "DialCallStatus=busy")
-    case "no-answer":
-      return Transfer.outcome("NoAnswer", "DialCallStatus=no-answer")
-    default:
-      return Transfer.outcome("Failed", `DialCallStatus=${status ?? "missing"}`)
-  }
-}
-
-/** A warm transfer's conference: the caller waits in it (`start` false, hearing `holdAudio`) until the person joins it. */
-const conference = (id: string, start: boolean, holdAudio?: string | undefined) =>
-  `<Dial><Conference startConferenceOnEnter="${start}" endConferenceOnExit="true" beep="false"${
-    !start && holdAudio !== undefined ? ` waitUrl="${escapeXml(holdAudio)}"` : ""
-  }>baton-transfer-${id}</Conference></Dial>`
-
-/**
- * What a callback does to transfer `id`, from how it stands: the same answer on whichever node it
- * lands. `back` is the caller's TwiML back to the agent.
- *
- * - Cold: the person's leg `in-progress` (its `answered` status callback) is Answered; the dial's
- *   action (when the bridged call ends, or it was not answered) settles by `DialCallStatus`, and
- *   is answered with a hang-up after an answered transfer, else the stream back to the agent.
- * - Warm: the person pressing 1 after the briefing joins the conference (Answered); another key,
- *   hanging up, the status callback's `busy`/`no-answer`/`failed`, or an answering machine give
- *   the caller back to the agent (only the first callback that settles acts).
- */
-const react = (id: string, kind: "Cold" | "Warm", standing: Standing, back: string, callback: string, params: Record<string, string>): Reaction => {
-  if (kind === "Cold") {
-    if (callback === "status" && params["CallStatus"] === "in-progress" && !standing.settled) {
-      return { outcome: Transfer.outcome("Answered", "CallStatus=in-progress"), twiml: EMPTY }
-    }
-    if (callback !== "dial") return { twiml: EMPTY }
-    if (standing.settled) return { twiml: HANGUP }
-    const outcome = dialStatus(params["DialCallStatus"])
-    return { outcome, twiml: outcome._tag === "Answered" ? HANGUP : back }
-  }
-  if (callback === "gather" && params["Digits"] === "1" && !standing.settled) {
-    return { outcome: Transfer.outcome("Answered", "the person pressed 1 after the briefing"), accepted: true, twiml: `<Response>${conference(id, true)}</Response>` }
-  }
-  const giveBack = (outcome: Transfer.TransferOutcome, twiml: string, extra: Partial<Reaction> = {}): Reaction =>
-    standing.settled ? { twiml, ...extra } : { outcome, twiml, returnCaller: true, ...extra }
-  if (callback === "gather") {
-    return giveBack(Transfer.outcome("Declined", `the person pressed ${params["Digits"] || "nothing"} after the briefing`), HANGUP)
-  }
-  if (callback === "amd" && (params["AnsweredBy"] ?? "").startsWith("machine_")) {
-    return giveBack(Transfer.outcome("Voicemail", `AnsweredBy=${params["AnsweredBy"]}`), EMPTY, params["CallSid"] ? { hangUp: params["CallSid"] } : {})
-  }
-  if (callback === "status" && !standing.accepted) {
-    const status = params["CallStatus"]
-    return giveBack(status === "completed" ? Transfer.outcome("Declined", "the person hung up before accepting") : dialStatus(status), EMPTY)
-  }
-  return { twiml: EMPTY }
 }
 
 /** A transfer waiting in this process: how it stands and where its outcome goes. */
