@@ -48,7 +48,9 @@ const warmupMs = Number(env("WARMUP_S", "8")) * 1000
 const windowMs = Number(env("WINDOW_S", "20")) * 1000
 const FRAME_MS = 20
 
-const vad = vadName === "webrtc" ? WebRtcVad.layer() : SileroVad.layer()
+const vad = vadName === "webrtc"
+  ? WebRtcVad.layer()
+  : SileroVad.layer({ inference: process.env["SILERO_INFERENCE"] === "event-loop" ? "event-loop" : "worker" })
 const engines = Layer.mergeAll(
   vad,
   DeepgramStt.layer({

@@ -1,7 +1,7 @@
 /**
  * Streaming speech to text with Deepgram's live API (`/v1/listen` over WebSocket, Nova): one
- * socket per stream, audio as binary PCM16 16 kHz messages of `chunkMs` (default 60 ms: three
- * 20 ms frames a message, not one; what is gathered goes out before a `Finalize`, and the first
+ * socket per stream, audio as binary PCM16 16 kHz messages of `chunkMs` (default 100 ms, as
+ * LiveKit's plugin sends: five 20 ms frames a message, not one; what is gathered goes out before a `Finalize`, and the first
  * 60 ms of a pause after loud audio go out frame by frame, so Deepgram's endpointing hears the
  * pause at once), transcripts back as JSON. Interims are the finalized segments so far plus the
  * current guess; a `speech_final` result (Deepgram heard the words end) is an interim with
@@ -50,7 +50,7 @@ export interface DeepgramSttOptions {
   /** Default `nova-3`. */
   readonly model?: string | undefined
   /**
-   * Audio gathered into one message (ms). Default 60: fewer messages than one per 20 ms frame (a
+   * Audio gathered into one message (ms). Default 100: fewer messages than one per 20 ms frame (a
    * message is a socket write, the largest cost of a call's audio path), and an utterance's last
    * audio is sent at once when it ends.
    */
@@ -316,7 +316,7 @@ export const make = (options: DeepgramSttOptions): SttService => ({
       wake: undefined,
       settled: false,
       closing: false,
-      gathering: Gather.make(options.chunkMs ?? 60, sampleRate),
+      gathering: Gather.make(options.chunkMs ?? 100, sampleRate),
       closedWith: undefined,
       audioSinceTick: false
     }

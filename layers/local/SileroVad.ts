@@ -18,13 +18,14 @@
  * @since 0.1.0
  * @packageDocumentation
  */
-import { Config, Effect, Layer } from "effect"
+import { Config, Effect, Layer, Schema } from "effect"
 import * as Fs from "node:fs"
 import { fileURLToPath } from "node:url"
 import type * as Ort from "onnxruntime-node"
 import { Vad, type VadEvent, type VadOptions, type VadService, type VadStream } from "../../services/Vad.ts"
 import { VoiceError } from "../../services/VoiceError.ts"
 import { type Batcher, makeBatcher, makeMemory, type Memory, type Run } from "./SileroBatch.ts"
+import { runOnWorker } from "./SileroWorker.ts"
 import { makeSmoother, makeWindower } from "./VadSmoothing.ts"
 
 /**
@@ -50,6 +51,13 @@ export const fetchCommand = "npm run setup (or: bash scripts/fetch-silero.sh)"
  */
 export interface SileroVadOptions {
   readonly modelPath?: string
+  /**
+   * Where the model runs: `"worker"` (the default), a worker thread of the Layer's own, so a
+   * batch of many calls' windows never holds up the event loop that moves their audio; or
+   * `"event-loop"`, onnxruntime's synchronous run on the main thread (no thread, a little less CPU
+   * per batch; each batch delays every call's frames by its length).
+   */
+  readonly inference?: "worker" | "event-loop"
 }
 
 const rates = [8000, 16000]
@@ -75,6 +83,8 @@ const runOn = (ort: OrtModule, session: Ort.InferenceSession): Run => {
   }
 }
 
+const noEvents: Effect.Effect<ReadonlyArray<VadEvent>> = Effect.succeed([])
+
 const streamOn = (batcher: Batcher) =>
   Effect.fn("SileroVad.stream")(function*(options: VadOptions = {}) {
     const threshold = options.threshold ?? 0.5
@@ -82,21 +92,31 @@ const streamOn = (batcher: Batcher) =>
     const windower = makeWindower(rates, windowOf, "Silero VAD")
     let memory: Memory | undefined
 
-    const push: VadStream["push"] = (frame) =>
-      Effect.gen(function*() {
-        const windows = windower.add(frame)
-        if (windows instanceof VoiceError) return yield* windows
-        const events: Array<VadEvent> = []
-        const rate = windower.rate()!
-        for (const window of windows) {
-          memory ??= makeMemory(contextOf(rate), window.length)
-          for (let i = 0; i < window.length; i++) memory.input[memory.contextSize + i] = window[i]! / 32768
-          const probability = yield* batcher.infer(memory, rate)
-          const event = smoother.decide(probability >= threshold, (window.length / rate) * 1000)
-          if (event !== undefined) events.push(event)
-        }
-        return events
+    /** Runs `windows` from `index` on, one at a time (each waits for its batch), adding their events. */
+    const runFrom = (
+      windows: ReadonlyArray<Int16Array>,
+      index: number,
+      rate: number,
+      events: Array<VadEvent>
+    ): Effect.Effect<ReadonlyArray<VadEvent>, VoiceError> => {
+      if (index === windows.length) return Effect.succeed(events)
+      const window = windows[index]!
+      memory ??= makeMemory(contextOf(rate), window.length)
+      for (let i = 0; i < window.length; i++) memory.input[memory.contextSize + i] = window[i]! / 32768
+      return Effect.flatMap(batcher.infer(memory, rate), (probability) => {
+        const event = smoother.decide(probability >= threshold, (window.length / rate) * 1000)
+        if (event !== undefined) events.push(event)
+        return runFrom(windows, index + 1, rate, events)
       })
+    }
+    // (per 20 ms frame of every call: no generator, and no effect at all for a frame that
+    // completes no window)
+    const push: VadStream["push"] = (frame) => {
+      const windows = windower.add(frame)
+      if (windows instanceof VoiceError) return Effect.fail(windows)
+      if (windows.length === 0) return noEvents
+      return runFrom(windows, 0, windower.rate()!, [])
+    }
 
     return { push, speaking: smoother.speaking } satisfies VadStream
   })
@@ -118,10 +138,16 @@ export const make = Effect.fn("SileroVad.make")(function*(options: SileroVadOpti
     try: (): Promise<OrtModule> => import("onnxruntime-node"),
     catch: () => fail("Unavailable", "Silero VAD needs onnxruntime-node: npm install onnxruntime-node (ONNXRUNTIME_NODE_INSTALL=skip for CPU only)")
   })
+  const unavailable = (message: string) =>
+    fail("Unavailable", `onnxruntime cannot load ${modelPath} (${message}); get it again with: ${fetchCommand}`)
+  if ((options.inference ?? "worker") === "worker") {
+    const run = yield* runOnWorker(modelPath, unavailable)
+    return { sampleRates: rates, stream: streamOn(makeBatcher(run)) } satisfies VadService
+  }
   const session = yield* Effect.acquireRelease(
     Effect.tryPromise({
       try: () => ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 }),
-      catch: (e) => fail("Unavailable", `onnxruntime cannot load ${modelPath} (${(e as Error).message}); get it again with: ${fetchCommand}`)
+      catch: (e) => unavailable((e as Error).message)
     }),
     // a release that fails is logged: the Layer is closing either way
     (session) =>
@@ -142,7 +168,8 @@ export const make = Effect.fn("SileroVad.make")(function*(options: SileroVadOpti
 export const layer = (options: SileroVadOptions = {}): Layer.Layer<Vad, VoiceError> => Layer.effect(Vad, make(options))
 
 /**
- * {@link layer} from the environment: `SILERO_VAD_MODEL` (default `.cache/models/silero_vad.onnx`).
+ * {@link layer} from the environment: `SILERO_VAD_MODEL` (default `.cache/models/silero_vad.onnx`) and
+ * `SILERO_VAD_INFERENCE` (`worker`, the default, or `event-loop`).
  *
  * @since 0.1.0
  * @category layers
@@ -151,6 +178,7 @@ export const layerConfig: Layer.Layer<Vad, VoiceError | Config.ConfigError> = La
   Vad,
   Effect.gen(function*() {
     const modelPath = yield* Config.String("SILERO_VAD_MODEL").pipe(Config.withDefault(defaultModelPath))
-    return yield* make({ modelPath })
+    const inference = yield* Config.schema(Schema.Literals(["worker", "event-loop"]), "SILERO_VAD_INFERENCE").pipe(Config.withDefault("worker" as const))
+    return yield* make({ modelPath, inference })
   })
 )

@@ -56,7 +56,8 @@ export interface Windower {
   readonly rate: () => number | undefined
   /**
    * Whole windows ready after adding `frame` (the rest waits for the next push). A window may be
-   * a view of the frame's own samples: read it before the frame is reused.
+   * a view of the frame's own samples, or of the windower's one buffer for a window that spans
+   * frames: read it before the frame is reused and before the next `add`.
    */
   readonly add: (frame: AudioFrame.AudioFrame) => ReadonlyArray<Int16Array> | VoiceError
 }
@@ -71,6 +72,8 @@ export const makeWindower = (
   let rate: number | undefined
   /** Samples of the next window gathered so far (the first `filled`). */
   let partial = new Int16Array(0)
+  /** The window that spans frames (at most one per `add`: the first), reused. */
+  let spanning = new Int16Array(0)
   let filled = 0
   const refuse = (description: string) => new VoiceError({ source: "vad", reason: "InvalidAudio", description })
   return {
@@ -83,6 +86,7 @@ export const makeWindower = (
         }
         rate = frame.sampleRate
         partial = new Int16Array(windowOf(rate))
+        spanning = new Int16Array(partial.length)
       } else if (frame.sampleRate !== rate) {
         return refuse(`this ${engine} stream is at ${rate} Hz, got a frame at ${frame.sampleRate} Hz`)
       }
@@ -102,10 +106,9 @@ export const makeWindower = (
         const take = size - filled
         if (filled === 0) out.push(data.subarray(at, at + take))
         else {
-          const window = new Int16Array(size)
-          window.set(partial.subarray(0, filled))
-          window.set(data.subarray(at, at + take), filled)
-          out.push(window)
+          spanning.set(partial.subarray(0, filled))
+          spanning.set(data.subarray(at, at + take), filled)
+          out.push(spanning)
         }
         at += take
         filled = 0

@@ -253,8 +253,9 @@ describe("DeepgramStt", () => {
       const mock = yield* Mock.make({ transcripts: ["book a table"], msPerWord: 100 })
       yield* Effect.scoped(Effect.gen(function*() {
         const stream = yield* sttOf(mock).stream()
-        // 160 ms of words, then a pause: 60 ms messages until the pause, whose frames go out as
-        // they come; the pause's next 20 ms are gathered, and go out before CloseStream
+        // 160 ms of words, then a pause: a 100 ms message, then the rest of the words with the
+        // pause's first frame, whose frames go out as they come; the pause's next 20 ms are
+        // gathered, and go out before CloseStream
         for (const f of [...tone(160), ...quiet(60)]) yield* stream.push(f)
         yield* stream.endUtterance
         for (const f of quiet(20)) yield* stream.push(f)
@@ -262,9 +263,8 @@ describe("DeepgramStt", () => {
       yield* eventually(() => (mock.connections[0]?.received ?? []).some((m) => "control" in m && m.control.includes("CloseStream")))
       const received = mock.connections[0]!.received.filter((m) => !("control" in m) || !m.control.includes("KeepAlive"))
       assert.deepStrictEqual(received.map((m) => ("control" in m ? JSON.parse(m.control).type : m.audioBytes)), [
-        1920,
-        1920,
-        1920,
+        3200,
+        2560,
         640,
         640,
         "Finalize",

@@ -1,5 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer } from "effect"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import * as FliteTts from "../../../layers/local/FliteTts.ts"
 import * as SileroVad from "../../../layers/local/SileroVad.ts"
 import * as WebRtcVad from "../../../layers/local/WebRtcVad.ts"
@@ -39,7 +41,8 @@ const soundEdges = (audio: AudioFrame.AudioFrame) => {
 
 const engines = [
   ["WebRtcVad", WebRtcVad.layer()],
-  ["SileroVad", SileroVad.layer()]
+  ["SileroVad", SileroVad.layer()],
+  ["SileroVad on the event loop", SileroVad.layer({ inference: "event-loop" })]
 ] as const
 
 for (const [name, vadLayer] of engines) {
@@ -133,6 +136,42 @@ describe("WebRtcVad without WebRTC's own hangover", () => {
         assert.isAtLeast(fast[1]!.atMs, edges.endMs - 40, sentence)
       }
     }).pipe(Effect.provide(FliteTts.layer({ voice: "rms" }))), 30_000)
+})
+
+describe("SileroVad's worker thread", () => {
+  it.effect("hears what the event loop's inference hears, event for event, on the same speech", () =>
+    Effect.gen(function*() {
+      const audio = pad(yield* speak("Could you book me a table for two tonight? Thank you."), 600, 900)
+      const run = (inference: "worker" | "event-loop") =>
+        detect(audio, 20).pipe(Effect.provide(SileroVad.layer({ inference })))
+      const worker = yield* run("worker")
+      const eventLoop = yield* run("event-loop")
+      assert.isAbove(worker.events.length, 1)
+      assert.deepStrictEqual(worker.events, eventLoop.events)
+    }).pipe(Effect.provide(FliteTts.layer())), 30_000)
+
+  it.effect("ends with its Layer: a stream pushed after the Layer closed fails with a VoiceError, not a hang", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(SileroVad.layer(), scope)
+      const stream = yield* Context.get(context, Vad).stream()
+      yield* Scope.close(scope, Exit.void)
+      const exit = yield* Effect.exit(stream.push(AudioFrame.silence(40, 16000)))
+      const error = failureOf(exit)
+      assert.strictEqual(error.reason, "Transport")
+      assert.include(error.message, "worker thread stopped")
+    }))
+
+  it.effect("a model file onnxruntime cannot read fails the Layer Unavailable, in either mode", () =>
+    Effect.gen(function*() {
+      const bad = `${tmpdir()}/baton-bad-silero-${process.pid}.onnx`
+      writeFileSync(bad, "not a model")
+      for (const inference of ["worker", "event-loop"] as const) {
+        const error = failureOf(yield* Layer.build(SileroVad.layer({ modelPath: bad, inference })).pipe(Effect.scoped, Effect.exit))
+        assert.strictEqual(error.reason, "Unavailable", inference)
+        assert.include(error.message, "get it again with", inference)
+      }
+    }))
 })
 
 describe("SileroVad without its model", () => {
