@@ -55,7 +55,7 @@ const settingsOf = (short: boolean) => ({
   warmupS: envNum("WARMUP_S", short ? 3 : 6),
   baselineS: envNum("BASELINE_S", short ? 30 : 120),
   addedLimitMs: envNum("ADDED_P99_MS", 50),
-  batonSteps: envList("CAPACITY_STEPS", short ? "10,25,50,100" : "10,25,50,100,150,200,300,400,600,800").map(Number),
+  batonSteps: envList("CAPACITY_STEPS", short ? "10,25,50,100,150" : "10,25,50,100,150,200,300,400,600,800").map(Number),
   peerSteps: envList("PEER_STEPS", short ? "2,4,8" : "2,4,6,8,12,16,24").map(Number),
   vads: envList("VADS", "silero,webrtc")
 })
