@@ -1,7 +1,7 @@
 /**
  * Silero's batches run on a worker thread (`SileroThread.ts`), one per Layer: the event loop only
  * posts a batch and takes its answer. The worker is held by the Layer's scope (terminated when it
- * closes) and keeps the process alive only while a batch is out.
+ * closes), and like the Layer's sockets it keeps the process alive until then.
  */
 import { Effect } from "effect"
 import { Worker } from "node:worker_threads"
@@ -11,6 +11,8 @@ import type { Reply, Request } from "./SileroThread.ts"
 
 // Built to `.js` in the package, run as `.ts` from the source.
 const entry = new URL(import.meta.url.endsWith(".ts") ? "./SileroThread.ts" : "./SileroThread.js", import.meta.url)
+
+const stop = (worker: Worker) => Effect.promise(() => worker.terminate())
 
 interface Pending {
   readonly resolve: (out: { readonly probabilities: Float32Array; readonly state: Float32Array }) => void
@@ -37,9 +39,9 @@ export const runOnWorker = (modelPath: string, unavailable: (message: string) =>
       worker.once("message", onFirst)
       worker.once("error", onError)
       // the interrupted start (a Layer abandoned while loading) leaves no thread behind
-      return Effect.promise(() => worker.terminate())
+      return stop(worker)
     }),
-    (worker) => Effect.promise(() => worker.terminate())
+    stop
   ).pipe(Effect.map((worker): Run => {
     const pending = new Map<number, Pending>()
     let next = 0
@@ -49,13 +51,11 @@ export const runOnWorker = (modelPath: string, unavailable: (message: string) =>
       for (const p of pending.values()) p.reject(error)
       pending.clear()
     }
-    worker.unref()
     worker.on("message", (reply: Reply) => {
       if (reply.type !== "result" && reply.type !== "failed") return
       const p = pending.get(reply.id)
       if (p === undefined) return
       pending.delete(reply.id)
-      if (pending.size === 0) worker.unref()
       if (reply.type === "result") p.resolve(reply)
       else p.reject(new Error(reply.message))
     })
@@ -66,7 +66,6 @@ export const runOnWorker = (modelPath: string, unavailable: (message: string) =>
         if (stopped !== undefined) return reject(stopped)
         const id = next++
         pending.set(id, { resolve, reject })
-        if (pending.size === 1) worker.ref()
         const request: Request = { id, input, state, batch, width, rate }
         // the batch's arrays are made for this run: moved to the worker, not copied
         worker.postMessage(request, [input.buffer as ArrayBuffer, state.buffer as ArrayBuffer])

@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { execFile } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
+import { fileURLToPath } from "node:url"
 import * as FliteTts from "../../../layers/local/FliteTts.ts"
 import * as SileroVad from "../../../layers/local/SileroVad.ts"
 import * as WebRtcVad from "../../../layers/local/WebRtcVad.ts"
@@ -161,6 +163,19 @@ describe("SileroVad's worker thread", () => {
       assert.strictEqual(error.reason, "Transport")
       assert.include(error.message, "worker thread stopped")
     }))
+
+  it.effect("a program that used it exits on its own once its Layer is released", () =>
+    Effect.gen(function*() {
+      const fixture = fileURLToPath(new URL("./fixtures/silero-settles.ts", import.meta.url))
+      const run = yield* Effect.promise(() =>
+        new Promise<{ code: number | null; out: string }>((resolve) => {
+          execFile(process.execPath, [fixture], { timeout: 20_000 }, (_error, stdout) =>
+            resolve({ code: _error === null ? 0 : (_error as { code?: number }).code ?? null, out: stdout }))
+        })
+      )
+      assert.strictEqual(run.code, 0, run.out)
+      assert.include(run.out, "settled with 0 events")
+    }), 30_000)
 
   it.effect("a model file onnxruntime cannot read fails the Layer Unavailable, in either mode", () =>
     Effect.gen(function*() {
