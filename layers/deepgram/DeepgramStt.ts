@@ -1,9 +1,9 @@
 /**
  * Streaming speech to text with Deepgram's live API (`/v1/listen` over WebSocket, Nova): one
  * socket per stream, audio as binary PCM16 16 kHz messages of `chunkMs` (default 100 ms, as
- * LiveKit's plugin sends: five 20 ms frames a message, not one; what is gathered goes out before a `Finalize`, and the first
- * 60 ms of a pause after loud audio go out frame by frame, so Deepgram's endpointing hears the
- * pause at once), transcripts back as JSON. Interims are the finalized segments so far plus the
+ * LiveKit's plugin sends: five 20 ms frames a message, not one; what is gathered goes out before
+ * a `Finalize`, and the first 60 ms of a pause after loud audio go out frame by frame, so
+ * Deepgram's endpointing hears the pause at once), transcripts back as JSON. Interims are the finalized segments so far plus the
  * current guess; a `speech_final` result (Deepgram heard the words end) is an interim with
  * `endOfSpeech`, so that a reply can start before the pipeline ends the utterance. The audio's
  * gathering into messages is Gather.ts's.

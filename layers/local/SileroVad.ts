@@ -6,7 +6,8 @@
  *
  * The streams of one Layer share one model session, and the windows they push during one turn of
  * the event loop run as one batched inference (`SileroBatch.ts`): the same probabilities as one
- * run per window, for about a third of the CPU.
+ * run per window, for about a third of the CPU. The batches run on a worker thread the Layer
+ * owns (`SileroWorker.ts`; `inference: "event-loop"` runs them on the main thread instead).
  *
  * The model file is not in git: `npm run setup` (scripts/fetch-silero.sh) takes it from the npm
  * tarball of `@livekit/agents-plugin-silero@1.9.0` (MIT; it ships the upstream snakers4/silero-vad
