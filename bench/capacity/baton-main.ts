@@ -18,7 +18,8 @@
  *
  * Environment: CALLS, VAD (silero | webrtc), URLS (JSON from mocks-main), CALLER (a 16 kHz WAV),
  * CYCLE_MS, WARMUP_S, WINDOW_S; DEEPGRAM_CHUNK_MS (DeepgramStt's chunkMs, for A/B runs: 20 sends
- * every frame as before it gathered audio). Prints one line `RESULT {json}` on stdout.
+ * every frame as before it gathered audio); SILERO_INFERENCE=event-loop (Silero's batches on the
+ * main thread, for A/B runs; default: its worker thread). Prints one line `RESULT {json}` on stdout.
  */
 import { Effect, Layer, Queue, Redacted, References, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"

@@ -8,6 +8,7 @@
  * `{ type: "unavailable", message }` and ends.
  */
 import { parentPort, workerData } from "node:worker_threads"
+import * as SileroSession from "./SileroSession.ts"
 
 /** A batch to run: the `input` and `state` tensors' data (transferred, not copied). */
 export interface Request {
@@ -32,20 +33,13 @@ if (port !== null) {
   const { modelPath } = workerData as { readonly modelPath: string }
   try {
     const ort = await import("onnxruntime-node")
-    const session = await ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 })
-    const rates = new Map<number, InstanceType<typeof ort.Tensor>>()
+    const run = SileroSession.runOn(ort, await SileroSession.create(ort, modelPath))
     port.on("message", (request: Request) => {
-      let sr = rates.get(request.rate)
-      if (sr === undefined) rates.set(request.rate, sr = new ort.Tensor("int64", BigInt64Array.of(BigInt(request.rate)), []))
-      session.run({
-        input: new ort.Tensor("float32", request.input, [request.batch, request.width]),
-        state: new ort.Tensor("float32", request.state, [2, request.batch, 128]),
-        sr
-      }).then(
+      run(request.input, request.state, request.batch, request.width, request.rate).then(
         (out) => {
           // compact copies, theirs to keep: onnxruntime's own buffers are not ours to transfer
-          const probabilities = (out["output"]!.data as Float32Array).slice()
-          const state = (out["stateN"]!.data as Float32Array).slice()
+          const probabilities = out.probabilities.slice()
+          const state = out.state.slice()
           post({ type: "result", id: request.id, probabilities, state }, [probabilities.buffer as ArrayBuffer, state.buffer as ArrayBuffer])
         },
         (e: unknown) => post({ type: "failed", id: request.id, message: (e as Error).message })

@@ -22,10 +22,10 @@
 import { Config, Effect, Layer, Schema } from "effect"
 import * as Fs from "node:fs"
 import { fileURLToPath } from "node:url"
-import type * as Ort from "onnxruntime-node"
 import { Vad, type VadEvent, type VadOptions, type VadService, type VadStream } from "../../services/Vad.ts"
 import { VoiceError } from "../../services/VoiceError.ts"
-import { type Batcher, makeBatcher, makeMemory, type Memory, type Run } from "./SileroBatch.ts"
+import { type Batcher, makeBatcher, makeMemory, type Memory } from "./SileroBatch.ts"
+import * as SileroSession from "./SileroSession.ts"
 import { runOnWorker } from "./SileroWorker.ts"
 import { makeSmoother, makeWindower } from "./VadSmoothing.ts"
 
@@ -66,23 +66,6 @@ const windowOf = (rate: number) => (rate === 16000 ? 512 : 256)
 const contextOf = (rate: number) => (rate === 16000 ? 64 : 32)
 
 const fail = (reason: VoiceError["reason"], description: string) => new VoiceError({ source: "vad", reason, description })
-
-type OrtModule = typeof import("onnxruntime-node")
-
-/** One batched inference on the onnxruntime session. */
-const runOn = (ort: OrtModule, session: Ort.InferenceSession): Run => {
-  const rateTensors = new Map<number, Ort.Tensor>()
-  return async (input, state, batch, width, rate) => {
-    let sr = rateTensors.get(rate)
-    if (sr === undefined) rateTensors.set(rate, sr = new ort.Tensor("int64", BigInt64Array.of(BigInt(rate)), []))
-    const out = await session.run({
-      input: new ort.Tensor("float32", input, [batch, width]),
-      state: new ort.Tensor("float32", state, [2, batch, 128]),
-      sr
-    })
-    return { probabilities: out["output"]!.data as Float32Array, state: out["stateN"]!.data as Float32Array }
-  }
-}
 
 const noEvents: Effect.Effect<ReadonlyArray<VadEvent>> = Effect.succeed([])
 
@@ -136,7 +119,7 @@ export const make = Effect.fn("SileroVad.make")(function*(options: SileroVadOpti
   }
   // Loaded here, not at import: `onnxruntime-node` is an optional peer of the package.
   const ort = yield* Effect.tryPromise({
-    try: (): Promise<OrtModule> => import("onnxruntime-node"),
+    try: (): Promise<SileroSession.OrtModule> => import("onnxruntime-node"),
     catch: () => fail("Unavailable", "Silero VAD needs onnxruntime-node: npm install onnxruntime-node (ONNXRUNTIME_NODE_INSTALL=skip for CPU only)")
   })
   const unavailable = (message: string) =>
@@ -147,7 +130,7 @@ export const make = Effect.fn("SileroVad.make")(function*(options: SileroVadOpti
   }
   const session = yield* Effect.acquireRelease(
     Effect.tryPromise({
-      try: () => ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 }),
+      try: () => SileroSession.create(ort, modelPath),
       catch: (e) => unavailable((e as Error).message)
     }),
     // a release that fails is logged: the Layer is closing either way
@@ -157,7 +140,7 @@ export const make = Effect.fn("SileroVad.make")(function*(options: SileroVadOpti
         catch: (e) => fail("Transport", `onnxruntime did not release the Silero session: ${(e as Error).message}`)
       }).pipe(Effect.catch((error) => Effect.logWarning(error.message)))
   )
-  return { sampleRates: rates, stream: streamOn(makeBatcher(runOn(ort, session))) } satisfies VadService
+  return { sampleRates: rates, stream: streamOn(makeBatcher(SileroSession.runOn(ort, session))) } satisfies VadService
 })
 
 /**

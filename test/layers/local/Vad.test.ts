@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { execFile } from "node:child_process"
-import { writeFileSync } from "node:fs"
+import { rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { fileURLToPath } from "node:url"
 import * as FliteTts from "../../../layers/local/FliteTts.ts"
@@ -181,12 +181,13 @@ describe("SileroVad's worker thread", () => {
     Effect.gen(function*() {
       const bad = `${tmpdir()}/baton-bad-silero-${process.pid}.onnx`
       writeFileSync(bad, "not a model")
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(bad, { force: true })))
       for (const inference of ["worker", "event-loop"] as const) {
         const error = failureOf(yield* Layer.build(SileroVad.layer({ modelPath: bad, inference })).pipe(Effect.scoped, Effect.exit))
         assert.strictEqual(error.reason, "Unavailable", inference)
         assert.include(error.message, "get it again with", inference)
       }
-    }))
+    }).pipe(Effect.scoped))
 })
 
 describe("SileroVad without its model", () => {
