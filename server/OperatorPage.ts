@@ -11,6 +11,8 @@
  * ringing, with Accept and Decline. It opens `/operator/ws` with the token (and name) it was
  * loaded with.
  */
+import { microphoneScript } from "./MicrophoneScript.ts"
+
 export const page = (): string => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>baton · operator</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -130,14 +132,12 @@ const showOffer = (offer, remainingMs) => {
 const closeOffer = (id) => { clearInterval(state.offers.get(id)); state.offers.delete(id); document.querySelector('[data-offer="' + id + '"]')?.remove() }
 // The timeline picture of the open session, redrawn after each passage of the floor.
 const askPicture = () => { clearTimeout(state.redraw); state.redraw = setTimeout(() => send({ type: "timeline" }), 150) }
-// The operator's microphone as PCM16 (an AudioWorklet), sent while "speak" is on.
-const worklet = "registerProcessor('pcm16', class extends AudioWorkletProcessor { process(inputs) { const c = inputs[0][0]; if (c) { const p = new Int16Array(c.length); for (let i = 0; i < c.length; i++) p[i] = Math.max(-32768, Math.min(32767, c[i] * 32768)); this.port.postMessage(p.buffer, [p.buffer]) } return true } })"
+// The operator's microphone, sent while "speak" is on.
+${microphoneScript}
 const startMic = async () => {
   if (state.mic) return
   startAudio(); const ctx = state.ctx; await ctx.resume()
-  const stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true } })
-  await ctx.audioWorklet.addModule(URL.createObjectURL(new Blob([worklet], { type: "text/javascript" })))
-  const node = new AudioWorkletNode(ctx, "pcm16"); ctx.createMediaStreamSource(stream).connect(node)
+  const { stream, node } = await openMicrophone(ctx)
   send({ type: "audio_format", sampleRate: ctx.sampleRate })
   node.port.onmessage = (m) => { if ($("speak").checked && ws.readyState === 1) { ws.send(m.data); state.voiceFrames++ } }
   state.mic = { stream, node }

@@ -8,6 +8,7 @@
  * into the transcript by item id (what was shown stays, what was said meanwhile is added).
  */
 import { createHash } from "node:crypto"
+import { microphoneScript } from "./MicrophoneScript.ts"
 
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c]!)
@@ -265,7 +266,7 @@ const showTimeline = (svg) => {
 $("timeline").onscroll = () => { state.follow = $("timeline").scrollLeft >= (state.followAt ?? 0) - 8 }
 $("fit").onchange = () => { $("timeline").classList.toggle("fit", $("fit").checked); state.follow = true; follow() }
 $("openTimeline").onclick = () => window.open(URL.createObjectURL(new Blob([state.svg], { type: "image/svg+xml" })), "_blank")
-const worklet = "registerProcessor('pcm16', class extends AudioWorkletProcessor { process(inputs) { const c = inputs[0][0]; if (c) { const p = new Int16Array(c.length); for (let i = 0; i < c.length; i++) p[i] = Math.max(-32768, Math.min(32767, c[i] * 32768)); this.port.postMessage(p.buffer, [p.buffer]) } return true } })"
+${microphoneScript}
 // The microphone's level (root mean square of each frame, eased) on the meter while it is on.
 const meter = (buffer) => {
   const p = new Int16Array(buffer); let sum = 0; for (let i = 0; i < p.length; i++) sum += p[i] * p[i]
@@ -275,9 +276,7 @@ const meter = (buffer) => {
 const startMic = async () => {
   if (state.mic) return
   startAudio(); const ctx = state.ctx; await ctx.resume()
-  const stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true } })
-  await ctx.audioWorklet.addModule(URL.createObjectURL(new Blob([worklet], { type: "text/javascript" })))
-  const node = new AudioWorkletNode(ctx, "pcm16"); ctx.createMediaStreamSource(stream).connect(node)
+  const { stream, node } = await openMicrophone(ctx)
   ws.send(JSON.stringify({ type: "audio_format", sampleRate: ctx.sampleRate }))
   $("level").hidden = false
   node.port.onmessage = (m) => { if (state.sending) meter(m.data); if (state.sending && ws.readyState === 1) { ws.send(m.data); state.heard += m.data.byteLength / 2 } }
